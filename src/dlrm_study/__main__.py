@@ -1,0 +1,7 @@
+"""`python -m dlrm_study` is `dlrm-study`."""
+
+import sys
+
+from dlrm_study.cli import main
+
+sys.exit(main())

@@ -1,0 +1,179 @@
+"""`dlrm-study train` and `dlrm-study bench`.
+
+Bad input (a config, an option, a file) ends with one line on stderr and exit code 2.
+"""
+
+import argparse
+import itertools
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from dlrm_study import config, results
+from dlrm_study.errors import UsageError
+
+USAGE_ERROR = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad option as a UsageError (one line, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> None:
+    parser.add_argument("--config", default="tiny", help=f"preset ({', '.join(config.PRESETS)}) or YAML file")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. model.embedding_dim=32"
+    )
+    parser.add_argument("--steps", type=int, default=steps, help="training steps (default %(default)s)")
+    parser.add_argument("--device", choices=config.DEVICES, help="cpu, cuda or auto")
+    parser.add_argument("--loop", help=f"training loop ({', '.join(config.LOOPS)})")
+    parser.add_argument("--seed", type=int, help="seed of initialisation and data")
+    parser.add_argument("--threads", type=int, help="intra-op threads (default: torch's)")
+    parser.add_argument("--data", metavar="TSV", help="train on a Criteo click-log file instead of synthetic data")
+    parser.add_argument("--skip-bad-lines", action="store_true", help="count malformed Criteo lines instead of failing")
+    parser.add_argument("--out", default=out, help="CSV the record is appended to (default %(default)s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="dlrm-study", description="DLRM training efficiency study.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    train = commands.add_parser("train", help="train a config, evaluate AUC, write a record")
+    common_options(train, steps=300, out="results/train.csv")
+    train.add_argument(
+        "--checkpoint", type=Path, help="save a checkpoint here at the end (and every --checkpoint-every)"
+    )
+    train.add_argument("--checkpoint-every", type=int, default=0, metavar="N")
+    train.add_argument("--resume", type=Path, help="continue from this checkpoint up to --steps in total")
+    train.add_argument("--log-every", type=int, default=50, metavar="N", help="print the loss every N steps")
+
+    bench = commands.add_parser("bench", help="time training steps, break them down per operator, write a record")
+    common_options(bench, steps=20, out="results/bench.csv")
+    bench.add_argument("--warmup", type=int, default=3, help="untimed steps first (default %(default)s)")
+    bench.add_argument("--profile-steps", type=int, default=2, help="profiled steps for the breakdown")
+    bench.add_argument("--study", default="bench", help="study name in the record")
+    return parser
+
+
+def load_config(args: argparse.Namespace) -> config.Config:
+    """The config from --config and --set, with the shortcut options applied last."""
+    overrides = list(args.set)
+    if args.steps is not None:
+        if args.steps <= 0:
+            raise UsageError(f"--steps must be positive, got {args.steps}")
+        overrides.append(f"train.steps={args.steps}")
+    for option in ("device", "loop", "seed", "threads"):
+        value = getattr(args, option)
+        if value is not None:
+            overrides.append(f"train.{option}={value}")
+    if args.data:
+        overrides += ["data.source=criteo", f"data.path={args.data}"]
+    if args.skip_bad_lines:
+        overrides.append("data.skip_bad_lines=true")
+    return config.validate(config.load(args.config, overrides))
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from dlrm_study.data import make_data
+    from dlrm_study.train import build, evaluate, train
+    from dlrm_study.train import checkpoint as ckpt
+
+    if args.resume:
+        run = ckpt.load(args.resume, device=args.device)
+        cfg = run.cfg
+        cfg.train.steps = args.steps
+        print(f"resumed {args.resume} at step {run.step}", file=sys.stderr)
+    else:
+        cfg = load_config(args)
+        run = build(cfg)
+    data = make_data(cfg)
+    bar = tqdm(total=cfg.train.steps, initial=run.step, desc=f"train {cfg.name}", disable=args.no_progress)
+
+    def on_step(run, loss: float) -> None:
+        bar.update()
+        if run.step % args.log_every == 0 or run.step == cfg.train.steps:
+            bar.write(f"step {run.step}/{cfg.train.steps}  loss {loss:.4f}")
+        if args.checkpoint and args.checkpoint_every and run.step % args.checkpoint_every == 0:
+            ckpt.save(run, args.checkpoint)
+
+    start, first_step = time.perf_counter(), run.step
+    losses = train(run, data.batches(start=run.step), cfg.train.steps, on_step)
+    seconds = time.perf_counter() - start
+    bar.close()
+    if getattr(data, "bad_lines", 0):
+        print(f"skipped {data.bad_lines} malformed lines of {cfg.data.path}", file=sys.stderr)
+    if args.checkpoint:
+        ckpt.save(run, args.checkpoint)
+    metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))
+    samples_per_s = (run.step - first_step) * cfg.train.batch_size / seconds if seconds else 0.0
+    print(
+        f"validation AUC {metrics['auc']:.4f}  logloss {metrics['logloss']:.4f}  "
+        f"accuracy {metrics['accuracy']:.4f}  ({cfg.train.eval_batches} batches of {cfg.train.batch_size})"
+    )
+    print(f"trained {run.step} steps, {samples_per_s:,.0f} samples/s (data included)")
+    if args.out:
+        tail = losses[-min(len(losses), 20) :] or [float("nan")]
+        record = {
+            "study": "train",
+            "config_name": cfg.name,
+            "config_hash": cfg.hash(),
+            "loop": cfg.train.loop,
+            "precision": cfg.train.precision,
+            "device": run.device.type,
+            "steps": run.step,
+            "final_loss": sum(tail) / len(tail),
+            **{f"eval_{key}": value for key, value in metrics.items()},
+            "samples_per_s": samples_per_s,
+            **cfg.flat(),
+            **results.provenance(run.device),
+        }
+        results.append(Path(args.out), record)
+        print(f"record appended to {args.out}")
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    from dlrm_study.measure import OPERATORS, bench
+
+    if args.warmup < 0 or args.profile_steps < 0:
+        raise UsageError("--warmup and --profile-steps must not be negative")
+    cfg = load_config(args)
+    record = bench(cfg, cfg.train.steps, args.warmup, args.profile_steps, args.study, progress=not args.no_progress)
+    print(
+        f"{cfg.name} / {record['loop']} on {record['device_name']} ({record['threads']} threads), "
+        f"batch {cfg.train.batch_size}, {args.steps} steps"
+    )
+    print(
+        f"  {record['samples_per_s']:,.0f} samples/s   {record['ms_median']:.1f} ms/it median "
+        f"(p10 {record['ms_p10']:.1f}, p90 {record['ms_p90']:.1f})   input {record['input_ms_median']:.1f} ms/batch"
+    )
+    print(f"  per operator, ms/it ({args.profile_steps} profiled steps):")
+    for name in OPERATORS:
+        print(f"    {name:<28}{record[f'op_{name}_ms']:10.2f}")
+    print(f"    {'data (input, not in ms/it)':<28}{record['input_ms_median']:10.2f}")
+    if args.out:
+        results.append(Path(args.out), record)
+        print(f"record appended to {args.out}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        {"train": cmd_train, "bench": cmd_bench}[args.command](args)
+    except UsageError as err:
+        print(f"dlrm-study: error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("dlrm-study: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The one batch type every loop consumes."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Batch:
+    """Dense features, per-table bags of ids (dlrm layout), and click labels.
+
+    `indices[t]` holds the ids of table t for the whole batch, bag after bag;
+    `offsets[t][i]` is where sample i's bag starts in it (no trailing offset).
+    """
+
+    dense: torch.Tensor  # (B, dense_features) float32
+    indices: list[torch.Tensor]  # per table, int64
+    offsets: list[torch.Tensor]  # per table, (B,) int64
+    labels: torch.Tensor  # (B,) float32 in {0, 1}
+
+    @property
+    def size(self) -> int:
+        return self.dense.shape[0]
+
+    def lengths(self, table: int) -> torch.Tensor:
+        """Bag sizes of one table, (B,)."""
+        ends = torch.cat([self.offsets[table][1:], self.offsets[table].new_tensor([self.indices[table].numel()])])
+        return ends - self.offsets[table]
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Batch":
+        """The same batch with `fn` applied to every tensor."""
+        return Batch(fn(self.dense), [fn(i) for i in self.indices], [fn(o) for o in self.offsets], fn(self.labels))
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+        return self.map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "Batch":
+        return self.map(torch.Tensor.pin_memory)
+
+    def to_kjt(self, keys: list[str] | None = None):
+        """The sparse part as torchrec's KeyedJaggedTensor (keys `t0`, `t1`, ... by default)."""
+        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+        keys = keys or [f"t{t}" for t in range(len(self.indices))]
+        return KeyedJaggedTensor(
+            keys=keys,
+            values=torch.cat(self.indices),
+            lengths=torch.cat([self.lengths(t) for t in range(len(self.indices))]),
+        )

@@ -1,0 +1,98 @@
+"""Streaming reader for Criteo click logs (Kaggle / Terabyte TSV).
+
+Each line: label, 13 integer features, 26 categorical features as hex strings, tab
+separated; any feature may be empty. Dense features become log(1 + max(x, 0)) and
+categorical ids are hashed modulo the table's rows, as facebookresearch/dlrm does.
+The first `eval_batches` batches of the file are held out for evaluation.
+"""
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from dlrm_study.config import Config
+from dlrm_study.data.batch import Batch
+from dlrm_study.errors import UsageError
+
+DENSE, SPARSE = 13, 26
+FIELDS = 1 + DENSE + SPARSE
+
+
+class CriteoData:
+    """Batches from a Criteo TSV file; a malformed line is an error unless `skip_bad_lines`."""
+
+    def __init__(self, cfg: Config, stream: str = "train") -> None:
+        self.path = Path(cfg.data.path)
+        if not self.path.is_file():
+            raise UsageError(f"Criteo file not found: {self.path}")
+        self.rows = cfg.model.table_rows
+        self.batch_size = cfg.train.batch_size
+        self.skip_bad_lines = cfg.data.skip_bad_lines
+        self.held_out = cfg.train.eval_batches
+        self.stream = stream
+        self.bad_lines = 0
+
+    def batches(self, start: int = 0) -> Iterator[Batch]:
+        """Batches of this stream from number `start`; the train stream wraps around the file."""
+        index = 0
+        while True:
+            produced = 0
+            for number, batch in enumerate(self._file_batches()):
+                is_eval = number < self.held_out
+                if is_eval != (self.stream == "eval"):
+                    continue
+                produced += 1
+                if index >= start:
+                    yield batch
+                index += 1
+            if self.stream == "eval":
+                return
+            if produced == 0:
+                raise UsageError(
+                    f"{self.path}: no training batches left after the {self.held_out} held out for evaluation"
+                )
+
+    def _file_batches(self) -> Iterator[Batch]:
+        samples: list[tuple[float, list[float], list[int]]] = []
+        with self.path.open() as lines:
+            for number, line in enumerate(lines, start=1):
+                try:
+                    samples.append(self.parse(line))
+                except ValueError as err:
+                    if not self.skip_bad_lines:
+                        raise UsageError(f"{self.path}:{number}: {err}") from None
+                    self.bad_lines += 1
+                    continue
+                if len(samples) == self.batch_size:
+                    yield collate(samples)
+                    samples = []
+        if samples:
+            yield collate(samples)
+
+    def parse(self, line: str) -> tuple[float, list[float], list[int]]:
+        """One line as (label, dense, ids); ValueError saying what is wrong with it."""
+        fields = line.rstrip("\r\n").split("\t")
+        if len(fields) != FIELDS:
+            raise ValueError(f"expected {FIELDS} tab-separated fields, got {len(fields)}")
+        if fields[0] not in ("0", "1"):
+            raise ValueError(f"label must be 0 or 1, got {fields[0]!r}")
+        try:
+            dense = [math.log1p(max(int(x), 0)) if x else 0.0 for x in fields[1 : 1 + DENSE]]
+        except ValueError:
+            raise ValueError("an integer feature is not an integer") from None
+        try:
+            ids = [int(x, 16) % rows if x else 0 for x, rows in zip(fields[1 + DENSE :], self.rows, strict=True)]
+        except ValueError:
+            raise ValueError("a categorical feature is not hexadecimal") from None
+        return float(fields[0]), dense, ids
+
+
+def collate(samples: list[tuple[float, list[float], list[int]]]) -> Batch:
+    """One id per table per sample: offsets are 0..B-1."""
+    labels = torch.tensor([s[0] for s in samples])
+    dense = torch.tensor([s[1] for s in samples], dtype=torch.float32)
+    ids = torch.tensor([s[2] for s in samples], dtype=torch.int64)
+    offsets = torch.arange(len(samples))
+    return Batch(dense, [ids[:, t].contiguous() for t in range(SPARSE)], [offsets] * SPARSE, labels)

@@ -1,0 +1,155 @@
+"""Benchmark runner: time training steps, break them down per operator, emit a record.
+
+Timed span = one training step (forward, loss, backward, update), the span
+facebookresearch/dlrm reports as ms/it; making the batch is timed beside it as input
+time. After the timed steps a few more run under the profiler, whose `dlrm:*` scopes
+and autograd node names give the per-operator breakdown (profiled steps are never
+part of the timing).
+"""
+
+import resource
+import statistics
+import time
+from collections.abc import Iterator
+
+import torch
+from tqdm.auto import tqdm
+
+from dlrm_study import results
+from dlrm_study.config import Config
+from dlrm_study.data import Batch, make_data
+from dlrm_study.train.loop import Run, build, train_step
+
+# Columns of the breakdown, in the order a step runs them.
+OPERATORS = (
+    "bottom_mlp",
+    "embedding_forward",
+    "interaction",
+    "top_mlp",
+    "loss",
+    "dense_backward",
+    "embedding_backward_update",
+    "optimizer_step",
+    "other",
+)
+BACKWARD = "autograd::engine::evaluate_function: "
+
+
+def bench(
+    cfg: Config,
+    steps: int,
+    warmup: int = 3,
+    profile_steps: int = 2,
+    study: str = "bench",
+    progress: bool = True,
+) -> dict[str, object]:
+    """Build the config's run, time `steps` training steps after `warmup`, return one record."""
+    run = build(cfg)
+    batches = make_data(cfg).batches()
+    bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
+    step_ms, input_ms = [], []
+    for i in range(warmup + steps):
+        batch, input_time = timed_batch(batches, run)
+        start = time.perf_counter()
+        train_step(run, batch)
+        synchronize(run.device)
+        if i >= warmup:
+            step_ms.append((time.perf_counter() - start) * 1e3)
+            input_ms.append(input_time * 1e3)
+        bar.update()
+    operators = breakdown(run, batches, profile_steps, bar)
+    bar.close()
+    median = statistics.median(step_ms)
+    return {
+        "study": study,
+        "config_name": cfg.name,
+        "config_hash": cfg.hash(),
+        "loop": cfg.train.loop,
+        "sparse_arch": run.model.sparse_arch.name,
+        "placement": run.model.sparse_arch.placement,
+        "precision": cfg.train.precision,
+        "device": run.device.type,
+        "batch_size": cfg.train.batch_size,
+        "steps": steps,
+        "warmup": warmup,
+        "ms_median": median,
+        "ms_p10": quantile(step_ms, 0.1),
+        "ms_p90": quantile(step_ms, 0.9),
+        "samples_per_s": cfg.train.batch_size / (median / 1e3),
+        "input_ms_median": statistics.median(input_ms),
+        **{f"op_{name}_ms": ms for name, ms in operators.items()},
+        **peak_memory(run.device),
+        "error": "",
+        **cfg.flat(),
+        **results.provenance(run.device),
+    }
+
+
+def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
+    """The next batch on the run's device, and the seconds it took to make and move it."""
+    start = time.perf_counter()
+    batch = next(batches).to(run.device)
+    synchronize(run.device)
+    return batch, time.perf_counter() - start
+
+
+def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict[str, float]:
+    """Mean ms per step of each operator in OPERATORS, from `steps` profiled steps."""
+    totals = dict.fromkeys(OPERATORS, 0.0)
+    if steps <= 0:
+        return totals
+    wall = 0.0
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(steps):
+            batch, _ = timed_batch(batches, run)
+            start = time.perf_counter()
+            with torch.profiler.record_function("dlrm:step"):
+                train_step(run, batch)
+            synchronize(run.device)
+            wall += time.perf_counter() - start
+            bar.update()
+    backward_node = run.model.sparse_arch.backward_node
+    for event in prof.events():
+        if event.cpu_parent is not None and event.cpu_parent.name != "dlrm:step":
+            continue  # only the step's top-level operations, each counted once
+        name = operator_of(event.name, backward_node)
+        if name:
+            totals[name] += event.cpu_time_total / 1e3
+    totals["other"] = max(0.0, wall * 1e3 - sum(totals.values()))
+    return {name: ms / steps for name, ms in totals.items()}
+
+
+def operator_of(event: str, backward_node: str) -> str | None:
+    """The OPERATORS column a top-level profiler event belongs to (None: not part of a step)."""
+    if event.startswith("dlrm:"):
+        name = event.removeprefix("dlrm:")
+        if name == "embedding_update":
+            return "embedding_backward_update"
+        return name if name in OPERATORS else None
+    if event.startswith(BACKWARD):
+        return "embedding_backward_update" if backward_node in event else "dense_backward"
+    if event.startswith("Optimizer.zero_grad"):
+        return "optimizer_step"
+    return None
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory(device: torch.device) -> dict[str, object]:
+    """Peak GPU memory allocated, or the process's peak resident set on the CPU."""
+    if device.type == "cuda":
+        return {"peak_mem_bytes": torch.cuda.max_memory_allocated(device), "peak_mem_kind": "cuda_allocated"}
+    return {"peak_mem_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "peak_mem_kind": "process_rss"}
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile by linear interpolation (what numpy calls 'linear')."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

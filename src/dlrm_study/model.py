@@ -1,0 +1,69 @@
+"""DLRM in plain PyTorch: bottom MLP, sparse arch, dot interaction, top MLP.
+
+The sparse arch is passed in (see `embeddings`), so every variant of the study shares
+this dense part. Initialisation follows facebookresearch/dlrm: Linear weights
+N(0, sqrt(2 / (fan_in + fan_out))), biases N(0, sqrt(1 / fan_out)).
+"""
+
+import torch
+from torch import nn
+from torch.autograd.profiler import record_function
+
+from dlrm_study.config import ModelConfig
+from dlrm_study.data import Batch
+from dlrm_study.embeddings import SparseArch
+
+
+def mlp(layers: list[tuple[int, int]], generator: torch.Generator, last_relu: bool) -> nn.Sequential:
+    """Linear + ReLU layers; the last ReLU is left out for the top MLP (it emits a logit)."""
+    modules: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(layers):
+        linear = nn.Linear(fan_in, fan_out)
+        with torch.no_grad():
+            linear.weight.normal_(0.0, (2.0 / (fan_in + fan_out)) ** 0.5, generator=generator)
+            linear.bias.normal_(0.0, (1.0 / fan_out) ** 0.5, generator=generator)
+        modules.append(linear)
+        if last_relu or i < len(layers) - 1:
+            modules.append(nn.ReLU())
+    return nn.Sequential(*modules)
+
+
+class DotInteraction(nn.Module):
+    """Pairwise dot products of the features (no self-interaction), after the dense vector."""
+
+    def __init__(self, num_features: int) -> None:
+        super().__init__()
+        rows, cols = torch.tril_indices(num_features, num_features, offset=-1)
+        self.register_buffer("rows", rows, persistent=False)
+        self.register_buffer("cols", cols, persistent=False)
+
+    def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        features = torch.cat([dense.unsqueeze(1), pooled], dim=1)  # (B, F, D)
+        dots = torch.bmm(features, features.transpose(1, 2))  # (B, F, F)
+        return torch.cat([dense, dots[:, self.rows, self.cols]], dim=1)
+
+
+class DLRM(nn.Module):
+    """Click logit for a batch. `record_function` scopes name each part for profiling."""
+
+    def __init__(self, cfg: ModelConfig, sparse_arch: SparseArch, generator: torch.Generator) -> None:
+        super().__init__()
+        self.bottom_mlp = mlp(cfg.bottom_layers, generator, last_relu=True)
+        self.sparse_arch = sparse_arch
+        self.interaction = DotInteraction(cfg.num_tables + 1)
+        self.top_mlp = mlp(cfg.top_layers, generator, last_relu=False)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        with record_function("dlrm:bottom_mlp"):
+            dense = self.bottom_mlp(batch.dense)
+        with record_function("dlrm:embedding_forward"):
+            pooled = self.sparse_arch(batch.indices, batch.offsets)
+        with record_function("dlrm:interaction"):
+            interactions = self.interaction(dense, pooled)
+        with record_function("dlrm:top_mlp"):
+            return self.top_mlp(interactions).squeeze(1)
+
+    def dense_parameters(self) -> list[nn.Parameter]:
+        """Parameters outside the sparse arch: trained by the loop's dense optimizer."""
+        sparse = {id(p) for p in self.sparse_arch.parameters()}
+        return [p for p in self.parameters() if id(p) not in sparse]

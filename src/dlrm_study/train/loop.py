@@ -1,0 +1,114 @@
+"""The training loop: build a run from a config, step it, evaluate it.
+
+One step is forward, loss, backward, update — the span facebookresearch/dlrm times as
+ms/it. The dense parameters are trained by `torch.optim.SGD`; the sparse arch applies
+its own update (inside backward, or in `update()`), which for the reference arch is the
+same `torch.optim.SGD` over sparse gradients that dlrm uses.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import torch
+from torch.autograd.profiler import record_function
+from torch.nn import functional as F
+
+from dlrm_study.config import Config, check_fits, validate
+from dlrm_study.data import Batch
+from dlrm_study.embeddings import make_sparse_arch
+from dlrm_study.errors import UsageError
+from dlrm_study.model import DLRM
+from dlrm_study.train.metrics import auc
+
+
+@dataclass
+class Run:
+    """Everything that changes while a config trains."""
+
+    cfg: Config
+    model: DLRM
+    dense_optimizer: torch.optim.Optimizer
+    device: torch.device
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` means cuda when a GPU is present; asking for an absent GPU is an error."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError("train.device is cuda but no CUDA GPU is available (use --device cpu)")
+    return torch.device(name)
+
+
+def build(cfg: Config) -> Run:
+    """Validate the config, check it fits, then initialise the model from `train.seed`."""
+    validate(cfg)
+    device = resolve_device(cfg.train.device)
+    check_fits(cfg, device.type)
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    generator = torch.Generator().manual_seed(cfg.train.seed)
+    sparse_arch = make_sparse_arch(cfg, generator)
+    model = DLRM(cfg.model, sparse_arch, generator).to(device)
+    optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
+    return Run(cfg, model, optimizer, device)
+
+
+def train_step(run: Run, batch: Batch) -> torch.Tensor:
+    """Forward, loss, backward and update on one batch; returns the loss (detached)."""
+    logits = run.model(batch)
+    with record_function("dlrm:loss"):
+        loss = F.binary_cross_entropy_with_logits(logits, batch.labels)
+    run.dense_optimizer.zero_grad(set_to_none=True)
+    run.model.sparse_arch.clear_grad()
+    loss.backward()
+    with record_function("dlrm:optimizer_step"):
+        run.dense_optimizer.step()
+    with record_function("dlrm:embedding_update"):
+        run.model.sparse_arch.update()
+    run.step += 1
+    return loss.detach()
+
+
+def train(
+    run: Run,
+    batches: Iterable[Batch],
+    steps: int,
+    on_step: Callable[[Run, float], None] | None = None,
+) -> list[float]:
+    """Train until `run.step == steps`; returns the losses of the steps taken."""
+    losses = []
+    for batch in batches:
+        if run.step >= steps:
+            break
+        loss = train_step(run, batch.to(run.device)).item()
+        if not math.isfinite(loss):
+            raise RuntimeError(f"loss became {loss} at step {run.step}")
+        losses.append(loss)
+        if on_step:
+            on_step(run, loss)
+    run.losses += losses
+    return losses
+
+
+@torch.no_grad()
+def evaluate(run: Run, batches: Iterable[Batch]) -> dict[str, float]:
+    """AUC, log loss and accuracy over held-out batches."""
+    run.model.eval()
+    scores, labels = [], []
+    for batch in batches:
+        batch = batch.to(run.device)
+        scores.append(run.model(batch).float().cpu())
+        labels.append(batch.labels.cpu())
+    run.model.train()
+    if not scores:
+        raise UsageError("no evaluation batches: the data source produced none")
+    s, y = torch.cat(scores), torch.cat(labels)
+    return {
+        "auc": auc(s, y),
+        "logloss": F.binary_cross_entropy_with_logits(s, y).item(),
+        "accuracy": ((s > 0).float() == y).float().mean().item(),
+    }
