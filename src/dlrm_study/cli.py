@@ -108,7 +108,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     seconds = time.perf_counter() - start
     bar.close()
     if getattr(data, "bad_lines", 0):
-        print(f"skipped {data.bad_lines} malformed lines of {cfg.data.path}", file=sys.stderr)
+        print(f"skipped {data.bad_lines} malformed line(s) of {cfg.data.path}", file=sys.stderr)
     if args.checkpoint:
         ckpt.save(run, args.checkpoint)
     metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))

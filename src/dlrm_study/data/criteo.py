@@ -56,6 +56,7 @@ class CriteoData:
 
     def _file_batches(self) -> Iterator[Batch]:
         samples: list[tuple[float, list[float], list[int]]] = []
+        bad = 0  # per pass over the file: the train stream may read it many times
         with self.path.open() as lines:
             for number, line in enumerate(lines, start=1):
                 try:
@@ -63,7 +64,8 @@ class CriteoData:
                 except ValueError as err:
                     if not self.skip_bad_lines:
                         raise UsageError(f"{self.path}:{number}: {err}") from None
-                    self.bad_lines += 1
+                    bad += 1
+                    self.bad_lines = max(self.bad_lines, bad)
                     continue
                 if len(samples) == self.batch_size:
                     yield collate(samples)
@@ -78,14 +80,17 @@ class CriteoData:
             raise ValueError(f"expected {FIELDS} tab-separated fields, got {len(fields)}")
         if fields[0] not in ("0", "1"):
             raise ValueError(f"label must be 0 or 1, got {fields[0]!r}")
-        try:
-            dense = [math.log1p(max(int(x), 0)) if x else 0.0 for x in fields[1 : 1 + DENSE]]
-        except ValueError:
-            raise ValueError("an integer feature is not an integer") from None
-        try:
-            ids = [int(x, 16) % rows if x else 0 for x, rows in zip(fields[1 + DENSE :], self.rows, strict=True)]
-        except ValueError:
-            raise ValueError("a categorical feature is not hexadecimal") from None
+        dense, ids = [], []
+        for i, x in enumerate(fields[1 : 1 + DENSE], start=1):
+            try:
+                dense.append(math.log1p(max(int(x), 0)) if x else 0.0)
+            except ValueError:
+                raise ValueError(f"integer feature I{i} is {x!r}, not an integer") from None
+        for i, (x, rows) in enumerate(zip(fields[1 + DENSE :], self.rows, strict=True), start=1):
+            try:
+                ids.append(int(x, 16) % rows if x else 0)
+            except ValueError:
+                raise ValueError(f"categorical feature C{i} is {x!r}, not hexadecimal") from None
         return float(fields[0]), dense, ids
 
 

@@ -1,0 +1,56 @@
+# dlrm-study: `make reproduce` runs the study, `make test` runs the tests.
+# Both create .venv with the pinned stack when it is missing or out of date.
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The CUDA builds where an NVIDIA GPU answers, the CPU builds elsewhere.
+STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
+STAMP  := $(VENV)/.installed-$(STACK)
+
+.PHONY: env test lint reproduce bench lock clean
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/base.txt requirements/$(STACK).txt requirements/no-deps.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements/$(STACK).txt
+	$(BIN)/python -m pip install -q --no-deps -r requirements/no-deps.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+test: env lint
+	$(BIN)/python -m pytest -q
+
+lint: env
+	$(BIN)/ruff check src tests data scripts
+	$(BIN)/ruff format --check src tests data scripts
+
+# The study's main job. For now: a short training run and benchmark records;
+# the notebooks take this over.
+reproduce: env data/criteo_sample.tsv
+	$(BIN)/dlrm-study train --config tiny --steps 300 --out results/train.csv
+	$(BIN)/dlrm-study bench --config tiny --steps 50 --out results/bench.csv
+	$(BIN)/dlrm-study bench --config dlrm-benchmark --loop reference --steps 20 --out results/bench.csv
+
+# Reference-loop benchmarks of the four presets (the CPU-optimized loop joins them later).
+bench: env
+	for preset in tiny kaggle dlrm-benchmark mlperf-scaled; do \
+	  $(BIN)/dlrm-study bench --config $$preset --loop reference --steps 20 --out results/bench.csv || exit 1; \
+	done
+
+data/criteo_sample.tsv: data/make_criteo_sample.py | $(STAMP)
+	$(BIN)/python data/make_criteo_sample.py --out $@
+
+# Re-pin base.txt from the current .venv (after an intentional upgrade).
+lock: env
+	{ head -2 requirements/base.txt; $(BIN)/python -m pip freeze --exclude-editable \
+	  | grep -viE '^(torch|torchrec|fbgemm[-_]gpu([-_]cpu)?|dlrm-study)=='; } > requirements/base.txt.new
+	mv requirements/base.txt.new requirements/base.txt
+
+# Caches and build leftovers only: results/ and .venv are never removed here.
+clean:
+	rm -rf .pytest_cache .ruff_cache build src/*.egg-info
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

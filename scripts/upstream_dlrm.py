@@ -1,0 +1,86 @@
+"""Time facebookresearch/dlrm's `dlrm_s_pytorch.py` and record it beside our reference loop.
+
+    python scripts/upstream_dlrm.py --dlrm-dir PATH [--python PYTHON] [--batches 40]
+
+PATH is a checkout of facebookresearch/dlrm (not part of this repository); PYTHON an
+interpreter with torch, numpy, scikit-learn and tensorboard, as dlrm needs. The run
+uses the configuration of dlrm's bench/dlrm_s_benchmark.sh (our `dlrm-benchmark`
+preset), parses dlrm's own "ms/it" lines, drops the first window as warm-up, and
+appends one record (loop `upstream-dlrm`) to results/bench.csv with provenance.
+"""
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from dlrm_study import config, results
+from dlrm_study.measure.bench import quantile
+
+ARGS = [
+    "--arch-sparse-feature-size=64",
+    "--arch-mlp-bot=512-512-64",
+    "--arch-mlp-top=1024-1024-1024-1",
+    "--arch-embedding-size=" + "-".join(["1000000"] * 8),
+    "--num-indices-per-lookup=100",
+    "--num-indices-per-lookup-fixed=True",
+    "--mini-batch-size=2048",
+    "--data-generation=random",
+    "--print-time",
+]
+MS_PER_IT = re.compile(r"Finished training it \d+/\d+ of epoch \d+, ([0-9.]+) ms/it")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dlrm-dir", type=Path, required=True)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--window", type=int, default=5, help="dlrm --print-freq: iterations per ms/it figure")
+    parser.add_argument("--out", type=Path, default=Path("results/bench.csv"))
+    args = parser.parse_args()
+
+    script = args.dlrm_dir / "dlrm_s_pytorch.py"
+    if not script.is_file():
+        sys.exit(f"upstream_dlrm: {script} not found")
+    command = [args.python, script.name, *ARGS, f"--num-batches={args.batches}", f"--print-freq={args.window}"]
+    proc = subprocess.run(command, cwd=args.dlrm_dir, capture_output=True, text=True)
+    windows = [float(ms) for ms in MS_PER_IT.findall(proc.stdout)]
+    if proc.returncode != 0 or len(windows) < 2:
+        sys.exit(f"upstream_dlrm: dlrm failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    timed = windows[1:]  # the first window holds the warm-up iterations
+    cfg = config.preset("dlrm-benchmark")
+    median = statistics.median(timed)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.dlrm_dir, capture_output=True, text=True)
+    version = "import torch; print(torch.__version__)"
+    torch_version = subprocess.run([args.python, "-c", version], capture_output=True, text=True).stdout.strip()
+    record = {
+        "study": "upstream",
+        "config_name": cfg.name,
+        "config_hash": cfg.hash(),
+        "loop": "upstream-dlrm",
+        "sparse_arch": "upstream-dlrm",
+        "precision": "fp32",
+        "device": "cpu",
+        "batch_size": cfg.train.batch_size,
+        "steps": len(timed) * args.window,
+        "warmup": args.window,
+        "ms_median": median,
+        "ms_p10": quantile(timed, 0.1),  # over windows, each a mean of --window iterations
+        "ms_p90": quantile(timed, 0.9),
+        "samples_per_s": cfg.train.batch_size / (median / 1e3),
+        "upstream_commit": commit.stdout.strip() or "unknown",
+        "upstream_torch_version": torch_version,
+        "upstream_ms_windows": " ".join(f"{ms:.1f}" for ms in timed),
+        "error": "",
+        **cfg.flat(),
+        **results.provenance("cpu"),
+    }
+    results.append(args.out, record)
+    print(f"facebookresearch/dlrm: {median:.1f} ms/it median over {len(timed)} windows of {args.window} its")
+
+
+if __name__ == "__main__":
+    main()

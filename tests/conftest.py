@@ -1,0 +1,34 @@
+"""Shared fixtures: small configs and the Criteo sample."""
+
+from pathlib import Path
+
+import pytest
+
+from dlrm_study import config
+
+ROOT = Path(__file__).resolve().parents[1]
+CRITEO_SAMPLE = ROOT / "data" / "criteo_sample.tsv"
+
+
+@pytest.fixture
+def tiny() -> config.Config:
+    return config.preset("tiny")
+
+
+@pytest.fixture
+def small() -> config.Config:
+    """Tiny, with duplicate-heavy fixed bags of 6 ids: exercises repeated ids in a batch."""
+    return config.load(
+        "tiny",
+        ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=50-70-30-90", "train.batch_size=32"],
+    )
+
+
+@pytest.fixture
+def criteo_cfg(tmp_path: Path) -> config.Config:
+    cfg = config.load(
+        "kaggle",
+        ["model.table_rows=26x1000", "train.batch_size=64", "train.eval_batches=2", f"data.path={CRITEO_SAMPLE}"],
+    )
+    cfg.data.source = "criteo"
+    return cfg

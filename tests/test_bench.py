@@ -1,0 +1,39 @@
+import pytest
+
+from dlrm_study import config
+from dlrm_study.measure import OPERATORS, bench
+from dlrm_study.measure.bench import operator_of, quantile
+
+
+def test_bench_record_has_timing_breakdown_and_provenance(small):
+    record = bench(small, steps=4, warmup=1, profile_steps=1, progress=False)
+    assert record["ms_p10"] <= record["ms_median"] <= record["ms_p90"]
+    assert record["samples_per_s"] == pytest.approx(32 / (record["ms_median"] / 1e3))
+    ops = {name: record[f"op_{name}_ms"] for name in OPERATORS}
+    assert all(ms >= 0 for ms in ops.values())
+    for name in ("bottom_mlp", "embedding_forward", "top_mlp", "dense_backward", "embedding_backward_update"):
+        assert ops[name] > 0, name
+    assert record["config_hash"] == small.hash() and record["model.table_rows"] == "50-70-30-90"
+    assert record["loop"] == "reference" and record["sparse_arch"] == "reference"
+    assert record["peak_mem_bytes"] > 0 and record["git_commit"]
+
+
+def test_operator_classification():
+    assert operator_of("dlrm:embedding_update", "EmbeddingBag") == "embedding_backward_update"
+    assert operator_of("autograd::engine::evaluate_function: EmbeddingBagBackward0", "EmbeddingBag") == (
+        "embedding_backward_update"
+    )
+    assert operator_of("autograd::engine::evaluate_function: AddmmBackward0", "EmbeddingBag") == "dense_backward"
+    assert operator_of("dlrm:step", "EmbeddingBag") is None
+    assert operator_of("aten::rand", "EmbeddingBag") is None
+
+
+def test_quantile():
+    assert quantile([4.0, 1.0, 3.0, 2.0, 5.0], 0.5) == 3.0
+    assert quantile([1.0, 2.0], 0.1) == pytest.approx(1.1)
+    assert quantile([7.0], 0.9) == 7.0
+
+
+def test_preset_bench_sizes_fit_this_machine():
+    for name in config.PRESETS:
+        config.check_fits(config.preset(name), "cpu")

@@ -1,0 +1,80 @@
+import subprocess
+import sys
+
+import pytest
+from tests.conftest import CRITEO_SAMPLE
+
+from dlrm_study import results
+from dlrm_study.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--set", "model.embedding_dim=16"], "model.bottom_mlp ends in 8"),  # impossible
+        (["train", "--set", "model.colour=red"], "unknown config key 'model.colour'"),
+        (["bench", "--set", "model.table_rows=8x100000000000"], "needs about"),  # too large for memory
+        (["train", "--config", "missing.yaml"], "config file not found: missing.yaml"),
+        (["train", "--data", "missing.tsv", "--config", "kaggle"], "Criteo file not found: missing.tsv"),
+        (["train", "--resume", "missing.pt"], "checkpoint not found: missing.pt"),
+        (["bench", "--loop", "turbo"], "train.loop 'turbo' is not one of"),
+        (["bench", "--steps", "0"], "--steps must be positive"),
+        (["train", "--steps", "many"], "invalid int value"),
+        (["fly"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = (
+        run_cli(capsys, *argv, "--no-progress") if argv[0] in ("train", "bench") else run_cli(capsys, *argv)
+    )
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("dlrm-study: error: ") and message in err
+    assert out == ""
+
+
+def test_malformed_criteo_line(capsys, tmp_path):
+    bad = tmp_path / "bad.tsv"
+    lines = CRITEO_SAMPLE.read_text().splitlines()
+    bad.write_text("\n".join([*lines[:10], "0\t1", *lines[10:]]) + "\n")
+    argv = ["train", "--config", "kaggle", "--set", "model.table_rows=26x1000", "--data", str(bad), "--no-progress"]
+    code, _, err = run_cli(capsys, *argv, "--out", str(tmp_path / "r.csv"))
+    assert code == 2 and err.strip() == f"dlrm-study: error: {bad}:11: expected 40 tab-separated fields, got 2"
+    assert not (tmp_path / "r.csv").exists()  # nothing half-written
+    code, out, err = run_cli(
+        capsys, *argv, "--skip-bad-lines", "--steps", "3", "--set", "train.eval_batches=2", "--out", ""
+    )
+    assert code == 0 and "skipped 1 malformed line(s)" in err and "validation AUC" in out
+
+
+def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
+    out = tmp_path / "train.csv"
+    argv = ["train", "--steps", "20", "--no-progress", "--out", str(out), "--checkpoint", str(tmp_path / "c.pt")]
+    code, stdout, _ = run_cli(capsys, *argv)
+    assert code == 0 and "validation AUC" in stdout
+    record = results.load(out).iloc[0]
+    assert record["steps"] == 20 and 0 <= record["eval_auc"] <= 1 and record["config_name"] == "tiny"
+    code, stdout, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--steps", "30", "--no-progress")
+    assert code == 0 and "resumed" in err and "trained 30 steps" in stdout
+
+
+def test_bench_prints_breakdown_and_appends(capsys, tmp_path):
+    out = tmp_path / "bench.csv"
+    argv = ["bench", "--steps", "3", "--warmup", "1", "--profile-steps", "1", "--no-progress", "--out", str(out)]
+    code, stdout, _ = run_cli(capsys, *argv)
+    assert code == 0 and "samples/s" in stdout and "embedding_backward_update" in stdout
+    run_cli(capsys, *argv)
+    assert len(results.load(out)) == 2
+
+
+def test_module_entry_point_has_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlrm_study", "train", "--set", "train.batch_size=0"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "dlrm-study: error: train.batch_size must be positive, got 0\n"

@@ -1,0 +1,123 @@
+import pytest
+
+from dlrm_study import config
+from dlrm_study.errors import UsageError
+
+
+@pytest.mark.parametrize("name", config.PRESETS)
+def test_presets_are_valid_and_match_design(name):
+    cfg = config.validate(config.preset(name))
+    assert cfg.model.bottom_mlp[-1] == cfg.model.embedding_dim
+    assert cfg.model.top_mlp[-1] == 1
+
+
+def test_preset_shapes():
+    bench = config.preset("dlrm-benchmark")
+    assert bench.model.table_rows == [1_000_000] * 8
+    assert (bench.model.dense_features, bench.model.bottom_mlp) == (512, [512, 64])
+    assert bench.model.top_mlp == [1024, 1024, 1024, 1]
+    assert (bench.data.lookups_per_table, bench.data.pooling, bench.train.batch_size) == (100, "fixed", 2048)
+    # dlrm derives the top-MLP input: 64 + 9 * 8 / 2 pairwise dots.
+    assert bench.model.interaction_width == 100
+    assert len(config.preset("kaggle").model.table_rows) == 26
+    assert max(config.preset("mlperf-scaled").model.table_rows) == config.MLPERF_ROW_CAP
+
+
+def test_overrides_parse_lists_and_scalars(tiny):
+    config.apply_override(tiny, "model.table_rows=3x500")
+    config.apply_override(tiny, "model.bottom_mlp=32-16-8")
+    config.apply_override(tiny, "train.learning_rate=0.5")
+    config.apply_override(tiny, "data.skip_bad_lines=true")
+    assert tiny.model.table_rows == [500, 500, 500]
+    assert tiny.model.bottom_mlp == [32, 16, 8]
+    assert tiny.train.learning_rate == 0.5
+    assert tiny.data.skip_bad_lines is True
+    config.validate(tiny)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model.nope=1", "unknown config key 'model.nope'"),
+        ("optimizer.lr=1", "unknown config key 'optimizer.lr'"),
+        ("model.embedding_dim=abc", "model.embedding_dim"),
+        ("model.embedding_dim=2.5", "model.embedding_dim"),
+        ("train.skip=1", "unknown config key"),
+        ("model.embedding_dim", "expected section.field=value"),
+    ],
+)
+def test_bad_overrides_name_the_key(tiny, override, message):
+    with pytest.raises(UsageError, match=message.replace(".", r"\.")):
+        config.apply_override(tiny, override)
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("model.embedding_dim=16", "model.bottom_mlp"),  # bottom output must equal dim
+        ("model.embedding_dim=0", "model.embedding_dim"),
+        ("train.batch_size=-1", "train.batch_size"),
+        ("model.table_rows=10-0", "model.table_rows"),
+        ("model.top_mlp=16-2", "model.top_mlp"),
+        ("train.loop=turbo", "train.loop"),
+        ("train.precision=fp8", "train.precision"),
+        ("data.pooling=max", "data.pooling"),
+    ],
+)
+def test_validation_names_the_field(tiny, override, field):
+    config.apply_override(tiny, override)
+    with pytest.raises(UsageError, match=field.replace(".", r"\.")):
+        config.validate(tiny)
+
+
+def test_config_too_large_for_memory_is_refused_before_allocation(tiny):
+    config.apply_override(tiny, "model.table_rows=4x100000000000")
+    config.apply_override(tiny, "model.embedding_dim=8")
+    need = config.estimate_memory(tiny)
+    assert need.tables == 4 * 100_000_000_000 * 8 * 4
+    with pytest.raises(UsageError, match=r"needs about .* GiB .* available"):
+        config.check_fits(tiny, "cpu")
+
+
+def test_memory_estimate_counts_the_reference_sparse_gradient():
+    cfg = config.preset("dlrm-benchmark")
+    need = config.estimate_memory(cfg)
+    assert need.tables == 8 * 1_000_000 * 64 * 4
+    ids = 2048 * 8 * 100
+    assert need.activations > ids * 64 * 4  # one gradient row per looked-up id
+
+
+def test_yaml_with_base_and_overrides(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("base: tiny\nmodel:\n  embedding_dim: 16\n  bottom_mlp: [32, 16]\ntrain:\n  steps: 7\n")
+    cfg = config.load(str(path), ["train.seed=3"])
+    assert (cfg.name, cfg.model.embedding_dim, cfg.train.steps, cfg.train.seed) == ("mine", 16, 7, 3)
+    assert cfg.data.id_distribution == "zipf"  # inherited from the tiny preset
+    config.validate(cfg)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("model: [1, 2]\n", "section 'model' must be a mapping"), ("colour: red\n", "unknown key 'colour'"),
+     ("model:\n  depth: 3\n", "unknown config key 'model.depth'"), ("a: [\n", "not valid YAML")],
+)  # fmt: skip
+def test_bad_yaml_is_a_usage_error(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        config.load(str(path))
+
+
+def test_missing_config_file_and_unknown_preset():
+    with pytest.raises(UsageError, match="config file not found"):
+        config.load("nowhere/cfg.yaml")
+    with pytest.raises(UsageError, match="neither a preset"):
+        config.load("huge")
+
+
+def test_dict_round_trip_and_hash(tiny):
+    again = config.Config.from_dict(tiny.to_dict())
+    assert again == tiny and again.hash() == tiny.hash()
+    config.apply_override(again, "train.seed=1")
+    assert again.hash() != tiny.hash()
+    assert tiny.flat()["model.table_rows"] == "1000-1000-1000-1000"

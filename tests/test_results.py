@@ -1,0 +1,50 @@
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from dlrm_study import results
+
+
+def test_append_creates_widens_and_loads(tmp_path):
+    path = tmp_path / "out" / "records.csv"
+    results.append(path, {"a": 1, "b": "x"})
+    results.append(path, {"a": 2, "c": 3.5})  # a new field widens the header
+    header, rows = results.read_rows(path)
+    assert header == ["a", "b", "c"]
+    assert rows == [{"a": "1", "b": "x", "c": ""}, {"a": "2", "b": "", "c": "3.5"}]
+    frame = results.load(path)
+    assert list(frame["a"]) == [1, 2]
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_provenance_names_software_and_hardware():
+    prov = results.provenance("cpu")
+    for key in ("package_version", "git_commit", "torch_version", "cpu_model", "threads", "timestamp", "host"):
+        assert prov[key] not in ("", None), key
+    assert prov["gpu_model"] == ""
+
+
+WRITER = """
+import sys
+from dlrm_study import results
+for i in range(100000):
+    results.append(sys.argv[1], {"i": i, "payload": "x" * 2000})
+"""
+
+
+def test_killed_writer_leaves_only_whole_rows(tmp_path):
+    path = tmp_path / "r.csv"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)])
+    deadline = time.time() + 20
+    while time.time() < deadline and len(results.read_rows(path)[1]) < 30:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) >= 30
+    assert [int(r["i"]) for r in rows] == list(range(len(rows)))
+    assert all(r["payload"] == "x" * 2000 for r in rows)
