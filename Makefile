@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint reproduce bench lock clean
+.PHONY: env test lint reproduce bench compare-upstream lock clean
 
 env: $(STAMP)
 
@@ -54,3 +54,14 @@ lock: env
 clean:
 	rm -rf .pytest_cache .ruff_cache build src/*.egg-info
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
+
+# The reference loop and facebookresearch/dlrm's dlrm_s_pytorch.py, alternated PAIRS
+# times on the dlrm-benchmark config. DLRM_DIR: a checkout of facebookresearch/dlrm;
+# DLRM_PYTHON: an interpreter with what it needs (torch, numpy, scikit-learn, tensorboard).
+PAIRS ?= 3
+compare-upstream: env
+	test -n "$(DLRM_DIR)" || { echo "set DLRM_DIR=path/to/facebookresearch/dlrm"; exit 2; }
+	for i in $$(seq $(PAIRS)); do \
+	  $(BIN)/dlrm-study bench --config dlrm-benchmark --loop reference --steps 30 --study reference-vs-upstream --no-progress || exit 1; \
+	  $(BIN)/python scripts/upstream_dlrm.py --dlrm-dir $(DLRM_DIR) --python $(or $(DLRM_PYTHON),$(BIN)/python) || exit 1; \
+	done

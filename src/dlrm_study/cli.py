@@ -26,7 +26,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> None:
-    parser.add_argument("--config", default="tiny", help=f"preset ({', '.join(config.PRESETS)}) or YAML file")
+    parser.add_argument("--config", help=f"preset ({', '.join(config.PRESETS)}) or YAML file (default: tiny)")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. model.embedding_dim=32"
     )
@@ -77,7 +77,7 @@ def load_config(args: argparse.Namespace) -> config.Config:
         overrides += ["data.source=criteo", f"data.path={args.data}"]
     if args.skip_bad_lines:
         overrides.append("data.skip_bad_lines=true")
-    return config.validate(config.load(args.config, overrides))
+    return config.validate(config.load(args.config or "tiny", overrides))
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -85,7 +85,12 @@ def cmd_train(args: argparse.Namespace) -> None:
     from dlrm_study.train import build, evaluate, train
     from dlrm_study.train import checkpoint as ckpt
 
+    if args.log_every <= 0 or args.checkpoint_every < 0:
+        raise UsageError("--log-every must be positive and --checkpoint-every not negative")
     if args.resume:
+        changed = [f"--{name}" for name in ("config", "set", "loop", "seed", "data") if getattr(args, name)]
+        if changed:
+            raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")
         run = ckpt.load(args.resume, device=args.device)
         cfg = run.cfg
         cfg.train.steps = args.steps

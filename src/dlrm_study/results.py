@@ -73,7 +73,7 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
         "device_name": gpu or cpu_model(),
         "gpu_model": gpu,
         "host": platform.node(),
-        "command": " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 

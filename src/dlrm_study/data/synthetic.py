@@ -52,9 +52,7 @@ class SyntheticData:
             ids = self._ids(int(lengths.sum()), rows, gen)
             offsets.append(torch.cumsum(lengths, 0) - lengths)
             indices.append(ids)
-            bag = torch.repeat_interleave(torch.arange(b), lengths)
-            id_score = self.id_scores[table][ids % len(self.id_scores[table])]
-            sparse_score += torch.zeros(b).index_add_(0, bag, id_score) * lengths.rsqrt()
+            sparse_score += self._bag_scores(table, ids, lengths) * lengths.rsqrt()
         # Dense and sparse terms each have unit variance; together they are scaled.
         score += sparse_score / self.model.num_tables**0.5
         prob = torch.sigmoid(TEACHER_SCALE * score / 2**0.5)
@@ -67,6 +65,18 @@ class SyntheticData:
         while True:
             yield self.batch(index)
             index += 1
+
+    def _bag_scores(self, table: int, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Sum of the teacher's id scores over each bag."""
+        scores = self.id_scores[table]
+        buckets = len(scores)
+        # A power-of-two bucket count (every table of 65,536 rows or more) masks instead of dividing.
+        bucket = ids & (buckets - 1) if buckets & (buckets - 1) == 0 else ids % buckets
+        id_score = scores[bucket]
+        if self.data.pooling == "fixed":
+            return id_score.view(len(lengths), -1).sum(1)
+        bag = torch.repeat_interleave(torch.arange(len(lengths)), lengths)
+        return torch.zeros(len(lengths)).index_add_(0, bag, id_score)
 
     def _lengths(self, b: int, gen: torch.Generator) -> torch.Tensor:
         lookups = self.data.lookups_per_table
