@@ -45,6 +45,7 @@ def bench(
 ) -> dict[str, object]:
     """Build the config's run, time `steps` training steps after `warmup`, return one record."""
     run = build(cfg)
+    reset_peak_memory(run.device)
     batches = make_data(cfg).batches()
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
     step_ms, input_ms = [], []
@@ -139,11 +140,35 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def reset_peak_memory(device: torch.device) -> None:
+    """Start the peak anew, so a record made in a long-lived process reports its own run."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        return
+    try:  # Linux: writing 5 resets the process's peak resident set (VmHWM)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass  # elsewhere the peak covers the whole process
+
+
 def peak_memory(device: torch.device) -> dict[str, object]:
     """Peak GPU memory allocated, or the process's peak resident set on the CPU."""
     if device.type == "cuda":
         return {"peak_mem_bytes": torch.cuda.max_memory_allocated(device), "peak_mem_kind": "cuda_allocated"}
-    return {"peak_mem_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "peak_mem_kind": "process_rss"}
+    return {"peak_mem_bytes": peak_rss(), "peak_mem_kind": "process_rss"}
+
+
+def peak_rss() -> int:
+    """Peak resident set since the last reset (VmHWM), else since the process started."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def quantile(values: list[float], q: float) -> float:
