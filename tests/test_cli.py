@@ -8,6 +8,12 @@ from dlrm_study import results
 from dlrm_study.cli import main
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_dir(tmp_path, monkeypatch):
+    """Default outputs (results/*.csv) land in a scratch folder, never in the repository."""
+    monkeypatch.chdir(tmp_path)
+
+
 def run_cli(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -61,6 +67,9 @@ def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
     assert record["steps"] == 20 and 0 <= record["eval_auc"] <= 1 and record["config_name"] == "tiny"
     code, stdout, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--steps", "30", "--no-progress")
     assert code == 0 and "resumed" in err and "trained 30 steps" in stdout
+    assert len(results.load(tmp_path / "results" / "train.csv")) == 1  # the default --out
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--seed", "3")
+    assert code == 2 and "drop --seed" in err
 
 
 def test_bench_prints_breakdown_and_appends(capsys, tmp_path):

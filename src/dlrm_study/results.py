@@ -32,8 +32,10 @@ def git_commit() -> str:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, check=True
         ).stdout.strip()
+        # Records appended under results/ are outputs, not code: they do not make a tree dirty.
+        code = ["--", ":(top)", ":(top,exclude)results"]
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=src, capture_output=True, text=True
+            ["git", "status", "--porcelain", "--untracked-files=no", *code], cwd=src, capture_output=True, text=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
