@@ -33,6 +33,7 @@ def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> Non
     parser.add_argument("--steps", type=int, default=steps, help="training steps (default %(default)s)")
     parser.add_argument("--device", choices=config.DEVICES, help="cpu, cuda or auto")
     parser.add_argument("--loop", help=f"training loop ({', '.join(config.LOOPS)})")
+    parser.add_argument("--precision", help=f"{', '.join(config.PRECISIONS)} (bf16 needs --loop optimized)")
     parser.add_argument("--seed", type=int, help="seed of initialisation and data")
     parser.add_argument("--threads", type=int, help="intra-op threads (default: torch's)")
     parser.add_argument("--data", metavar="TSV", help="train on a Criteo click-log file instead of synthetic data")
@@ -69,7 +70,7 @@ def load_config(args: argparse.Namespace) -> config.Config:
         if args.steps <= 0:
             raise UsageError(f"--steps must be positive, got {args.steps}")
         overrides.append(f"train.steps={args.steps}")
-    for option in ("device", "loop", "seed", "threads"):
+    for option in ("device", "loop", "precision", "seed", "threads"):
         value = getattr(args, option)
         if value is not None:
             overrides.append(f"train.{option}={value}")
@@ -88,7 +89,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.log_every <= 0 or args.checkpoint_every < 0:
         raise UsageError("--log-every must be positive and --checkpoint-every not negative")
     if args.resume:
-        changed = [f"--{name}" for name in ("config", "set", "loop", "seed", "data") if getattr(args, name)]
+        names = ("config", "set", "loop", "precision", "seed", "data")
+        changed = [f"--{name}" for name in names if getattr(args, name)]
         if changed:
             raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")
         run = ckpt.load(args.resume, device=args.device)

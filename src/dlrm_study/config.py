@@ -19,9 +19,9 @@ import yaml
 
 from dlrm_study.errors import UsageError
 
-LOOPS = ("reference",)
-PRECISIONS = ("fp32",)
-OPTIMIZERS = ("sgd",)
+LOOPS = ("reference", "optimized", "torchrec")
+PRECISIONS = ("fp32", "bf16")
+OPTIMIZERS = ("sgd", "rowwise_adagrad")  # for the tables; dense parameters always use SGD
 DEVICES = ("cpu", "cuda", "auto")
 
 
@@ -338,6 +338,8 @@ def validate(cfg: Config) -> Config:
     for key, (value, allowed) in choices.items():
         if value not in allowed:
             raise UsageError(f"{key} {value!r} is not one of {', '.join(allowed)}")
+    if t.precision == "bf16" and t.loop == "reference":
+        raise UsageError("train.precision bf16 needs the optimized loop (the reference is fp32, as in dlrm)")
     if d.id_distribution == "zipf" and d.zipf_alpha <= 0:
         raise UsageError(f"data.zipf_alpha must be positive, got {d.zipf_alpha}")
     if d.source == "criteo":

@@ -4,14 +4,21 @@ import torch
 
 from dlrm_study.config import Config
 from dlrm_study.embeddings.base import SparseArch
+from dlrm_study.embeddings.fused_cpu import FusedCPUSparseArch
 from dlrm_study.embeddings.reference import ReferenceSparseArch
 
-__all__ = ["ReferenceSparseArch", "SparseArch", "make_sparse_arch"]
+__all__ = ["FusedCPUSparseArch", "ReferenceSparseArch", "SparseArch", "make_sparse_arch"]
 
 
 def make_sparse_arch(cfg: Config, generator: torch.Generator) -> SparseArch:
     """The sparse arch of the config's loop, initialised from `generator`."""
-    m = cfg.model
-    if cfg.train.loop == "reference":
-        return ReferenceSparseArch(m.table_rows, m.embedding_dim, cfg.train.learning_rate, generator)
+    m, t = cfg.model, cfg.train
+    if t.loop == "reference":
+        return ReferenceSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer)
+    if t.loop == "optimized":
+        return FusedCPUSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer, t.precision)
+    if t.loop == "torchrec":
+        from dlrm_study.embeddings.torchrec_arch import TorchrecSparseArch
+
+        return TorchrecSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer)
     raise ValueError(f"no sparse arch for loop {cfg.train.loop!r}")

@@ -19,6 +19,8 @@ class SparseArch(nn.Module):
     #: Where the tables live: "device" (the training device's memory) unless a
     #: placement says otherwise (host, uvm, cached, remote).
     placement: str = "device"
+    #: Which implementation ran the hot kernels (recorded with every measurement).
+    kernel_path: str = "aten"
     #: Substring of the autograd node names of this arch's backward, so the
     #: per-operator breakdown can tell embedding backward from dense backward.
     backward_node: str = "Embedding"

@@ -15,13 +15,18 @@ class ReferenceSparseArch(SparseArch):
     name = "reference"
     backward_node = "EmbeddingBag"
 
-    def __init__(self, table_rows: list[int], dim: int, lr: float, generator: torch.Generator) -> None:
+    def __init__(
+        self, table_rows: list[int], dim: int, lr: float, generator: torch.Generator, optimizer: str = "sgd"
+    ) -> None:
         super().__init__(table_rows, dim)
         self.bags = nn.ModuleList(
             nn.EmbeddingBag(rows, dim, mode="sum", sparse=True, _weight=uniform_table(rows, dim, generator))
             for rows in table_rows
         )
-        self.optimizer = torch.optim.SGD(self.parameters(), lr=lr)
+        if optimizer == "rowwise_adagrad":
+            self.optimizer = RowWiseSparseAdagrad(self.parameters(), lr=lr)
+        else:
+            self.optimizer = torch.optim.SGD(self.parameters(), lr=lr)
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         pooled = [bag(ids, offs) for bag, ids, offs in zip(self.bags, indices, offsets, strict=True)]
@@ -41,3 +46,28 @@ class ReferenceSparseArch(SparseArch):
 
     def tables(self) -> list[torch.Tensor]:
         return [bag.weight.detach() for bag in self.bags]
+
+
+class RowWiseSparseAdagrad(torch.optim.Optimizer):
+    """Row-wise Adagrad on sparse gradients, as facebookresearch/dlrm's optim/rwsadagrad.py.
+
+    Per touched row r with summed gradient g: m[r] += mean(g^2); w[r] -= lr * g / (sqrt(m[r]) + eps).
+    """
+
+    def __init__(self, params, lr: float, eps: float = 1e-8) -> None:
+        super().__init__(params, {"lr": lr, "eps": eps})
+
+    @torch.no_grad()
+    def step(self) -> None:  # type: ignore[override]
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "momentum" not in state:
+                    state["momentum"] = torch.zeros(p.shape[0])
+                grad = p.grad.coalesce()  # the update is non-linear: one row, one summed gradient
+                rows, values = grad.indices()[0], grad.values()
+                state["momentum"][rows] += values.square().mean(1)
+                scale = group["lr"] / (state["momentum"][rows].sqrt() + group["eps"])
+                p[rows] -= scale.unsqueeze(1) * values

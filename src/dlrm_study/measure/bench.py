@@ -68,6 +68,8 @@ def bench(
         "loop": cfg.train.loop,
         "sparse_arch": run.model.sparse_arch.name,
         "placement": run.model.sparse_arch.placement,
+        "kernel_path": run.model.sparse_arch.kernel_path,
+        "optimizer": cfg.train.optimizer,
         "precision": cfg.train.precision,
         "device": run.device.type,
         "batch_size": cfg.train.batch_size,

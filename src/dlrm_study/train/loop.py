@@ -7,6 +7,7 @@ same `torch.optim.SGD` over sparse gradients that dlrm uses.
 """
 
 import math
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -30,8 +31,13 @@ class Run:
     model: DLRM
     dense_optimizer: torch.optim.Optimizer
     device: torch.device
+    bf16_dense: bool = False  # MLPs and interaction in bf16 autocast, fp32 master weights
     step: int = 0
     losses: list[float] = field(default_factory=list)
+
+    def dense_precision(self) -> torch.autocast:
+        """bf16 autocast around the forward of a bf16 run; a no-op otherwise."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16_dense)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -50,18 +56,29 @@ def build(cfg: Config) -> Run:
     check_fits(cfg, device.type)
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
+    if cfg.train.precision == "bf16" and not bf16_supported(device):
+        print(f"dlrm-study: {device.type} has no bf16 support here; running fp32 instead", file=sys.stderr)
+        cfg.train.precision = "fp32"
     generator = torch.Generator().manual_seed(cfg.train.seed)
     sparse_arch = make_sparse_arch(cfg, generator)
     model = DLRM(cfg.model, sparse_arch, generator).to(device)
     optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
-    return Run(cfg, model, optimizer, device)
+    return Run(cfg, model, optimizer, device, bf16_dense=cfg.train.precision == "bf16")
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """bf16 matrix math in hardware: AVX512-BF16 / AMX on the CPU (via oneDNN), or a bf16 GPU."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def train_step(run: Run, batch: Batch) -> torch.Tensor:
     """Forward, loss, backward and update on one batch; returns the loss (detached)."""
-    logits = run.model(batch)
+    with run.dense_precision():
+        logits = run.model(batch)
     with record_function("dlrm:loss"):
-        loss = F.binary_cross_entropy_with_logits(logits, batch.labels)
+        loss = F.binary_cross_entropy_with_logits(logits.float(), batch.labels)
     run.dense_optimizer.zero_grad(set_to_none=True)
     run.model.sparse_arch.clear_grad()
     loss.backward()
@@ -101,7 +118,8 @@ def evaluate(run: Run, batches: Iterable[Batch]) -> dict[str, float]:
     scores, labels = [], []
     for batch in batches:
         batch = batch.to(run.device)
-        scores.append(run.model(batch).float().cpu())
+        with run.dense_precision():
+            scores.append(run.model(batch).float().cpu())
         labels.append(batch.labels.cpu())
     run.model.train()
     if not scores:

@@ -1,0 +1,109 @@
+"""The fused CPU sparse arch: SC20's embedding techniques.
+
+- Table-batched: all tables in one matrix, one kernel call looks up every bag.
+- Backward fused with the update (SGD or row-wise Adagrad): the pooled-output
+  gradient goes straight into the weights, with no sparse or dense gradient tensor.
+- Race-free threading: each thread owns a contiguous range of rows (see the C++).
+- Precision fp32, or bf16 with Split-SGD: the fp32 master weight stored as its upper
+  16 bits (the bf16 weight used by forward and backward) and its lower 16 bits.
+
+The kernels are C++ when a compiler is present, PyTorch otherwise (`kernels.path()`).
+"""
+
+import torch
+
+from dlrm_study.embeddings import kernels
+from dlrm_study.embeddings.base import SparseArch, uniform_table
+from dlrm_study.embeddings.kernels import torch_ops
+
+ADAGRAD_EPS = 1e-8
+
+
+class FusedCPUSparseArch(SparseArch):
+    name = "fused-cpu"
+    backward_node = "FusedEmbeddingBag"
+
+    def __init__(
+        self,
+        table_rows: list[int],
+        dim: int,
+        lr: float,
+        generator: torch.Generator,
+        optimizer: str = "sgd",
+        precision: str = "fp32",
+    ) -> None:
+        super().__init__(table_rows, dim)
+        self.lr, self.optimizer, self.precision = lr, optimizer, precision
+        starts = torch.tensor([0, *table_rows[:-1]]).cumsum(0)
+        self.register_buffer("table_starts", starts, persistent=False)
+        weights = torch.cat([uniform_table(rows, dim, generator) for rows in table_rows])
+        if precision == "bf16":
+            hi, lo = torch_ops.split(weights)
+            self.register_buffer("weight_hi", hi)
+            self.register_buffer("weight_lo", lo)
+        else:
+            self.register_buffer("weight", weights)
+        if optimizer == "rowwise_adagrad":
+            self.register_buffer("momentum", torch.zeros(sum(table_rows)))
+        # Gives the autograd function an input that requires grad, so backward reaches it.
+        self.anchor = torch.zeros((), requires_grad=True)
+        self.ops = kernels.load() or torch_ops
+
+    @property
+    def kernel_path(self) -> str:
+        return "torch" if self.ops is torch_ops else "cpp"
+
+    def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
+        batch = offsets[0].numel()
+        ids = torch.cat([ids + start for ids, start in zip(indices, self.table_starts.tolist(), strict=True)])
+        sizes = torch.tensor([0] + [len(t) for t in indices[:-1]]).cumsum(0).tolist()
+        bag_starts = torch.cat([o + s for o, s in zip(offsets, sizes, strict=True)] + [torch.tensor([len(ids)])])
+        return FusedEmbeddingBag.apply(self.anchor, self, ids, bag_starts, batch)
+
+    def pooled(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
+        tables = len(self.table_rows)
+        if self.precision == "bf16":
+            return self.ops.forward_bf16(self.weight_hi, ids, bag_starts, batch, tables)
+        return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, tables)
+
+    def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
+        """The fused backward: gradient of the pooled output -> updated rows."""
+        tables, ops = len(self.table_rows), self.ops
+        grad = grad.float().contiguous()
+        if self.optimizer == "rowwise_adagrad":
+            eps = ADAGRAD_EPS
+            if self.precision == "bf16":
+                ops.rowwise_adagrad_split_bf16(
+                    self.weight_hi, self.weight_lo, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables
+                )
+            else:
+                ops.rowwise_adagrad_fp32(self.weight, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables)
+        elif self.precision == "bf16":
+            ops.sgd_split_bf16(self.weight_hi, self.weight_lo, ids, bag_starts, grad, self.lr, batch, tables)
+        else:
+            ops.sgd_fp32(self.weight, ids, bag_starts, grad, self.lr, batch, tables)
+
+    def master_weight(self) -> torch.Tensor:
+        """All tables' fp32 master weights, (total rows, dim)."""
+        if self.precision == "bf16":
+            return torch_ops.join(self.weight_hi, self.weight_lo)
+        return self.weight
+
+    def tables(self) -> list[torch.Tensor]:
+        return list(self.master_weight().split(self.table_rows))
+
+
+class FusedEmbeddingBag(torch.autograd.Function):
+    """Forward: pooled lookups. Backward: the update itself; no gradient flows further."""
+
+    @staticmethod
+    def forward(ctx, anchor, arch: FusedCPUSparseArch, ids, bag_starts, batch: int):
+        ctx.arch, ctx.batch = arch, batch
+        ctx.save_for_backward(ids, bag_starts)
+        return arch.pooled(ids, bag_starts, batch)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ids, bag_starts = ctx.saved_tensors
+        ctx.arch.apply_update(ids, bag_starts, grad, ctx.batch)
+        return None, None, None, None, None

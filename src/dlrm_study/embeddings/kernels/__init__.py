@@ -1,0 +1,42 @@
+"""Hot CPU kernels: C++ compiled on first use, or the pure-PyTorch twins in `reference_ops`.
+
+`load()` compiles `fused_cpu.cpp` with OpenMP (cached by torch under
+TORCH_EXTENSIONS_DIR, so only the first run pays) and returns the module, or None
+where no compiler works; `DLRM_STUDY_KERNELS=torch` forces the PyTorch path.
+Records say which path ran (`kernel_path`).
+"""
+
+import functools
+import os
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+SOURCE = Path(__file__).with_name("fused_cpu.cpp")
+
+
+@functools.cache
+def load() -> ModuleType | None:
+    """The compiled kernels, or None (PyTorch fallback) if they cannot be built here."""
+    if os.environ.get("DLRM_STUDY_KERNELS", "auto") == "torch":
+        return None
+    from torch.utils import cpp_extension
+
+    try:
+        print("dlrm-study: loading the fused CPU kernels (compiled once, then cached)", file=sys.stderr)
+        return cpp_extension.load(
+            name="dlrm_study_fused_cpu",
+            sources=[str(SOURCE)],
+            extra_cflags=["-O3", "-march=native", "-fopenmp"],
+            extra_ldflags=["-fopenmp"],
+            verbose=False,
+        )
+    except Exception as err:  # no compiler, no headers: the PyTorch path gives the same results
+        warnings.warn(f"fused CPU kernels unavailable ({type(err).__name__}); using the PyTorch path", stacklevel=2)
+        return None
+
+
+def path() -> str:
+    """ "cpp" or "torch": which implementation the fused sparse arch runs."""
+    return "cpp" if load() is not None else "torch"

@@ -1,0 +1,241 @@
+// Fused CPU embedding kernels (the SC20 techniques), compiled on first use.
+//
+// All tables live in one row-major matrix (table-batched); `ids` are global rows
+// (table offset added) and `offsets` the T*B+1 bag starts, table-major: bag t*B+i
+// is sample i of table t, and its pooled vector is out[i][t].
+//
+// The update is fused with the backward: no sparse or dense gradient is built.
+// Each thread owns a contiguous range of rows and applies only the updates that
+// fall in it, so no two threads ever write the same row and no atomics are needed.
+// A thread walks the bags in order, so repeated ids are applied in a fixed order
+// and runs are deterministic.
+//
+// Precisions: fp32 weights, or Split-SGD bf16: the fp32 master weight is kept as
+// its upper 16 bits `hi` (the bf16 weight forward and backward use) and its lower
+// 16 bits `lo`; an update reassembles the fp32 value, applies, and splits again.
+
+#include <torch/extension.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace {
+
+constexpr int kPrefetch = 4;  // rows ahead: random gathers are latency-bound
+
+inline float bf16_to_float(int16_t hi) {
+  uint32_t bits = static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+inline float join(int16_t hi, int16_t lo) {
+  uint32_t bits = (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16) | static_cast<uint16_t>(lo);
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+inline void split(float value, int16_t& hi, int16_t& lo) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  hi = static_cast<int16_t>(bits >> 16);
+  lo = static_cast<int16_t>(bits & 0xffff);
+}
+
+struct Layout {
+  const int64_t* ids;
+  const int64_t* offsets;
+  int64_t batch, tables, bags, dim, rows;
+};
+
+Layout layout(const torch::Tensor& ids, const torch::Tensor& offsets, int64_t batch, int64_t tables,
+              int64_t dim, int64_t rows) {
+  TORCH_CHECK(ids.dtype() == torch::kInt64 && offsets.dtype() == torch::kInt64, "ids and offsets must be int64");
+  TORCH_CHECK(ids.is_contiguous() && offsets.is_contiguous(), "ids and offsets must be contiguous");
+  TORCH_CHECK(offsets.numel() == batch * tables + 1, "offsets must hold tables * batch + 1 bag starts");
+  return {ids.data_ptr<int64_t>(), offsets.data_ptr<int64_t>(), batch, tables, batch * tables, dim, rows};
+}
+
+// Pointer to the pooled output (or its gradient) of bag b = t * B + i, stored at [i][t].
+inline int64_t out_row(const Layout& l, int64_t bag) {
+  return (bag % l.batch) * l.tables + bag / l.batch;
+}
+
+template <typename Load>
+torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64_t row_bytes) {
+  auto out = torch::zeros({l.batch, l.tables, l.dim}, torch::kFloat32);
+  float* o = out.data_ptr<float>();
+  const char* table = static_cast<const char*>(base);
+#pragma omp parallel for schedule(static)
+  for (int64_t bag = 0; bag < l.bags; ++bag) {
+    float* acc = o + out_row(l, bag) * l.dim;
+    const int64_t end = l.offsets[bag + 1];
+    for (int64_t j = l.offsets[bag]; j < end; ++j) {
+      if (j + kPrefetch < end) __builtin_prefetch(table + l.ids[j + kPrefetch] * row_bytes);
+      load(acc, l.ids[j]);
+    }
+  }
+  return out;
+}
+
+// Calls update(row, grad_row) for every looked-up id, on the thread that owns the row.
+template <typename Update>
+void owned_rows_update(const Layout& l, const float* grad, Update update) {
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t first = l.rows * me / threads, last = l.rows * (me + 1) / threads;
+    for (int64_t bag = 0; bag < l.bags; ++bag) {
+      const float* g = grad + out_row(l, bag) * l.dim;
+      for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
+        const int64_t row = l.ids[j];
+        if (row >= first && row < last) update(row, g);
+      }
+    }
+  }
+}
+
+// Row-wise Adagrad needs each row's gradient summed over its repeats first: every
+// thread collects (row, bag) pairs of its own rows, sorts them, and updates each
+// distinct row once with the summed gradient.
+template <typename Update>
+void owned_rows_summed_update(const Layout& l, const float* grad, Update update) {
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t first = l.rows * me / threads, last = l.rows * (me + 1) / threads;
+    std::vector<std::pair<int64_t, int64_t>> mine;  // (row, bag), in bag order
+    for (int64_t bag = 0; bag < l.bags; ++bag)
+      for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j)
+        if (l.ids[j] >= first && l.ids[j] < last) mine.emplace_back(l.ids[j], bag);
+    std::stable_sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::vector<float> sum(l.dim);
+    for (size_t k = 0; k < mine.size();) {
+      const int64_t row = mine[k].first;
+      std::fill(sum.begin(), sum.end(), 0.0f);
+      for (; k < mine.size() && mine[k].first == row; ++k) {
+        const float* g = grad + out_row(l, mine[k].second) * l.dim;
+        for (int64_t d = 0; d < l.dim; ++d) sum[d] += g[d];
+      }
+      update(row, sum.data());
+    }
+  }
+}
+
+void check_grad(const torch::Tensor& grad, const Layout& l) {
+  TORCH_CHECK(grad.dtype() == torch::kFloat32 && grad.is_contiguous(), "grad must be contiguous fp32");
+  TORCH_CHECK(grad.numel() == l.bags * l.dim, "grad must be (batch, tables, dim)");
+}
+
+}  // namespace
+
+torch::Tensor forward_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, int64_t batch,
+                           int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
+  const float* w = weight.data_ptr<float>();
+  const int64_t dim = l.dim;
+  return pooled_forward(
+      l,
+      [=](float* acc, int64_t row) {
+        const float* r = w + row * dim;
+        for (int64_t d = 0; d < dim; ++d) acc[d] += r[d];
+      },
+      w, dim * sizeof(float));
+}
+
+torch::Tensor forward_bf16(torch::Tensor hi, torch::Tensor ids, torch::Tensor offsets, int64_t batch,
+                           int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
+  const int16_t* h = hi.data_ptr<int16_t>();
+  const int64_t dim = l.dim;
+  return pooled_forward(
+      l,
+      [=](float* acc, int64_t row) {
+        const int16_t* r = h + row * dim;
+        for (int64_t d = 0; d < dim; ++d) acc[d] += bf16_to_float(r[d]);
+      },
+      h, dim * sizeof(int16_t));
+}
+
+void sgd_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, torch::Tensor grad, double lr,
+              int64_t batch, int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
+  check_grad(grad, l);
+  float* w = weight.data_ptr<float>();
+  const float step = static_cast<float>(lr);
+  const int64_t dim = l.dim;
+  owned_rows_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
+    float* r = w + row * dim;
+    for (int64_t d = 0; d < dim; ++d) r[d] -= step * g[d];
+  });
+}
+
+void sgd_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tensor ids, torch::Tensor offsets,
+                    torch::Tensor grad, double lr, int64_t batch, int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
+  check_grad(grad, l);
+  int16_t* h = hi.data_ptr<int16_t>();
+  int16_t* o = lo.data_ptr<int16_t>();
+  const float step = static_cast<float>(lr);
+  const int64_t dim = l.dim;
+  owned_rows_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
+    int16_t* rh = h + row * dim;
+    int16_t* rl = o + row * dim;
+    for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - step * g[d], rh[d], rl[d]);
+  });
+}
+
+void rowwise_adagrad_fp32(torch::Tensor weight, torch::Tensor momentum, torch::Tensor ids, torch::Tensor offsets,
+                          torch::Tensor grad, double lr, double eps, int64_t batch, int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
+  check_grad(grad, l);
+  float* w = weight.data_ptr<float>();
+  float* m = momentum.data_ptr<float>();
+  const float step = static_cast<float>(lr), epsilon = static_cast<float>(eps);
+  const int64_t dim = l.dim;
+  owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
+    float square = 0.0f;
+    for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
+    m[row] += square / dim;
+    const float scale = step / (std::sqrt(m[row]) + epsilon);
+    float* r = w + row * dim;
+    for (int64_t d = 0; d < dim; ++d) r[d] -= scale * g[d];
+  });
+}
+
+void rowwise_adagrad_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tensor momentum, torch::Tensor ids,
+                                torch::Tensor offsets, torch::Tensor grad, double lr, double eps, int64_t batch,
+                                int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
+  check_grad(grad, l);
+  int16_t* h = hi.data_ptr<int16_t>();
+  int16_t* o = lo.data_ptr<int16_t>();
+  float* m = momentum.data_ptr<float>();
+  const float step = static_cast<float>(lr), epsilon = static_cast<float>(eps);
+  const int64_t dim = l.dim;
+  owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
+    float square = 0.0f;
+    for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
+    m[row] += square / dim;
+    const float scale = step / (std::sqrt(m[row]) + epsilon);
+    int16_t* rh = h + row * dim;
+    int16_t* rl = o + row * dim;
+    for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - scale * g[d], rh[d], rl[d]);
+  });
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward_fp32", &forward_fp32);
+  m.def("forward_bf16", &forward_bf16);
+  m.def("sgd_fp32", &sgd_fp32);
+  m.def("sgd_split_bf16", &sgd_split_bf16);
+  m.def("rowwise_adagrad_fp32", &rowwise_adagrad_fp32);
+  m.def("rowwise_adagrad_split_bf16", &rowwise_adagrad_split_bf16);
+}

@@ -1,0 +1,81 @@
+"""Pure-PyTorch twins of the fused C++ kernels: same arguments, same results.
+
+Used where no compiler is present (and in tests, as the second opinion). They are
+slower: they build the per-id gradient rows the fused kernels never materialise.
+Repeated ids are summed before the update, which matches the C++ path up to the
+order of float additions.
+"""
+
+import torch
+from torch.nn import functional as F
+
+
+def join(hi: torch.Tensor, lo: torch.Tensor) -> torch.Tensor:
+    """fp32 values from their upper and lower 16 bits (int16 tensors)."""
+    bits = (hi.to(torch.int32) << 16) | (lo.to(torch.int32) & 0xFFFF)
+    return bits.view(torch.float32)
+
+
+def split(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Upper 16 bits (the bf16 weight, truncated) and lower 16 bits of fp32 values."""
+    bits = value.contiguous().view(torch.int32)
+    return (bits >> 16).to(torch.int16), (bits & 0xFFFF).to(torch.int16)
+
+
+def bags(offsets: torch.Tensor) -> torch.Tensor:
+    """The bag of every id, from the T*B+1 bag starts."""
+    return torch.repeat_interleave(torch.arange(len(offsets) - 1), offsets.diff())
+
+
+def to_sample_major(per_bag: torch.Tensor, batch: int, tables: int) -> torch.Tensor:
+    """(T*B, D) table-major bags -> (B, T, D)."""
+    return per_bag.view(tables, batch, -1).transpose(0, 1).contiguous()
+
+
+def grad_per_bag(grad: torch.Tensor) -> torch.Tensor:
+    """(B, T, D) gradient -> (T*B, D), table-major like the bags."""
+    return grad.transpose(0, 1).reshape(-1, grad.shape[-1])
+
+
+def forward_fp32(weight, ids, offsets, batch: int, tables: int) -> torch.Tensor:
+    pooled = F.embedding_bag(ids, weight, offsets[:-1], mode="sum")
+    return to_sample_major(pooled, batch, tables)
+
+
+def forward_bf16(hi, ids, offsets, batch: int, tables: int) -> torch.Tensor:
+    rows = hi[ids].view(torch.bfloat16).float()
+    pooled = torch.zeros(len(offsets) - 1, hi.shape[1]).index_add_(0, bags(offsets), rows)
+    return to_sample_major(pooled, batch, tables)
+
+
+def summed_rows(ids, offsets, grad) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distinct rows touched and each one's gradient summed over its repeats."""
+    rows, inverse = torch.unique(ids, return_inverse=True)
+    per_id = grad_per_bag(grad)[bags(offsets)]
+    return rows, torch.zeros(len(rows), grad.shape[-1]).index_add_(0, inverse, per_id)
+
+
+def sgd_fp32(weight, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
+    rows, g = summed_rows(ids, offsets, grad)
+    weight[rows] -= lr * g
+
+
+def sgd_split_bf16(hi, lo, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
+    rows, g = summed_rows(ids, offsets, grad)
+    hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - lr * g)
+
+
+def adagrad_scale(momentum, rows, g, lr: float, eps: float) -> torch.Tensor:
+    momentum[rows] += g.square().mean(1)
+    return (lr / (momentum[rows].sqrt() + eps)).unsqueeze(1)
+
+
+def rowwise_adagrad_fp32(weight, momentum, ids, offsets, grad, lr: float, eps: float, batch: int, tables: int) -> None:
+    rows, g = summed_rows(ids, offsets, grad)
+    weight[rows] -= adagrad_scale(momentum, rows, g, lr, eps) * g
+
+
+def rowwise_adagrad_split_bf16(hi, lo, momentum, ids, offsets, grad, lr, eps, batch: int, tables: int) -> None:
+    rows, g = summed_rows(ids, offsets, grad)
+    scale = adagrad_scale(momentum, rows, g, lr, eps)
+    hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - scale * g)

@@ -1,0 +1,153 @@
+"""The fused CPU sparse arch: C++ and PyTorch kernels, Split-SGD, equivalence with the reference."""
+
+import pytest
+import torch
+
+from dlrm_study import config
+from dlrm_study.data import SyntheticData
+from dlrm_study.embeddings import kernels
+from dlrm_study.embeddings.kernels import torch_ops
+from dlrm_study.train import build, train, train_step
+
+CPP = kernels.load()
+PATHS = [
+    pytest.param(CPP, id="cpp", marks=pytest.mark.skipif(CPP is None, reason="no compiler")),
+    pytest.param(torch_ops, id="torch"),
+]
+
+
+def kernel_inputs(seed: int = 0, batch: int = 16, tables: int = 3, dim: int = 8, rows: int = 50):
+    """Bags of 4 ids over few rows, so ids repeat within bags and across them."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, rows, (batch * tables * 4,), generator=gen)
+    offsets = torch.arange(0, len(ids) + 1, 4)
+    weight = torch.randn(rows, dim, generator=gen)
+    grad = torch.randn(batch, tables, dim, generator=gen)
+    return weight, ids, offsets, grad, batch, tables
+
+
+def expected_pooled(weight, ids, offsets, batch, tables):
+    out = torch.zeros(batch, tables, weight.shape[1])
+    for bag in range(batch * tables):
+        table, sample = divmod(bag, batch)
+        out[sample, table] = weight[ids[offsets[bag] : offsets[bag + 1]]].sum(0)
+    return out
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_forward_pools_each_bag(ops):
+    weight, ids, offsets, _, batch, tables = kernel_inputs()
+    want = expected_pooled(weight, ids, offsets, batch, tables)
+    torch.testing.assert_close(ops.forward_fp32(weight, ids, offsets, batch, tables), want)
+    hi, _ = torch_ops.split(weight)
+    truncated = hi.view(torch.bfloat16).float()
+    torch.testing.assert_close(
+        ops.forward_bf16(hi, ids, offsets, batch, tables), expected_pooled(truncated, ids, offsets, batch, tables)
+    )
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_sgd_sums_repeated_ids(ops):
+    weight, ids, offsets, grad, batch, tables = kernel_inputs()
+    want = weight.clone()
+    for position, row in enumerate(ids.tolist()):  # one update per looked-up id
+        bag = int(torch.searchsorted(offsets, position, right=True)) - 1
+        table, sample = divmod(bag, batch)
+        want[row] -= 0.1 * grad[sample, table]
+    ops.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
+    torch.testing.assert_close(weight, want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_split_sgd_reassembles_exactly_to_fp32_sgd(ops):
+    weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=1)
+    hi, lo = torch_ops.split(weight)
+    assert torch.equal(torch_ops.join(hi, lo), weight)
+    for _ in range(3):
+        ops.sgd_fp32(weight, ids, offsets, grad, 0.05, batch, tables)
+        ops.sgd_split_bf16(hi, lo, ids, offsets, grad, 0.05, batch, tables)
+        assert torch.equal(torch_ops.join(hi, lo), weight)  # bit for bit
+    truncated = (weight.view(torch.int32) & ~0xFFFF).view(torch.float32)
+    assert torch.equal(hi.view(torch.bfloat16).float(), truncated)  # the bf16 weight is the upper half
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_rowwise_adagrad_matches_its_definition(ops):
+    weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=2)
+    want, momentum = weight.clone(), torch.zeros(len(weight))
+    summed = torch.zeros_like(weight)
+    for position, row in enumerate(ids.tolist()):
+        bag = int(torch.searchsorted(offsets, position, right=True)) - 1
+        summed[row] += grad[bag % batch, bag // batch]
+    touched = ids.unique()
+    want_momentum = torch.zeros(len(weight))
+    want_momentum[touched] = summed[touched].square().mean(1)
+    want[touched] -= 0.1 * summed[touched] / (want_momentum[touched].sqrt() + 1e-8).unsqueeze(1)
+    ops.rowwise_adagrad_fp32(weight, momentum, ids, offsets, grad, 0.1, 1e-8, batch, tables)
+    torch.testing.assert_close(momentum, want_momentum)
+    torch.testing.assert_close(weight, want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.skipif(CPP is None, reason="no compiler")
+def test_cpp_update_is_the_same_for_any_thread_count():
+    results = []
+    for threads in (1, 2, 3):
+        weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=3, rows=20)
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            CPP.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
+        finally:
+            torch.set_num_threads(previous)
+        results.append(weight)
+    assert all(torch.equal(results[0], w) for w in results[1:])
+
+
+def params(run):
+    tables = torch.cat(run.model.sparse_arch.tables())
+    dense = [p.detach() for p in run.model.dense_parameters()]
+    return tables, dense
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
+@pytest.mark.parametrize("ops", PATHS)
+def test_fused_fp32_loop_equals_reference(small, ops, optimizer):
+    """From identical weights, k steps with repeated ids: same tables and dense parameters (1e-5)."""
+    small.train.optimizer = optimizer
+    reference = build(small)
+    fused_cfg = config.Config.from_dict(small.to_dict())
+    fused_cfg.train.loop = "optimized"
+    fused = build(fused_cfg)
+    fused.model.sparse_arch.ops = ops
+    assert torch.equal(params(fused)[0], params(reference)[0])
+    data = SyntheticData(small)
+    for i in range(6):
+        batch = data.batch(i)
+        torch.testing.assert_close(train_step(fused, batch), train_step(reference, batch), rtol=0, atol=1e-5)
+    (fused_tables, fused_dense), (ref_tables, ref_dense) = params(fused), params(reference)
+    assert not torch.equal(ref_tables, params(build(small))[0])  # the tables did train
+    torch.testing.assert_close(fused_tables, ref_tables, rtol=0, atol=1e-5)
+    for a, b in zip(fused_dense, ref_dense, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_bf16_split_sgd_tracks_fp32_loss():
+    cfg = config.load("tiny", ["train.loop=optimized"])
+    fp32 = build(cfg)
+    bf16_cfg = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
+    bf16 = build(bf16_cfg)
+    if not bf16.bf16_dense:
+        pytest.skip("this CPU has no bf16 support")
+    a = train(fp32, SyntheticData(cfg).batches(), 200)
+    b = train(bf16, SyntheticData(bf16_cfg).batches(), 200)
+    window = 25
+    for start in range(0, 200, window):
+        mean_a, mean_b = sum(a[start : start + window]) / window, sum(b[start : start + window]) / window
+        assert abs(mean_a - mean_b) < 0.03, (start, mean_a, mean_b)
+    assert sum(b[-window:]) < sum(b[:window])  # and it learns
+
+
+def test_fused_arch_records_its_kernel_path(small):
+    small.train.loop = "optimized"
+    arch = build(small).model.sparse_arch
+    assert arch.kernel_path == ("cpp" if CPP is not None else "torch")
