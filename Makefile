@@ -35,11 +35,11 @@ reproduce: env data/criteo_sample.tsv
 	$(BIN)/dlrm-study bench --config tiny --steps 50 --out results/bench.csv
 	$(BIN)/dlrm-study bench --config dlrm-benchmark --loop reference --steps 20 --out results/bench.csv
 
-# Reference-loop benchmarks of the four presets (the CPU-optimized loop joins them later).
+# The CPU comparison: reference vs optimized fp32 / bf16 vs torchrec, interleaved, with
+# the roofline; prints the speedups against their targets, appends records to results/.
+ROUNDS ?= 3
 bench: env
-	for preset in tiny kaggle dlrm-benchmark mlperf-scaled; do \
-	  $(BIN)/dlrm-study bench --config $$preset --loop reference --steps 20 --out results/bench.csv || exit 1; \
-	done
+	$(BIN)/dlrm-study compare --configs dlrm-benchmark,mlperf-scaled,kaggle --rounds $(ROUNDS) --out results/bench.csv
 
 data/criteo_sample.tsv: data/make_criteo_sample.py | $(STAMP)
 	$(BIN)/python data/make_criteo_sample.py --out $@

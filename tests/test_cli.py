@@ -33,6 +33,12 @@ def run_cli(capsys, *argv):
         (["bench", "--steps", "0"], "--steps must be positive"),
         (["train", "--steps", "many"], "invalid int value"),
         (["fly"], "invalid choice"),
+        (["bench", "--precision", "bf16"], "bf16 needs the optimized loop"),
+        (["bench", "--precision", "fp8"], "train.precision 'fp8' is not one of"),
+        (["bench", "--loop", "optimized", "--device", "cuda"], "runs on the CPU"),
+        (["roofline", "--config", "nope"], "neither a preset"),
+        (["compare", "--variants", "reference,turbo"], "unknown variant 'turbo'"),
+        (["compare", "--configs", "huge"], "unknown preset 'huge'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
@@ -74,11 +80,21 @@ def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
 
 def test_bench_prints_breakdown_and_appends(capsys, tmp_path):
     out = tmp_path / "bench.csv"
-    argv = ["bench", "--steps", "3", "--warmup", "1", "--profile-steps", "1", "--no-progress", "--out", str(out)]
+    argv = ["bench", "--steps", "3", "--warmup", "1", "--profile-steps", "1", "--roofline", "quick"]
+    argv += ["--no-progress", "--out", str(out)]
     code, stdout, _ = run_cli(capsys, *argv)
     assert code == 0 and "samples/s" in stdout and "embedding_backward_update" in stdout
+    assert "roofline bound" in stdout
     run_cli(capsys, *argv)
-    assert len(results.load(out)) == 2
+    frame = results.load(out)
+    assert len(frame) == 2 and (frame["roofline_fraction"] > 0).all()
+
+
+def test_roofline_command_prints_the_bound_and_records_it(capsys, tmp_path):
+    out = tmp_path / "roof.csv"
+    code, stdout, _ = run_cli(capsys, "roofline", "--config", "dlrm-benchmark", "--quick", "--out", str(out))
+    assert code == 0 and "bound:" in stdout and "GEMM fp32" in stdout
+    assert results.load(out).iloc[0]["roofline_ms"] > 0
 
 
 def test_module_entry_point_has_no_traceback():

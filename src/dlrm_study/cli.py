@@ -14,6 +14,8 @@ from tqdm.auto import tqdm
 
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
+from dlrm_study.measure import roofline
+from dlrm_study.measure.compare import VARIANTS
 
 USAGE_ERROR = 2
 
@@ -60,23 +62,43 @@ def build_parser() -> Parser:
     bench.add_argument("--warmup", type=int, default=3, help="untimed steps first (default %(default)s)")
     bench.add_argument("--profile-steps", type=int, default=2, help="profiled steps for the breakdown")
     bench.add_argument("--study", default="bench", help="study name in the record")
+    bench.add_argument(
+        "--roofline", choices=("full", "quick", "off"), default="full", help="measure the bound first (default full)"
+    )
+
+    roof = commands.add_parser("roofline", help="measure this machine's limits and a config's lower bound")
+    roof.add_argument("--config", help="preset or YAML file (default: tiny)")
+    roof.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    roof.add_argument("--loop", help=f"training loop ({', '.join(config.LOOPS)})")
+    roof.add_argument("--precision", help=", ".join(config.PRECISIONS))
+    roof.add_argument("--quick", action="store_true", help="a rough measurement in a few seconds")
+    roof.add_argument("--out", default="results/roofline.csv", help="CSV the record is appended to")
+
+    compare = commands.add_parser("compare", help="reference vs optimized fp32/bf16 vs torchrec, side by side")
+    compare.add_argument("--configs", default="dlrm-benchmark,mlperf-scaled,kaggle", help="comma-separated presets")
+    compare.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants")
+    compare.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default %(default)s)")
+    compare.add_argument("--steps", type=int, default=10, help="timed steps per bench (default %(default)s)")
+    compare.add_argument("--warmup", type=int, default=2)
+    compare.add_argument("--out", default="results/bench.csv")
+    compare.add_argument("--no-progress", action="store_true")
     return parser
 
 
 def load_config(args: argparse.Namespace) -> config.Config:
     """The config from --config and --set, with the shortcut options applied last."""
     overrides = list(args.set)
-    if args.steps is not None:
+    if getattr(args, "steps", None) is not None:
         if args.steps <= 0:
             raise UsageError(f"--steps must be positive, got {args.steps}")
         overrides.append(f"train.steps={args.steps}")
     for option in ("device", "loop", "precision", "seed", "threads"):
-        value = getattr(args, option)
+        value = getattr(args, option, None)
         if value is not None:
             overrides.append(f"train.{option}={value}")
-    if args.data:
+    if getattr(args, "data", None):
         overrides += ["data.source=criteo", f"data.path={args.data}"]
-    if args.skip_bad_lines:
+    if getattr(args, "skip_bad_lines", False):
         overrides.append("data.skip_bad_lines=true")
     return config.validate(config.load(args.config or "tiny", overrides))
 
@@ -151,7 +173,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
     if args.warmup < 0 or args.profile_steps < 0:
         raise UsageError("--warmup and --profile-steps must not be negative")
     cfg = load_config(args)
-    record = bench(cfg, cfg.train.steps, args.warmup, args.profile_steps, args.study, progress=not args.no_progress)
+    limits = None
+    if args.roofline != "off":  # measured first, on an idle process, before the model is built
+        limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.roofline == "quick")
+    progress = not args.no_progress
+    record = bench(cfg, cfg.train.steps, args.warmup, args.profile_steps, args.study, progress, limits)
     print(
         f"{cfg.name} / {record['loop']} on {record['device_name']} ({record['threads']} threads), "
         f"batch {cfg.train.batch_size}, {args.steps} steps"
@@ -164,15 +190,59 @@ def cmd_bench(args: argparse.Namespace) -> None:
     for name in OPERATORS:
         print(f"    {name:<28}{record[f'op_{name}_ms']:10.2f}")
     print(f"    {'data (input, not in ms/it)':<28}{record['input_ms_median']:10.2f}")
+    if limits:
+        print(
+            f"  roofline bound {record['roofline_ms']:.1f} ms/it (embedding {record['roofline_embedding_ms']:.1f}, "
+            f"MLP {record['roofline_mlp_ms']:.1f}): achieved {record['roofline_fraction']:.0%} of it"
+        )
     if args.out:
         results.append(Path(args.out), record)
         print(f"record appended to {args.out}")
 
 
+def cmd_roofline(args: argparse.Namespace) -> None:
+    cfg = load_config(args)
+    limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.quick)
+    print(roofline.roofline_report(cfg, limits))
+    if args.out:
+        record = {
+            "study": "roofline",
+            "config_name": cfg.name,
+            "config_hash": cfg.hash(),
+            "quick": args.quick,
+            **limits,
+            **roofline.iteration_work(cfg),
+            **roofline.bound_ms(cfg, limits),
+            **cfg.flat(),
+            **results.provenance("cpu"),
+        }
+        results.append(Path(args.out), record)
+        print(f"record appended to {args.out}")
+
+
+def cmd_compare(args: argparse.Namespace) -> None:
+    from dlrm_study.measure.compare import compare, report
+
+    presets, variants = args.configs.split(","), args.variants.split(",")
+    for name in presets:
+        config.preset(name)  # an unknown preset fails here, before anything is measured
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise UsageError(f"unknown variant {unknown[0]!r} (choose from {', '.join(VARIANTS)})")
+    if args.rounds <= 0 or args.steps <= 0 or args.warmup < 0:
+        raise UsageError("--rounds and --steps must be positive, --warmup not negative")
+    out = Path(args.out) if args.out else None
+    records = compare(presets, variants, args.rounds, args.steps, args.warmup, out, not args.no_progress)
+    print(report(records))
+    if out:
+        print(f"{len(records)} records appended to {out}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        {"train": cmd_train, "bench": cmd_bench}[args.command](args)
+        commands = {"train": cmd_train, "bench": cmd_bench, "roofline": cmd_roofline, "compare": cmd_compare}
+        commands[args.command](args)
     except UsageError as err:
         print(f"dlrm-study: error: {err}", file=sys.stderr)
         return USAGE_ERROR

@@ -338,6 +338,8 @@ def validate(cfg: Config) -> Config:
     for key, (value, allowed) in choices.items():
         if value not in allowed:
             raise UsageError(f"{key} {value!r} is not one of {', '.join(allowed)}")
+    if t.loop in ("optimized", "torchrec") and t.device == "cuda":
+        raise UsageError(f"train.loop {t.loop} runs on the CPU; use train.device=cpu (the GPU loop is separate)")
     if t.precision == "bf16" and t.loop == "reference":
         raise UsageError("train.precision bf16 needs the optimized loop (the reference is fp32, as in dlrm)")
     if d.id_distribution == "zipf" and d.zipf_alpha <= 0:

@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
+from dlrm_study.measure import roofline
 from dlrm_study.train.loop import Run, build, train_step
 
 # Columns of the breakdown, in the order a step runs them.
@@ -42,8 +43,13 @@ def bench(
     profile_steps: int = 2,
     study: str = "bench",
     progress: bool = True,
+    limits: dict[str, float] | None = None,
 ) -> dict[str, object]:
-    """Build the config's run, time `steps` training steps after `warmup`, return one record."""
+    """Build the config's run, time `steps` training steps after `warmup`, return one record.
+
+    With the machine's measured `limits` (`roofline.measure_limits`) the record also carries
+    the roofline bound and the achieved fraction of it.
+    """
     run = build(cfg)
     reset_peak_memory(run.device)
     batches = make_data(cfg).batches()
@@ -61,6 +67,9 @@ def bench(
     operators = breakdown(run, batches, profile_steps, bar)
     bar.close()
     median = statistics.median(step_ms)
+    bound = roofline.bound_ms(cfg, limits) if limits else {}
+    if bound:
+        bound["roofline_fraction"] = bound["roofline_ms"] / median
     return {
         "study": study,
         "config_name": cfg.name,
@@ -82,6 +91,7 @@ def bench(
         "input_ms_median": statistics.median(input_ms),
         **{f"op_{name}_ms": ms for name, ms in operators.items()},
         **peak_memory(run.device),
+        **bound,
         "error": "",
         **cfg.flat(),
         **results.provenance(run.device),

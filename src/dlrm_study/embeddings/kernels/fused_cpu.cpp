@@ -26,7 +26,7 @@
 
 namespace {
 
-constexpr int kPrefetch = 4;  // rows ahead: random gathers are latency-bound
+constexpr int kPrefetch = 8;  // rows ahead: random gathers are latency-bound
 
 inline float bf16_to_float(int16_t hi) {
   uint32_t bits = static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16;
@@ -68,6 +68,15 @@ inline int64_t out_row(const Layout& l, int64_t bag) {
   return (bag % l.batch) * l.tables + bag / l.batch;
 }
 
+// Prefetch every cache line of a row: a row is 128-512 bytes, the lines are not adjacent-line fetched.
+inline void prefetch_row(const void* row, int64_t bytes, int write = 0) {
+  const char* p = static_cast<const char*>(row);
+  for (int64_t c = 0; c < bytes; c += 64) {
+    if (write) __builtin_prefetch(p + c, 1);
+    else __builtin_prefetch(p + c, 0);
+  }
+}
+
 template <typename Load>
 torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64_t row_bytes) {
   auto out = torch::zeros({l.batch, l.tables, l.dim}, torch::kFloat32);
@@ -78,43 +87,46 @@ torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64
     float* acc = o + out_row(l, bag) * l.dim;
     const int64_t end = l.offsets[bag + 1];
     for (int64_t j = l.offsets[bag]; j < end; ++j) {
-      if (j + kPrefetch < end) __builtin_prefetch(table + l.ids[j + kPrefetch] * row_bytes);
+      if (j + kPrefetch < end) prefetch_row(table + l.ids[j + kPrefetch] * row_bytes, row_bytes);
       load(acc, l.ids[j]);
     }
   }
   return out;
 }
 
+// The (row, bag) pairs whose row this thread owns, in bag order: one cheap pass over
+// the ids, so the update loop below touches only its own rows and can prefetch them.
+std::vector<std::pair<int64_t, int64_t>> owned_pairs(const Layout& l, int64_t me, int64_t threads) {
+  const int64_t first = l.rows * me / threads, last = l.rows * (me + 1) / threads;
+  std::vector<std::pair<int64_t, int64_t>> mine;
+  mine.reserve(l.offsets[l.bags] / threads + 1024);
+  for (int64_t bag = 0; bag < l.bags; ++bag)
+    for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j)
+      if (l.ids[j] >= first && l.ids[j] < last) mine.emplace_back(l.ids[j], bag);
+  return mine;
+}
+
 // Calls update(row, grad_row) for every looked-up id, on the thread that owns the row.
-template <typename Update>
-void owned_rows_update(const Layout& l, const float* grad, Update update) {
+template <typename Prefetch, typename Update>
+void owned_rows_update(const Layout& l, const float* grad, Prefetch prefetch, Update update) {
 #pragma omp parallel
   {
-    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const int64_t first = l.rows * me / threads, last = l.rows * (me + 1) / threads;
-    for (int64_t bag = 0; bag < l.bags; ++bag) {
-      const float* g = grad + out_row(l, bag) * l.dim;
-      for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
-        const int64_t row = l.ids[j];
-        if (row >= first && row < last) update(row, g);
-      }
+    const auto mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    const int64_t n = static_cast<int64_t>(mine.size());
+    for (int64_t k = 0; k < n; ++k) {
+      if (k + kPrefetch < n) prefetch(mine[k + kPrefetch].first);
+      update(mine[k].first, grad + out_row(l, mine[k].second) * l.dim);
     }
   }
 }
 
 // Row-wise Adagrad needs each row's gradient summed over its repeats first: every
-// thread collects (row, bag) pairs of its own rows, sorts them, and updates each
-// distinct row once with the summed gradient.
+// thread sorts its own (row, bag) pairs and updates each distinct row once.
 template <typename Update>
 void owned_rows_summed_update(const Layout& l, const float* grad, Update update) {
 #pragma omp parallel
   {
-    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const int64_t first = l.rows * me / threads, last = l.rows * (me + 1) / threads;
-    std::vector<std::pair<int64_t, int64_t>> mine;  // (row, bag), in bag order
-    for (int64_t bag = 0; bag < l.bags; ++bag)
-      for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j)
-        if (l.ids[j] >= first && l.ids[j] < last) mine.emplace_back(l.ids[j], bag);
+    auto mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
     std::stable_sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.first < b.first; });
     std::vector<float> sum(l.dim);
     for (size_t k = 0; k < mine.size();) {
@@ -171,8 +183,9 @@ void sgd_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, to
   float* w = weight.data_ptr<float>();
   const float step = static_cast<float>(lr);
   const int64_t dim = l.dim;
-  owned_rows_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
-    float* r = w + row * dim;
+  const auto prefetch = [=](int64_t row) { prefetch_row(w + row * dim, dim * sizeof(float), 1); };
+  owned_rows_update(l, grad.data_ptr<float>(), prefetch, [=](int64_t row, const float* __restrict__ g) {
+    float* __restrict__ r = w + row * dim;
     for (int64_t d = 0; d < dim; ++d) r[d] -= step * g[d];
   });
 }
@@ -185,9 +198,14 @@ void sgd_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tensor ids, torch
   int16_t* o = lo.data_ptr<int16_t>();
   const float step = static_cast<float>(lr);
   const int64_t dim = l.dim;
-  owned_rows_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
-    int16_t* rh = h + row * dim;
-    int16_t* rl = o + row * dim;
+  // The upper and lower halves are two random streams: prefetch both.
+  const auto prefetch = [=](int64_t row) {
+    prefetch_row(h + row * dim, dim * sizeof(int16_t), 1);
+    prefetch_row(o + row * dim, dim * sizeof(int16_t), 1);
+  };
+  owned_rows_update(l, grad.data_ptr<float>(), prefetch, [=](int64_t row, const float* __restrict__ g) {
+    int16_t* __restrict__ rh = h + row * dim;
+    int16_t* __restrict__ rl = o + row * dim;
     for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - step * g[d], rh[d], rl[d]);
   });
 }

@@ -1,0 +1,240 @@
+"""Roofline: this machine's measured limits, one iteration's work, and the lower bound they imply.
+
+Limits (`measure_limits`) are measured with torch on the CPU, on torch's current thread
+count, as medians over repeats after a warm-up, in one buffer of at least 1 GB and 4x the
+last-level cache, so random rows are not cache-resident (512 MB in quick mode):
+
+- streaming bandwidth: copying one half of the buffer into the other (read + write bytes);
+- random-row gather: `embedding_bag` sums of random rows (the pooled forward; a small
+  output, where `index_select` would mostly time writing its output);
+- random-row read-modify-write (the fused backward+update): the faster of `index_add_` and
+  gather + add + `index_copy_` into random rows (read + write bytes);
+- fp32 and (where the CPU has it) bf16 GEMM.
+
+Quick mode also uses fewer lookups and repeats: rougher, and optimistic on CPUs whose L3
+holds much of its table. Torch's scatter ops carry per-row overhead, so a hand-written
+fused update kernel beats the measured update rate: the bound charges the update as the
+larger of reading its rows at the gather rate and moving its bytes at the streaming rate.
+
+Work (`iteration_work`) counts the bytes and FLOPs of one training step; `bound_ms`
+divides them by the limits. Assumptions:
+
+- Memory-bound embedding phases and compute-bound MLP phases do not overlap on the same
+  cores, so their times add; each runs at the best measured rate of its kind.
+- Every looked-up id is one random row access (hot rows of skewed ids that stay in cache
+  would cost less); gradient, pooled-output and index traffic is left out, and so is the
+  dense parameters' SGD update (about 12 bytes per MLP weight, a few percent at most).
+- Row-wise Adagrad's per-row fp32 state is charged like the row's own bytes, as if it came
+  with the row.
+- MLP time covers the bottom and top MLPs and the interaction's bmm, all at GEMM peak.
+"""
+
+import functools
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from dlrm_study.config import Config
+
+# Row sizes measured by default: fp32 rows of dim 4..128 and bf16 rows of dim 8..256 (all presets).
+ROW_BYTES = (16, 32, 64, 128, 256, 512)
+GEMM_SHAPE = (2048, 1024, 1024)  # M, K, N: about the size of dlrm-benchmark's top-MLP layers
+BAG = 100  # ids per bag in the gather measurement, as in dlrm-benchmark
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+UPDATE_CHUNK = 2**14  # rows of gradient per index_add_ call: keeps the gradient cache-resident
+
+
+def measure_limits(row_bytes: list[int] | None = None, quick: bool = False) -> dict[str, float]:
+    """Measured limits of this machine, flat, units in the key names (cached per process)."""
+    sizes = tuple(sorted(set(row_bytes or ROW_BYTES)))
+    for size in sizes:
+        if size <= 0 or size % 4:
+            raise ValueError(f"row size {size} B is not a positive multiple of 4 bytes")
+    return dict(_measure(sizes, quick, torch.get_num_threads()))  # a copy: callers may not edit the cache
+
+
+def row_sizes(cfg: Config) -> list[int]:
+    """Row sizes (bytes) that `bound_ms` needs for this config."""
+    return [embedding_row_bytes(cfg)]
+
+
+@functools.cache
+def _measure(sizes: tuple[int, ...], quick: bool, threads: int) -> dict[str, float]:
+    repeats = 3 if quick else 7
+    return {"threads": float(threads), **memory_limits(sizes, quick, repeats), **gemm_limits(repeats)}
+
+
+def memory_limits(sizes: tuple[int, ...], quick: bool, repeats: int) -> dict[str, float]:
+    """Streaming bandwidth, and random-row gather and update rates at each row size."""
+    # One buffer serves every measurement: first-touch page faults cost more than the copies.
+    # Server L3s reach hundreds of MB, so the full table is at least 4x the last-level cache.
+    buffer = torch.ones((2**29 if quick else min(max(2**30, 4 * last_level_cache_bytes()), 2**33)) // 4)
+    src, dst = buffer.chunk(2)
+    limits = {"stream_gbps": 2 * src.numel() * 4 / median_s(lambda: dst.copy_(src), repeats) / 1e9}
+    lookups = UPDATE_CHUNK if quick else 2**20  # quick: few parallel ops, each costly on busy cores
+    for size in sizes:
+        dim = size // 4
+        table = buffer[: buffer.numel() // dim * dim].view(-1, dim)
+        gather, update = row_seconds(table, lookups, repeats)
+        limits[f"gather_rows_per_s_{size}B"] = lookups / gather
+        limits[f"gather_gbps_{size}B"] = lookups * size / gather / 1e9
+        limits[f"update_rows_per_s_{size}B"] = lookups / update
+        limits[f"update_gbps_{size}B"] = 2 * lookups * size / update / 1e9  # each row read and written
+    return limits
+
+
+def gemm_limits(repeats: int) -> dict[str, float]:
+    """GFLOP/s of torch.matmul in fp32, and in bf16 where the CPU supports it."""
+    m, k, n = GEMM_SHAPE
+    dtypes = {"fp32": torch.float32}
+    if torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        dtypes["bf16"] = torch.bfloat16
+    limits = {}
+    for name, dtype in dtypes.items():
+        a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+        limits[f"gemm_{name}_gflops"] = 2 * m * k * n / median_s(functools.partial(torch.matmul, a, b), repeats) / 1e9
+    return limits
+
+
+def last_level_cache_bytes() -> int:
+    """Size of the largest CPU cache (Linux sysfs writes e.g. `491520K`), 0 where unknown."""
+    try:
+        sizes = [int(f.read_text().strip().rstrip("K")) * 1024 for f in CACHES.glob("index*/size")]
+    except (OSError, ValueError):
+        return 0
+    return max(sizes, default=0)
+
+
+def row_seconds(table: torch.Tensor, lookups: int, repeats: int) -> tuple[float, float]:
+    """Seconds to gather-and-pool, and to read-modify-write, `lookups` random rows of `table`.
+
+    The update takes the faster of two torch ways (which wins depends on the row size):
+    `index_add_`, and gather + add + `index_copy_` (races on repeated ids do not matter here).
+    """
+    ids = torch.randint(table.shape[0], (lookups,))
+    offsets = torch.arange(0, lookups, BAG)
+    grad = torch.full((UPDATE_CHUNK, table.shape[1]), 1e-6)
+    rows = torch.empty_like(grad)
+
+    def index_add() -> None:
+        for chunk in ids.split(UPDATE_CHUNK):
+            table.index_add_(0, chunk, grad[: len(chunk)])
+
+    def gather_add_copy() -> None:
+        for chunk in ids.split(UPDATE_CHUNK):
+            torch.index_select(table, 0, chunk, out=rows[: len(chunk)])
+            table.index_copy_(0, chunk, rows[: len(chunk)].add_(grad[: len(chunk)]))
+
+    gather = median_s(lambda: F.embedding_bag(ids, table, offsets, mode="sum"), repeats)
+    return gather, min(median_s(index_add, repeats), median_s(gather_add_copy, repeats))
+
+
+def median_s(fn: Callable[[], object], repeats: int) -> float:
+    """Median seconds of `fn` over `repeats` calls after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def mean_lookups(cfg: Config) -> float:
+    """Mean ids per bag: L for fixed pooling, (L+1)/2 for uniform pooling in [1, L]."""
+    lookups = cfg.data.lookups_per_table
+    return (lookups + 1) / 2 if cfg.data.pooling == "uniform" else float(lookups)
+
+
+def embedding_row_bytes(cfg: Config) -> int:
+    """Bytes of each random row access: the fp32 row, or one 2-byte half of a Split-SGD bf16 row.
+
+    The bf16 forward reads the upper halves only; the update reads and writes both halves,
+    which live in two arrays: two accesses of this size per id.
+    """
+    return cfg.model.embedding_dim * (2 if cfg.train.precision == "bf16" else 4)
+
+
+def iteration_work(cfg: Config) -> dict[str, float]:
+    """Ids, embedding bytes and FLOPs of one training step (forward, backward, update).
+
+    Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD:
+    both 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one fp32
+    state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
+    (input and weight gradients), for the MLPs and, separately, the interaction's bmm
+    (B x F x F x D MACs for F = tables + 1 features).
+    """
+    m, batch = cfg.model, cfg.train.batch_size
+    ids = batch * m.num_tables * mean_lookups(cfg)
+    update = ids * m.embedding_dim * 8
+    if cfg.train.optimizer == "rowwise_adagrad":
+        update += ids * 8
+    mlp_macs = sum(fan_in * fan_out for fan_in, fan_out in m.bottom_layers + m.top_layers)
+    features = m.num_tables + 1
+    interaction_macs = features * features * m.embedding_dim
+    return {
+        "ids_per_iteration": ids,
+        "embedding_forward_bytes": ids * embedding_row_bytes(cfg),
+        "embedding_update_bytes": update,
+        "mlp_flops": 6.0 * batch * mlp_macs,
+        "interaction_flops": 6.0 * batch * interaction_macs,
+    }
+
+
+def rate(limits: dict[str, float], key: str) -> float:
+    if key not in limits:
+        raise ValueError(f"limits have no {key!r}: measure them with measure_limits(row_sizes(cfg))")
+    return limits[key]
+
+
+def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
+    """Lower bound on ms per iteration: embedding bytes at the row rates + FLOPs at GEMM peak."""
+    work = iteration_work(cfg)
+    forward = work["embedding_forward_bytes"] / rate(limits, f"gather_gbps_{embedding_row_bytes(cfg)}B") / 1e6
+
+    # A random read-modify-write cannot beat reading its rows at the gather rate, nor moving
+    # all its bytes at the streaming rate. (Torch's scatter ops, the measured `update_gbps`,
+    # are slower than the fused kernel, so they would not bound it from below.)
+    size = embedding_row_bytes(cfg)
+    update_bytes = work["embedding_update_bytes"]
+    update = (
+        max(update_bytes / 2 / rate(limits, f"gather_gbps_{size}B"), update_bytes / rate(limits, "stream_gbps")) / 1e6
+    )
+    gflops = rate(limits, "gemm_fp32_gflops")
+    if cfg.train.precision == "bf16":
+        gflops = limits.get("gemm_bf16_gflops", gflops)  # no bf16 GEMM on this CPU: MLPs run in fp32
+    mlp = (work["mlp_flops"] + work["interaction_flops"]) / gflops / 1e6
+    return {
+        "roofline_ms": forward + update + mlp,
+        "roofline_embedding_ms": forward + update,
+        "roofline_embedding_forward_ms": forward,
+        "roofline_embedding_update_ms": update,
+        "roofline_mlp_ms": mlp,
+    }
+
+
+def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
+    """A few human-readable lines: the limits used, the work, the bound."""
+    work, ms = iteration_work(cfg), bound_ms(cfg, limits)
+    size = embedding_row_bytes(cfg)
+    gemm = "bf16" if cfg.train.precision == "bf16" and "gemm_bf16_gflops" in limits else "fp32"
+    t = cfg.train
+    return "\n".join(
+        [
+            f"machine ({limits.get('threads', 0):.0f} threads): stream {limits['stream_gbps']:.1f} GB/s, "
+            f"{size} B rows: gather {limits[f'gather_gbps_{size}B']:.2f} GB/s, "
+            f"update {limits[f'update_gbps_{size}B']:.2f} GB/s; "
+            f"GEMM {gemm} {limits[f'gemm_{gemm}_gflops']:.0f} GFLOP/s",
+            f"work per iteration ({cfg.name}, {t.precision}, {t.optimizer}, batch {t.batch_size}): "
+            f"{work['ids_per_iteration'] / 1e6:.3g} M ids, {work['embedding_forward_bytes'] / 1e6:.4g} MB forward, "
+            f"{work['embedding_update_bytes'] / 1e6:.4g} MB update, "
+            f"{(work['mlp_flops'] + work['interaction_flops']) / 1e9:.4g} GFLOP",
+            f"bound: {ms['roofline_ms']:.4g} ms/it = embedding {ms['roofline_embedding_ms']:.4g} "
+            f"(forward {ms['roofline_embedding_forward_ms']:.4g} + update {ms['roofline_embedding_update_ms']:.4g}) "
+            f"+ MLP {ms['roofline_mlp_ms']:.4g}; at most {t.batch_size / ms['roofline_ms'] * 1e3:,.0f} samples/s",
+        ]
+    )
