@@ -151,3 +151,16 @@ def test_fused_arch_records_its_kernel_path(small):
     small.train.loop = "optimized"
     arch = build(small).model.sparse_arch
     assert arch.kernel_path == ("cpp" if CPP is not None else "torch")
+
+
+def test_tables_are_advised_onto_huge_pages():
+    from pathlib import Path
+
+    from dlrm_study.embeddings import hugepages
+
+    setting = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    table = hugepages.empty(1 << 20, 4)
+    assert table.shape == (1 << 20, 4)
+    if setting.exists() and "[never]" not in setting.read_text():
+        assert hugepages.advise(torch.empty(1 << 20, 4))
+    assert not hugepages.advise(torch.empty(10))  # below one huge page: nothing to ask for

@@ -25,8 +25,7 @@ class Batch:
 
     def lengths(self, table: int) -> torch.Tensor:
         """Bag sizes of one table, (B,)."""
-        ends = torch.cat([self.offsets[table][1:], self.offsets[table].new_tensor([self.indices[table].numel()])])
-        return ends - self.offsets[table]
+        return bag_lengths(self.indices[table], self.offsets[table])
 
     def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Batch":
         """The same batch with `fn` applied to every tensor."""
@@ -40,11 +39,18 @@ class Batch:
 
     def to_kjt(self, keys: list[str] | None = None):
         """The sparse part as torchrec's KeyedJaggedTensor (keys `t0`, `t1`, ... by default)."""
-        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
-
         keys = keys or [f"t{t}" for t in range(len(self.indices))]
-        return KeyedJaggedTensor(
-            keys=keys,
-            values=torch.cat(self.indices),
-            lengths=torch.cat([self.lengths(t) for t in range(len(self.indices))]),
-        )
+        return to_kjt(keys, self.indices, self.offsets)
+
+
+def bag_lengths(ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Bag sizes from the bag starts (dlrm offsets, no trailing one)."""
+    return torch.diff(offsets, append=offsets.new_tensor([ids.numel()]))
+
+
+def to_kjt(keys: list[str], indices: list[torch.Tensor], offsets: list[torch.Tensor]):
+    """Per-table bags as torchrec's KeyedJaggedTensor (key-major: all of table 0, then 1, ...)."""
+    from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+    lengths = [bag_lengths(ids, offs) for ids, offs in zip(indices, offsets, strict=True)]
+    return KeyedJaggedTensor(keys=keys, values=torch.cat(indices), lengths=torch.cat(lengths))

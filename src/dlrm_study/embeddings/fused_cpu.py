@@ -12,7 +12,7 @@ The kernels are C++ when a compiler is present, PyTorch otherwise (`kernels.path
 
 import torch
 
-from dlrm_study.embeddings import kernels
+from dlrm_study.embeddings import hugepages, kernels
 from dlrm_study.embeddings.base import SparseArch, uniform_table
 from dlrm_study.embeddings.kernels import torch_ops
 
@@ -36,15 +36,16 @@ class FusedCPUSparseArch(SparseArch):
         self.lr, self.optimizer, self.precision = lr, optimizer, precision
         starts = torch.tensor([0, *table_rows[:-1]]).cumsum(0)
         self.register_buffer("table_starts", starts, persistent=False)
-        weights = torch.cat([uniform_table(rows, dim, generator) for rows in table_rows])
+        total = sum(table_rows)
         if precision == "bf16":
-            hi, lo = torch_ops.split(weights)
-            self.register_buffer("weight_hi", hi)
-            self.register_buffer("weight_lo", lo)
+            self.register_buffer("weight_hi", hugepages.empty(total, dim, dtype=torch.int16))
+            self.register_buffer("weight_lo", hugepages.empty(total, dim, dtype=torch.int16))
         else:
-            self.register_buffer("weight", weights)
+            self.register_buffer("weight", hugepages.empty(total, dim))
+        for start, rows in zip(starts.tolist(), table_rows, strict=True):  # table by table: no full fp32 copy
+            self.set_rows(start, uniform_table(rows, dim, generator))
         if optimizer == "rowwise_adagrad":
-            self.register_buffer("momentum", torch.zeros(sum(table_rows)))
+            self.register_buffer("momentum", hugepages.empty(total).zero_())
         # Gives the autograd function an input that requires grad, so backward reaches it.
         self.anchor = torch.zeros((), requires_grad=True)
         self.ops = kernels.load() or torch_ops
@@ -59,6 +60,14 @@ class FusedCPUSparseArch(SparseArch):
         sizes = torch.tensor([0] + [len(t) for t in indices[:-1]]).cumsum(0).tolist()
         bag_starts = torch.cat([o + s for o, s in zip(offsets, sizes, strict=True)] + [torch.tensor([len(ids)])])
         return FusedEmbeddingBag.apply(self.anchor, self, ids, bag_starts, batch)
+
+    def set_rows(self, start: int, weights: torch.Tensor) -> None:
+        """Write fp32 master weights into rows start, start + 1, ..."""
+        rows = slice(start, start + len(weights))
+        if self.precision == "bf16":
+            self.weight_hi[rows], self.weight_lo[rows] = torch_ops.split(weights)
+        else:
+            self.weight[rows] = weights
 
     def pooled(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
         tables = len(self.table_rows)

@@ -7,6 +7,7 @@ to the touched rows in place, so no gradient tensor is made and `update()` is a 
 
 import torch
 
+from dlrm_study.data.batch import to_kjt
 from dlrm_study.embeddings.base import SparseArch, uniform_table
 from dlrm_study.errors import UsageError
 
@@ -14,7 +15,6 @@ try:
     from torchrec.modules.embedding_configs import EmbeddingBagConfig, PoolingType
     from torchrec.modules.fused_embedding_modules import FusedEmbeddingBagCollection
     from torchrec.optim import RowWiseAdagrad
-    from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 except Exception as err:  # not only ImportError: a CUDA fbgemm-gpu build fails to load its libraries on CPU
     reason = str(err).partition("\n")[0] or type(err).__name__
     raise UsageError(f"--loop torchrec needs torchrec and fbgemm-gpu-cpu installed ({reason})") from None
@@ -57,10 +57,7 @@ class TorchrecSparseArch(SparseArch):
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         batch = offsets[0].numel()
-        lengths = [
-            torch.diff(offs, append=offs.new_tensor([ids.numel()])) for ids, offs in zip(indices, offsets, strict=True)
-        ]
-        kjt = KeyedJaggedTensor(keys=self.keys, values=torch.cat(indices), lengths=torch.cat(lengths))
+        kjt = to_kjt(self.keys, indices, offsets)
         return self.ebc(kjt).values().view(batch, len(self.keys), self.dim)
 
     def get_extra_state(self) -> dict:

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from dlrm_study.config import Config
+from dlrm_study.embeddings import hugepages
 
 # Row sizes measured by default: fp32 rows of dim 4..128 and bf16 rows of dim 8..256 (all presets).
 ROW_BYTES = (16, 32, 64, 128, 256, 512)
@@ -72,7 +73,9 @@ def memory_limits(sizes: tuple[int, ...], quick: bool, repeats: int) -> dict[str
     """Streaming bandwidth, and random-row gather and update rates at each row size."""
     # One buffer serves every measurement: first-touch page faults cost more than the copies.
     # Server L3s reach hundreds of MB, so the full table is at least 4x the last-level cache.
-    buffer = torch.ones((2**29 if quick else min(max(2**30, 4 * last_level_cache_bytes()), 2**33)) // 4)
+    # On huge pages where the OS allows, as the optimized tables are: the machine at its best.
+    buffer = hugepages.empty((2**29 if quick else min(max(2**30, 4 * last_level_cache_bytes()), 2**33)) // 4)
+    buffer.fill_(1.0)
     src, dst = buffer.chunk(2)
     limits = {"stream_gbps": 2 * src.numel() * 4 / median_s(lambda: dst.copy_(src), repeats) / 1e9}
     lookups = UPDATE_CHUNK if quick else 2**20  # quick: few parallel ops, each costly on busy cores

@@ -26,7 +26,7 @@
 
 namespace {
 
-constexpr int kPrefetch = 8;  // rows ahead: random gathers are latency-bound
+constexpr int kPrefetch = 16;  // rows ahead: random gathers are latency-bound
 
 inline float bf16_to_float(int16_t hi) {
   uint32_t bits = static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16;
@@ -82,13 +82,19 @@ torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64
   auto out = torch::zeros({l.batch, l.tables, l.dim}, torch::kFloat32);
   float* o = out.data_ptr<float>();
   const char* table = static_cast<const char*>(base);
-#pragma omp parallel for schedule(static)
-  for (int64_t bag = 0; bag < l.bags; ++bag) {
-    float* acc = o + out_row(l, bag) * l.dim;
-    const int64_t end = l.offsets[bag + 1];
-    for (int64_t j = l.offsets[bag]; j < end; ++j) {
-      if (j + kPrefetch < end) prefetch_row(table + l.ids[j + kPrefetch] * row_bytes, row_bytes);
-      load(acc, l.ids[j]);
+#pragma omp parallel
+  {
+    // A contiguous range of bags per thread; prefetch runs ahead across bag boundaries,
+    // which matters when bags hold one id (pooling factor 1).
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t first = l.bags * me / threads, last = l.bags * (me + 1) / threads;
+    const int64_t end = l.offsets[last];
+    for (int64_t bag = first; bag < last; ++bag) {
+      float* acc = o + out_row(l, bag) * l.dim;
+      for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
+        if (j + kPrefetch < end) prefetch_row(table + l.ids[j + kPrefetch] * row_bytes, row_bytes);
+        load(acc, l.ids[j]);
+      }
     }
   }
   return out;
