@@ -164,3 +164,22 @@ def test_tables_are_advised_onto_huge_pages():
     if setting.exists() and "[never]" not in setting.read_text():
         assert hugepages.advise(torch.empty(1 << 20, 4))
     assert not hugepages.advise(torch.empty(10))  # below one huge page: nothing to ask for
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_fused_interaction_matches_dlrm_forward_and_backward(ops):
+    from dlrm_study.interaction import FusedDotInteractionFunction
+    from dlrm_study.model import DotInteraction
+
+    gen = torch.Generator().manual_seed(4)
+    dense, pooled = torch.randn(6, 5, generator=gen), torch.randn(6, 3, 5, generator=gen)
+    weights = torch.randn(6, 5 + 6, generator=gen)
+    a = [dense.clone().requires_grad_(), pooled.clone().requires_grad_()]
+    b = [dense.clone().requires_grad_(), pooled.clone().requires_grad_()]
+    fused = FusedDotInteractionFunction.apply(a[0], a[1], ops)
+    plain = DotInteraction(4)(b[0], b[1])
+    torch.testing.assert_close(fused, plain)
+    (fused * weights).sum().backward()
+    (plain * weights).sum().backward()
+    torch.testing.assert_close(a[0].grad, b[0].grad)
+    torch.testing.assert_close(a[1].grad, b[1].grad)

@@ -87,6 +87,7 @@ class TrainConfig:
     seed: int = 0
     eval_batches: int = 16
     threads: int = 0  # 0: leave torch's default
+    prefetch: int = 0  # batches made ahead on a background thread by `train` (0: inline; see README)
 
 
 @dataclass
@@ -313,8 +314,8 @@ def validate(cfg: Config) -> Config:
             raise UsageError(f"{key} must be a non-empty list of positive widths, got {widths}")
     if not m.table_rows or min(m.table_rows) <= 0:
         raise UsageError(f"model.table_rows must be a non-empty list of positive sizes, got {m.table_rows}")
-    if t.steps < 0 or t.threads < 0:
-        raise UsageError("train.steps and train.threads must not be negative")
+    if t.steps < 0 or t.threads < 0 or t.prefetch < 0:
+        raise UsageError("train.steps, train.threads and train.prefetch must not be negative")
     if t.learning_rate <= 0:
         raise UsageError(f"train.learning_rate must be positive, got {t.learning_rate}")
     if m.interaction != "dot":

@@ -46,11 +46,17 @@ class DotInteraction(nn.Module):
 class DLRM(nn.Module):
     """Click logit for a batch. `record_function` scopes name each part for profiling."""
 
-    def __init__(self, cfg: ModelConfig, sparse_arch: SparseArch, generator: torch.Generator) -> None:
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        sparse_arch: SparseArch,
+        generator: torch.Generator,
+        interaction: nn.Module | None = None,
+    ) -> None:
         super().__init__()
         self.bottom_mlp = mlp(cfg.bottom_layers, generator, last_relu=True)
         self.sparse_arch = sparse_arch
-        self.interaction = DotInteraction(cfg.num_tables + 1)
+        self.interaction = interaction or DotInteraction(cfg.num_tables + 1)
         self.top_mlp = mlp(cfg.top_layers, generator, last_relu=False)
 
     def forward(self, batch: Batch) -> torch.Tensor:

@@ -17,8 +17,10 @@ from torch.nn import functional as F
 
 from dlrm_study.config import Config, check_fits, validate
 from dlrm_study.data import Batch
+from dlrm_study.data.loader import Prefetcher
 from dlrm_study.embeddings import make_sparse_arch
 from dlrm_study.errors import UsageError
+from dlrm_study.interaction import FusedDotInteraction
 from dlrm_study.model import DLRM
 from dlrm_study.train.metrics import auc
 
@@ -61,7 +63,8 @@ def build(cfg: Config) -> Run:
         cfg.train.precision = "fp32"
     generator = torch.Generator().manual_seed(cfg.train.seed)
     sparse_arch = make_sparse_arch(cfg, generator)
-    model = DLRM(cfg.model, sparse_arch, generator).to(device)
+    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
+    model = DLRM(cfg.model, sparse_arch, generator, interaction).to(device)
     optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
     return Run(cfg, model, optimizer, device, bf16_dense=cfg.train.precision == "bf16")
 
@@ -96,17 +99,27 @@ def train(
     steps: int,
     on_step: Callable[[Run, float], None] | None = None,
 ) -> list[float]:
-    """Train until `run.step == steps`; returns the losses of the steps taken."""
+    """Train until `run.step == steps`; returns the losses of the steps taken.
+
+    With `train.prefetch` > 0 the next batches are made on a background thread (one
+    intra-op thread) while the current step computes.
+    """
     losses = []
-    for batch in batches:
-        if run.step >= steps:
-            break
-        loss = train_step(run, batch.to(run.device)).item()
-        if not math.isfinite(loss):
-            raise RuntimeError(f"loss became {loss} at step {run.step}")
-        losses.append(loss)
-        if on_step:
-            on_step(run, loss)
+    if run.cfg.train.prefetch:
+        batches = Prefetcher(iter(batches), depth=run.cfg.train.prefetch)
+    try:
+        for batch in batches:
+            if run.step >= steps:
+                break
+            loss = train_step(run, batch.to(run.device)).item()
+            if not math.isfinite(loss):
+                raise RuntimeError(f"loss became {loss} at step {run.step}")
+            losses.append(loss)
+            if on_step:
+                on_step(run, loss)
+    finally:
+        if isinstance(batches, Prefetcher):
+            batches.close()
     run.losses += losses
     return losses
 

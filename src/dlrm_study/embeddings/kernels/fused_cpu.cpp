@@ -26,7 +26,11 @@
 
 namespace {
 
-constexpr int kPrefetch = 16;  // rows ahead: random gathers are latency-bound
+// How far ahead to prefetch, in bytes of rows: random gathers are latency-bound, but
+// more lines in flight than the core can track are dropped (16 rows of 256 B here).
+constexpr int64_t kPrefetchBytes = 4096;
+
+inline int64_t rows_ahead(int64_t row_bytes) { return std::max<int64_t>(2, kPrefetchBytes / row_bytes); }
 
 inline float bf16_to_float(int16_t hi) {
   uint32_t bits = static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16;
@@ -79,7 +83,9 @@ inline void prefetch_row(const void* row, int64_t bytes, int write = 0) {
 
 template <typename Load>
 torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64_t row_bytes) {
-  auto out = torch::zeros({l.batch, l.tables, l.dim}, torch::kFloat32);
+  // Not zero-filled up front: each bag's row is zeroed by its thread just before it sums
+  // into it, while the row is in cache (a separate fill of a large output costs a pass).
+  auto out = torch::empty({l.batch, l.tables, l.dim}, torch::kFloat32);
   float* o = out.data_ptr<float>();
   const char* table = static_cast<const char*>(base);
 #pragma omp parallel
@@ -88,11 +94,12 @@ torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64
     // which matters when bags hold one id (pooling factor 1).
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
     const int64_t first = l.bags * me / threads, last = l.bags * (me + 1) / threads;
-    const int64_t end = l.offsets[last];
+    const int64_t end = l.offsets[last], ahead = rows_ahead(row_bytes);
     for (int64_t bag = first; bag < last; ++bag) {
       float* acc = o + out_row(l, bag) * l.dim;
+      std::fill(acc, acc + l.dim, 0.0f);
       for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
-        if (j + kPrefetch < end) prefetch_row(table + l.ids[j + kPrefetch] * row_bytes, row_bytes);
+        if (j + ahead < end) prefetch_row(table + l.ids[j + ahead] * row_bytes, row_bytes);
         load(acc, l.ids[j]);
       }
     }
@@ -114,13 +121,13 @@ std::vector<std::pair<int64_t, int64_t>> owned_pairs(const Layout& l, int64_t me
 
 // Calls update(row, grad_row) for every looked-up id, on the thread that owns the row.
 template <typename Prefetch, typename Update>
-void owned_rows_update(const Layout& l, const float* grad, Prefetch prefetch, Update update) {
+void owned_rows_update(const Layout& l, const float* grad, int64_t row_bytes, Prefetch prefetch, Update update) {
 #pragma omp parallel
   {
     const auto mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
-    const int64_t n = static_cast<int64_t>(mine.size());
+    const int64_t n = static_cast<int64_t>(mine.size()), ahead = rows_ahead(row_bytes);
     for (int64_t k = 0; k < n; ++k) {
-      if (k + kPrefetch < n) prefetch(mine[k + kPrefetch].first);
+      if (k + ahead < n) prefetch(mine[k + ahead].first);
       update(mine[k].first, grad + out_row(l, mine[k].second) * l.dim);
     }
   }
@@ -190,7 +197,7 @@ void sgd_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, to
   const float step = static_cast<float>(lr);
   const int64_t dim = l.dim;
   const auto prefetch = [=](int64_t row) { prefetch_row(w + row * dim, dim * sizeof(float), 1); };
-  owned_rows_update(l, grad.data_ptr<float>(), prefetch, [=](int64_t row, const float* __restrict__ g) {
+  owned_rows_update(l, grad.data_ptr<float>(), dim * sizeof(float), prefetch, [=](int64_t row, const float* __restrict__ g) {
     float* __restrict__ r = w + row * dim;
     for (int64_t d = 0; d < dim; ++d) r[d] -= step * g[d];
   });
@@ -209,7 +216,8 @@ void sgd_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tensor ids, torch
     prefetch_row(h + row * dim, dim * sizeof(int16_t), 1);
     prefetch_row(o + row * dim, dim * sizeof(int16_t), 1);
   };
-  owned_rows_update(l, grad.data_ptr<float>(), prefetch, [=](int64_t row, const float* __restrict__ g) {
+  // Both halves together are as many bytes as an fp32 row.
+  owned_rows_update(l, grad.data_ptr<float>(), dim * sizeof(float), prefetch, [=](int64_t row, const float* __restrict__ g) {
     int16_t* __restrict__ rh = h + row * dim;
     int16_t* __restrict__ rl = o + row * dim;
     for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - step * g[d], rh[d], rl[d]);
@@ -226,6 +234,7 @@ void rowwise_adagrad_fp32(torch::Tensor weight, torch::Tensor momentum, torch::T
   const int64_t dim = l.dim;
   owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
     float square = 0.0f;
+#pragma omp simd reduction(+ : square)
     for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
     m[row] += square / dim;
     const float scale = step / (std::sqrt(m[row]) + epsilon);
@@ -246,6 +255,7 @@ void rowwise_adagrad_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tenso
   const int64_t dim = l.dim;
   owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
     float square = 0.0f;
+#pragma omp simd reduction(+ : square)
     for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
     m[row] += square / dim;
     const float scale = step / (std::sqrt(m[row]) + epsilon);
@@ -255,6 +265,81 @@ void rowwise_adagrad_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tenso
   });
 }
 
+// Fused dot interaction: for each sample, the dots of every pair of distinct features
+// (feature 0 the bottom-MLP output, 1..T the pooled embeddings), lower triangle in row
+// order, after the dense vector: out = [dense, f1.f0, f2.f0, f2.f1, ...]. No (F, F)
+// matrix, no gather of its triangle; backward accumulates each pair into both features.
+torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
+  TORCH_CHECK(dense.dtype() == torch::kFloat32 && pooled.dtype() == torch::kFloat32, "interaction takes fp32");
+  dense = dense.contiguous();
+  pooled = pooled.contiguous();
+  const int64_t batch = pooled.size(0), tables = pooled.size(1), dim = pooled.size(2), features = tables + 1;
+  const int64_t width = dim + features * (features - 1) / 2;
+  auto out = torch::empty({batch, width}, torch::kFloat32);
+  const float* x = dense.data_ptr<float>();
+  const float* e = pooled.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* f0 = x + b * dim;
+    const float* fe = e + b * tables * dim;  // feature i >= 1 is fe + (i - 1) * dim
+    float* row = o + b * width;
+    std::memcpy(row, f0, dim * sizeof(float));
+    int64_t p = dim;
+    for (int64_t i = 1; i < features; ++i) {
+      const float* fi = fe + (i - 1) * dim;
+      for (int64_t j = 0; j < i; ++j) {
+        const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)  // lets the compiler reorder the sum into vector lanes
+        for (int64_t d = 0; d < dim; ++d) dot += fi[d] * fj[d];
+        row[p++] = dot;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> interaction_backward(torch::Tensor dense, torch::Tensor pooled, torch::Tensor grad) {
+  dense = dense.contiguous();
+  pooled = pooled.contiguous();
+  grad = grad.contiguous();
+  const int64_t batch = pooled.size(0), tables = pooled.size(1), dim = pooled.size(2), features = tables + 1;
+  const int64_t width = grad.size(1);
+  auto grad_dense = torch::empty_like(dense);
+  auto grad_pooled = torch::empty_like(pooled);  // zeroed sample by sample below, in cache
+  const float* x = dense.data_ptr<float>();
+  const float* e = pooled.data_ptr<float>();
+  const float* g = grad.data_ptr<float>();
+  float* gx = grad_dense.data_ptr<float>();
+  float* ge = grad_pooled.data_ptr<float>();
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* f0 = x + b * dim;
+    const float* fe = e + b * tables * dim;
+    const float* row = g + b * width;
+    float* g0 = gx + b * dim;
+    float* gf = ge + b * tables * dim;
+    std::memcpy(g0, row, dim * sizeof(float));  // the dense vector passes straight through
+    std::fill(gf, gf + tables * dim, 0.0f);
+    int64_t p = dim;
+    for (int64_t i = 1; i < features; ++i) {
+      const float* fi = fe + (i - 1) * dim;
+      float* gi = gf + (i - 1) * dim;
+      for (int64_t j = 0; j < i; ++j) {
+        const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
+        float* gj = j == 0 ? g0 : gf + (j - 1) * dim;
+        const float s = row[p++];
+        for (int64_t d = 0; d < dim; ++d) {
+          gi[d] += s * fj[d];
+          gj[d] += s * fi[d];
+        }
+      }
+    }
+  }
+  return {grad_dense, grad_pooled};
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward_fp32", &forward_fp32);
   m.def("forward_bf16", &forward_bf16);
@@ -262,4 +347,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("sgd_split_bf16", &sgd_split_bf16);
   m.def("rowwise_adagrad_fp32", &rowwise_adagrad_fp32);
   m.def("rowwise_adagrad_split_bf16", &rowwise_adagrad_split_bf16);
+  m.def("interaction_forward", &interaction_forward);
+  m.def("interaction_backward", &interaction_backward);
 }

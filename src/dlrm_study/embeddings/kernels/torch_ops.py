@@ -79,3 +79,26 @@ def rowwise_adagrad_split_bf16(hi, lo, momentum, ids, offsets, grad, lr, eps, ba
     rows, g = summed_rows(ids, offsets, grad)
     scale = adagrad_scale(momentum, rows, g, lr, eps)
     hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - scale * g)
+
+
+def interaction_pairs(features: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row and column of each distinct pair, lower triangle in row order (dlrm's order)."""
+    return torch.tril_indices(features, features, offset=-1)
+
+
+def interaction_forward(dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+    features = torch.cat([dense.unsqueeze(1), pooled], dim=1)
+    rows, cols = interaction_pairs(features.shape[1])
+    dots = torch.bmm(features, features.transpose(1, 2))[:, rows, cols]
+    return torch.cat([dense, dots], dim=1)
+
+
+def interaction_backward(dense: torch.Tensor, pooled: torch.Tensor, grad: torch.Tensor) -> list[torch.Tensor]:
+    features = torch.cat([dense.unsqueeze(1), pooled], dim=1)
+    count, dim = features.shape[1], dense.shape[1]
+    rows, cols = interaction_pairs(count)
+    pair_grad = torch.zeros(len(dense), count, count)
+    pair_grad[:, rows, cols] = grad[:, dim:]
+    symmetric = pair_grad + pair_grad.transpose(1, 2)  # each dot reaches both of its features
+    grad_features = torch.bmm(symmetric, features)
+    return [grad_features[:, 0] + grad[:, :dim], grad_features[:, 1:].contiguous()]
