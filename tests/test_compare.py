@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from dlrm_study.measure import roofline
 from dlrm_study.measure.compare import compare, report
@@ -42,5 +43,5 @@ def test_bf16_falls_back_to_fp32_where_unsupported(tiny, monkeypatch, capsys):
     monkeypatch.setattr(loop, "bf16_supported", lambda device: False)
     tiny.train.loop, tiny.train.precision = "optimized", "bf16"
     run = loop.build(tiny)
-    assert not run.bf16_dense and tiny.train.precision == "fp32"
+    assert run.model.top_mlp[0].weight.dtype == torch.float32 and tiny.train.precision == "fp32"
     assert "no bf16 support here; running fp32 instead" in capsys.readouterr().err

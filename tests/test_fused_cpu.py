@@ -136,7 +136,7 @@ def test_bf16_split_sgd_tracks_fp32_loss():
     fp32 = build(cfg)
     bf16_cfg = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
     bf16 = build(bf16_cfg)
-    if not bf16.bf16_dense:
+    if bf16_cfg.train.precision != "bf16":
         pytest.skip("this CPU has no bf16 support")
     a = train(fp32, SyntheticData(cfg).batches(), 200)
     b = train(bf16, SyntheticData(bf16_cfg).batches(), 200)
@@ -183,3 +183,24 @@ def test_fused_interaction_matches_dlrm_forward_and_backward(ops):
     (plain * weights).sum().backward()
     torch.testing.assert_close(a[0].grad, b[0].grad)
     torch.testing.assert_close(a[1].grad, b[1].grad)
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_dense_split_sgd_reassembles_to_fp32_sgd(ops):
+    gen = torch.Generator().manual_seed(5)
+    weight, grad = torch.randn(300, generator=gen), torch.randn(300, generator=gen).bfloat16()
+    hi, lo = torch_ops.split(weight)
+    ops.split_sgd_dense(hi, lo, grad.view(torch.int16), 0.1)
+    assert torch.equal(torch_ops.join(hi, lo), weight - 0.1 * grad.float())
+
+
+def test_bf16_run_keeps_fp32_masters_of_the_dense_weights():
+    cfg = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
+    run = build(cfg)
+    if cfg.train.precision != "bf16":
+        pytest.skip("this CPU has no bf16 support")
+    fp32 = build(config.load("tiny", ["train.loop=optimized"]))
+    first = run.model.bottom_mlp[0].weight
+    assert first.dtype == torch.bfloat16
+    master = torch_ops.join(first.view(torch.int16), run.dense_optimizer.state[first]["lo"])
+    assert torch.equal(master, fp32.model.bottom_mlp[0].weight)  # the same fp32 initialisation

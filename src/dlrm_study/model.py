@@ -61,13 +61,13 @@ class DLRM(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         with record_function("dlrm:bottom_mlp"):
-            dense = self.bottom_mlp(batch.dense)
+            dense = self.bottom_mlp(batch.dense.to(self.bottom_mlp[0].weight.dtype))  # bf16 MLPs take bf16
         with record_function("dlrm:embedding_forward"):
             pooled = self.sparse_arch(batch.indices, batch.offsets)
         with record_function("dlrm:interaction"):
             interactions = self.interaction(dense, pooled)
         with record_function("dlrm:top_mlp"):
-            return self.top_mlp(interactions).squeeze(1)
+            return self.top_mlp(interactions.to(self.top_mlp[0].weight.dtype)).squeeze(1)
 
     def dense_parameters(self) -> list[nn.Parameter]:
         """Parameters outside the sparse arch: trained by the loop's dense optimizer."""

@@ -23,6 +23,7 @@ from dlrm_study.errors import UsageError
 from dlrm_study.interaction import FusedDotInteraction
 from dlrm_study.model import DLRM
 from dlrm_study.train.metrics import auc
+from dlrm_study.train.split_sgd import SplitSGD
 
 
 @dataclass
@@ -33,13 +34,8 @@ class Run:
     model: DLRM
     dense_optimizer: torch.optim.Optimizer
     device: torch.device
-    bf16_dense: bool = False  # MLPs and interaction in bf16 autocast, fp32 master weights
     step: int = 0
     losses: list[float] = field(default_factory=list)
-
-    def dense_precision(self) -> torch.autocast:
-        """bf16 autocast around the forward of a bf16 run; a no-op otherwise."""
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16_dense)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -65,8 +61,11 @@ def build(cfg: Config) -> Run:
     sparse_arch = make_sparse_arch(cfg, generator)
     interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
     model = DLRM(cfg.model, sparse_arch, generator, interaction).to(device)
-    optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
-    return Run(cfg, model, optimizer, device, bf16_dense=cfg.train.precision == "bf16")
+    if cfg.train.precision == "bf16":  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
+        optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
+    else:
+        optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
+    return Run(cfg, model, optimizer, device)
 
 
 def bf16_supported(device: torch.device) -> bool:
@@ -78,8 +77,7 @@ def bf16_supported(device: torch.device) -> bool:
 
 def train_step(run: Run, batch: Batch) -> torch.Tensor:
     """Forward, loss, backward and update on one batch; returns the loss (detached)."""
-    with run.dense_precision():
-        logits = run.model(batch)
+    logits = run.model(batch)
     with record_function("dlrm:loss"):
         loss = F.binary_cross_entropy_with_logits(logits.float(), batch.labels)
     run.dense_optimizer.zero_grad(set_to_none=True)
@@ -131,8 +129,7 @@ def evaluate(run: Run, batches: Iterable[Batch]) -> dict[str, float]:
     scores, labels = [], []
     for batch in batches:
         batch = batch.to(run.device)
-        with run.dense_precision():
-            scores.append(run.model(batch).float().cpu())
+        scores.append(run.model(batch).float().cpu())
         labels.append(batch.labels.cpu())
     run.model.train()
     if not scores:

@@ -340,6 +340,20 @@ std::vector<torch::Tensor> interaction_backward(torch::Tensor dense, torch::Tens
   return {grad_dense, grad_pooled};
 }
 
+// Split-SGD for dense parameters: `hi` (the bf16 parameter, as int16 bits) and `lo` hold an
+// fp32 master weight; grad is the parameter's bf16 gradient (int16 bits).
+void split_sgd_dense(torch::Tensor hi, torch::Tensor lo, torch::Tensor grad, double lr) {
+  TORCH_CHECK(hi.is_contiguous() && lo.is_contiguous() && grad.is_contiguous(), "contiguous tensors expected");
+  TORCH_CHECK(hi.numel() == lo.numel() && hi.numel() == grad.numel(), "hi, lo and grad differ in size");
+  int16_t* __restrict__ h = hi.data_ptr<int16_t>();
+  int16_t* __restrict__ o = lo.data_ptr<int16_t>();
+  const int16_t* __restrict__ g = grad.data_ptr<int16_t>();
+  const float step = static_cast<float>(lr);
+  const int64_t n = hi.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t k = 0; k < n; ++k) split(join(h[k], o[k]) - step * bf16_to_float(g[k]), h[k], o[k]);
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("forward_fp32", &forward_fp32);
   m.def("forward_bf16", &forward_bf16);
@@ -347,6 +361,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("sgd_split_bf16", &sgd_split_bf16);
   m.def("rowwise_adagrad_fp32", &rowwise_adagrad_fp32);
   m.def("rowwise_adagrad_split_bf16", &rowwise_adagrad_split_bf16);
+  m.def("split_sgd_dense", &split_sgd_dense);
   m.def("interaction_forward", &interaction_forward);
   m.def("interaction_backward", &interaction_backward);
 }

@@ -102,3 +102,10 @@ def interaction_backward(dense: torch.Tensor, pooled: torch.Tensor, grad: torch.
     symmetric = pair_grad + pair_grad.transpose(1, 2)  # each dot reaches both of its features
     grad_features = torch.bmm(symmetric, features)
     return [grad_features[:, 0] + grad[:, :dim], grad_features[:, 1:].contiguous()]
+
+
+def split_sgd_dense(hi: torch.Tensor, lo: torch.Tensor, grad: torch.Tensor, lr: float) -> None:
+    """Split-SGD of a bf16 dense parameter (int16 bits `hi`, lower halves `lo`, bf16 bits `grad`)."""
+    new_hi, new_lo = split(join(hi, lo) - lr * grad.view(torch.bfloat16).float())
+    hi.copy_(new_hi)
+    lo.copy_(new_lo)

@@ -1,0 +1,44 @@
+"""Split-SGD for bf16 dense parameters (SC20).
+
+Each parameter holds the upper 16 bits of its fp32 master weight as a bf16 tensor — the
+weight forward and backward use — and the optimizer keeps the lower 16 bits as state. A
+step joins the halves into fp32, applies SGD with the bf16 gradient, and splits again:
+fp32 SGD's trajectory without an fp32 copy of the weights or per-step weight casts.
+"""
+
+import torch
+from torch import nn
+
+from dlrm_study.embeddings import kernels
+from dlrm_study.embeddings.kernels import torch_ops
+from dlrm_study.embeddings.kernels.torch_ops import split
+
+
+class SplitSGD(torch.optim.Optimizer):
+    def __init__(self, params, lr: float) -> None:
+        super().__init__(params, {"lr": lr})
+        self.ops = kernels.load() or torch_ops
+
+    @classmethod
+    def from_fp32(cls, modules: list[nn.Module], lr: float) -> "SplitSGD":
+        """Turn the modules' fp32 parameters into bf16 upper halves; the lower halves become state."""
+        params, lower = [], []
+        for module in modules:
+            for p in module.parameters():
+                hi, lo = split(p.data)
+                p.data = hi.view(torch.bfloat16)
+                params.append(p)
+                lower.append(lo)
+        optimizer = cls(params, lr)
+        for p, lo in zip(params, lower, strict=True):
+            optimizer.state[p]["lo"] = lo
+        return optimizer
+
+    @torch.no_grad()
+    def step(self) -> None:  # type: ignore[override]
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad.contiguous().view(torch.int16)
+                self.ops.split_sgd_dense(p.view(torch.int16), self.state[p]["lo"], grad, group["lr"])
