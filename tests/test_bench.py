@@ -37,3 +37,8 @@ def test_quantile():
 def test_preset_bench_sizes_fit_this_machine():
     for name in config.PRESETS:
         config.check_fits(config.preset(name), "cpu")
+
+
+def test_unprofiled_bench_has_no_breakdown_columns(small):
+    record = bench(small, steps=2, warmup=1, profile_steps=0, progress=False)
+    assert not [key for key in record if key.startswith("op_")]

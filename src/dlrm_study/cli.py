@@ -186,9 +186,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         f"  {record['samples_per_s']:,.0f} samples/s   {record['ms_median']:.1f} ms/it median "
         f"(p10 {record['ms_p10']:.1f}, p90 {record['ms_p90']:.1f})   input {record['input_ms_median']:.1f} ms/batch"
     )
-    print(f"  per operator, ms/it ({args.profile_steps} profiled steps):")
-    for name in OPERATORS:
-        print(f"    {name:<28}{record[f'op_{name}_ms']:10.2f}")
+    if args.profile_steps:
+        print(f"  per operator, ms/it ({args.profile_steps} profiled steps):")
+        for name in OPERATORS:
+            print(f"    {name:<28}{record[f'op_{name}_ms']:10.2f}")
     print(f"    {'data (input, not in ms/it)':<28}{record['input_ms_median']:10.2f}")
     if limits:
         print(

@@ -107,10 +107,10 @@ def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
 
 
 def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict[str, float]:
-    """Mean ms per step of each operator in OPERATORS, from `steps` profiled steps."""
-    totals = dict.fromkeys(OPERATORS, 0.0)
+    """Mean ms per step of each operator in OPERATORS, from `steps` profiled steps (none: {})."""
     if steps <= 0:
-        return totals
+        return {}  # no columns rather than zeros that would read as measured
+    totals = dict.fromkeys(OPERATORS, 0.0)
     wall = 0.0
     activities = [torch.profiler.ProfilerActivity.CPU]
     with torch.profiler.profile(activities=activities) as prof:

@@ -1,9 +1,10 @@
 """The training loop: build a run from a config, step it, evaluate it.
 
 One step is forward, loss, backward, update — the span facebookresearch/dlrm times as
-ms/it. The dense parameters are trained by `torch.optim.SGD`; the sparse arch applies
-its own update (inside backward, or in `update()`), which for the reference arch is the
-same `torch.optim.SGD` over sparse gradients that dlrm uses.
+ms/it. The dense parameters are trained by `torch.optim.SGD` (in bf16 runs by Split-SGD,
+which keeps their fp32 masters); the sparse arch applies its own update (inside backward,
+or in `update()`), which for the reference arch is the same `torch.optim.SGD` over sparse
+gradients that dlrm uses.
 """
 
 import math
