@@ -19,6 +19,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -154,6 +155,15 @@ void owned_rows_summed_update(const Layout& l, const float* grad, Update update)
   }
 }
 
+// Row-wise Adagrad: accumulate the row's mean squared (summed) gradient, return its step size.
+inline float adagrad_scale(float& momentum, const float* g, int64_t dim, float lr, float eps) {
+  float square = 0.0f;
+#pragma omp simd reduction(+ : square)
+  for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
+  momentum += square / dim;
+  return lr / (std::sqrt(momentum) + eps);
+}
+
 void check_grad(const torch::Tensor& grad, const Layout& l) {
   TORCH_CHECK(grad.dtype() == torch::kFloat32 && grad.is_contiguous(), "grad must be contiguous fp32");
   TORCH_CHECK(grad.numel() == l.bags * l.dim, "grad must be (batch, tables, dim)");
@@ -233,11 +243,7 @@ void rowwise_adagrad_fp32(torch::Tensor weight, torch::Tensor momentum, torch::T
   const float step = static_cast<float>(lr), epsilon = static_cast<float>(eps);
   const int64_t dim = l.dim;
   owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
-    float square = 0.0f;
-#pragma omp simd reduction(+ : square)
-    for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
-    m[row] += square / dim;
-    const float scale = step / (std::sqrt(m[row]) + epsilon);
+    const float scale = adagrad_scale(m[row], g, dim, step, epsilon);
     float* r = w + row * dim;
     for (int64_t d = 0; d < dim; ++d) r[d] -= scale * g[d];
   });
@@ -254,11 +260,7 @@ void rowwise_adagrad_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tenso
   const float step = static_cast<float>(lr), epsilon = static_cast<float>(eps);
   const int64_t dim = l.dim;
   owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
-    float square = 0.0f;
-#pragma omp simd reduction(+ : square)
-    for (int64_t d = 0; d < dim; ++d) square += g[d] * g[d];
-    m[row] += square / dim;
-    const float scale = step / (std::sqrt(m[row]) + epsilon);
+    const float scale = adagrad_scale(m[row], g, dim, step, epsilon);
     int16_t* rh = h + row * dim;
     int16_t* rl = o + row * dim;
     for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - scale * g[d], rh[d], rl[d]);
