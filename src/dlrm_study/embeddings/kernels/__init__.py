@@ -7,7 +7,9 @@ Records say which path ran (`kernel_path`).
 """
 
 import functools
+import hashlib
 import os
+import platform
 import sys
 import warnings
 from pathlib import Path
@@ -26,7 +28,7 @@ def load() -> ModuleType | None:
     try:
         print("dlrm-study: loading the fused CPU kernels (compiled once, then cached)", file=sys.stderr)
         return cpp_extension.load(
-            name="dlrm_study_fused_cpu",
+            name=f"dlrm_study_fused_cpu_{cpu_fingerprint()}",  # -march=native: one build per CPU kind
             sources=[str(SOURCE)],
             extra_cflags=["-O3", "-march=native", "-fopenmp", "-ffp-contract=off"],  # no FMA: same rounding as PyTorch
             extra_ldflags=["-fopenmp"],
@@ -35,6 +37,16 @@ def load() -> ModuleType | None:
     except Exception as err:  # no compiler, no headers: the PyTorch path gives the same results
         warnings.warn(f"fused CPU kernels unavailable ({type(err).__name__}); using the PyTorch path", stacklevel=2)
         return None
+
+
+def cpu_fingerprint() -> str:
+    """Short hash of the CPU's model and instruction-set flags, so a cached build never runs elsewhere."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        info = platform.processor() + platform.machine()
+    keep = [line for line in info.splitlines() if line.startswith(("model name", "flags"))][:2]
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:8]
 
 
 def path() -> str:
