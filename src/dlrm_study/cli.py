@@ -82,6 +82,12 @@ def build_parser() -> Parser:
     compare.add_argument("--warmup", type=int, default=2)
     compare.add_argument("--out", default="results/bench.csv")
     compare.add_argument("--no-progress", action="store_true")
+
+    sweep = commands.add_parser("sweep", help="run a sweep file: resumable, one record per point")
+    sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.sweep)")
+    sweep.add_argument("--retry-errors", action="store_true", help="run again the points that failed")
+    sweep.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
+    sweep.add_argument("--no-progress", action="store_true")
     return parser
 
 
@@ -239,10 +245,31 @@ def cmd_compare(args: argparse.Namespace) -> None:
         print(f"{len(records)} records appended to {out}")
 
 
+def cmd_sweep(args: argparse.Namespace) -> None:
+    from dlrm_study import sweep as sweeps
+
+    spec = sweeps.load(args.file)
+    if args.dry_run:
+        for point in sweeps.points(spec):
+            print(f"{point.variant:<16} {' '.join(point.overrides)}")
+        return
+    counts = sweeps.run(spec, retry_errors=args.retry_errors, progress=not args.no_progress)
+    print(
+        f"sweep {spec.name}: {counts['points']} points, {counts['skipped']} already recorded, "
+        f"{counts['ran']} run ({counts['failed']} failed) -> {spec.out}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        commands = {"train": cmd_train, "bench": cmd_bench, "roofline": cmd_roofline, "compare": cmd_compare}
+        commands = {
+            "train": cmd_train,
+            "bench": cmd_bench,
+            "roofline": cmd_roofline,
+            "compare": cmd_compare,
+            "sweep": cmd_sweep,
+        }
         commands[args.command](args)
     except UsageError as err:
         print(f"dlrm-study: error: {err}", file=sys.stderr)

@@ -1,0 +1,152 @@
+"""Sweeps: a base config, a grid over fields, and the variants to bench at every point.
+
+A sweep file (YAML):
+
+    name: dense-features            # the `study` of its records
+    config: tiny                    # preset or YAML file
+    set: [train.batch_size=256]     # overrides of the base
+    grid:                           # field -> values; every combination is a point
+      model.dense_features: [13, 64, 256]
+    variants: [reference, optimized-fp32]   # see measure.compare.VARIANTS
+    steps: 10
+    warmup: 2
+    profile_steps: 1
+    out: results/sweeps.csv
+
+Each finished point is appended to `out` at once (atomically), so a killed sweep loses
+at most the point it was running; run again, it skips every point already recorded for
+the same config and environment (hardware, threads, software versions). A point that
+fails (invalid, out of memory, unsupported here) becomes a record with its error, and
+the sweep goes on.
+"""
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from tqdm.auto import tqdm
+
+from dlrm_study import config, results
+from dlrm_study.errors import UsageError
+from dlrm_study.measure.bench import bench
+from dlrm_study.measure.compare import VARIANTS
+
+KEYS = {"name", "config", "set", "grid", "variants", "steps", "warmup", "profile_steps", "out"}
+
+
+@dataclass
+class Sweep:
+    name: str
+    config: str = "tiny"
+    set: list[str] = field(default_factory=list)
+    grid: dict[str, list] = field(default_factory=dict)
+    variants: list[str] = field(default_factory=lambda: ["reference"])
+    steps: int = 10
+    warmup: int = 2
+    profile_steps: int = 0
+    out: str = "results/sweeps.csv"
+
+
+@dataclass
+class Point:
+    variant: str
+    overrides: list[str]
+    cfg: config.Config
+
+
+def load(path: Path) -> Sweep:
+    """A sweep from YAML; unknown keys, variants or config fields are refused up front."""
+    if not path.is_file():
+        raise UsageError(f"sweep file not found: {path}")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or "name" not in doc:
+        raise UsageError(f"{path}: a sweep is a mapping with at least a name")
+    unknown = set(doc) - KEYS
+    if unknown:
+        raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}")
+    sweep = Sweep(**doc)
+    bad = [v for v in sweep.variants if v not in VARIANTS]
+    if bad:
+        raise UsageError(f"{path}: unknown variant {bad[0]!r} (choose from {', '.join(VARIANTS)})")
+    if sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
+        raise UsageError(f"{path}: steps must be positive, warmup and profile_steps not negative")
+    points(sweep)  # every point's config must load (unknown fields fail here, before anything runs)
+    return sweep
+
+
+def points(sweep: Sweep) -> list[Point]:
+    """Every (grid combination, variant), in a fixed order."""
+    fields = list(sweep.grid)
+    combos = itertools.product(*(sweep.grid[f] for f in fields)) if fields else [()]
+    out = []
+    for values in combos:
+        grid = [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
+        for variant in sweep.variants:
+            overrides = [*sweep.set, *grid, *VARIANTS[variant]]
+            out.append(Point(variant, overrides, config.load(sweep.config, overrides)))
+    return out
+
+
+def environment(device: str = "cpu") -> dict[str, object]:
+    """What makes two measurements of one config comparable: hardware, threads, software."""
+    prov = results.provenance(device)
+    keys = ("device_name", "gpu_model", "threads", "torch_version", "torchrec_version", "fbgemm_gpu_cpu_version")
+    env = {k: prov[k] for k in keys}
+    env_key = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:12]
+    return {"env_key": env_key, **env}
+
+
+def recorded(sweep: Sweep, retry_errors: bool = False) -> set[tuple[str, str, str]]:
+    """(study, point, environment) of the points `out` already holds (failed ones too, unless `retry_errors`)."""
+    _, rows = results.read_rows(Path(sweep.out))
+    return {
+        (r.get("study", ""), r.get("sweep_point", ""), r.get("env_key", ""))
+        for r in rows
+        if not (retry_errors and r.get("error"))
+    }
+
+
+def run(sweep: Sweep, retry_errors: bool = False, progress: bool = True, limit: int | None = None) -> dict[str, int]:
+    """Bench the points not yet recorded; returns counts of done, skipped and failed points.
+
+    `limit` stops after that many new points (tests use it to stand for a killed sweep).
+    """
+    env = environment()
+    done = recorded(sweep, retry_errors)
+    planned = points(sweep)
+    todo = [p for p in planned if (sweep.name, p.cfg.hash(), env["env_key"]) not in done]
+    counts = {"points": len(planned), "skipped": len(planned) - len(todo), "ran": 0, "failed": 0}
+    for point in tqdm(todo[:limit], desc=f"sweep {sweep.name}", unit="point", disable=not progress):
+        # The point is keyed by the config it asked for (build may adjust it, e.g. bf16 -> fp32).
+        key = point.cfg.hash()
+        record = measure(sweep, point)
+        record.update(variant=point.variant, sweep_point=key, **env)
+        results.append(Path(sweep.out), record)
+        counts["ran"] += 1
+        counts["failed"] += bool(record["error"])
+    return counts
+
+
+def measure(sweep: Sweep, point: Point) -> dict[str, object]:
+    """One point's bench record, or a record of why it could not be measured."""
+    cfg = config.Config.from_dict(point.cfg.to_dict())  # bench may adjust its copy
+    try:
+        return bench(cfg, sweep.steps, sweep.warmup, sweep.profile_steps, study=sweep.name, progress=False)
+    except (UsageError, RuntimeError, MemoryError) as err:
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return {
+            "study": sweep.name,
+            "config_name": cfg.name,
+            "config_hash": cfg.hash(),
+            "loop": cfg.train.loop,
+            "precision": cfg.train.precision,
+            "error": f"{type(err).__name__}: {message}",
+            **cfg.flat(),
+            **results.provenance("cpu"),
+        }

@@ -1,0 +1,102 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dlrm_study import results, sweep
+from dlrm_study.cli import main
+from dlrm_study.errors import UsageError
+
+SPEC = """
+name: {name}
+config: tiny
+set: [train.batch_size=16]
+grid:
+  data.lookups_per_table: [1, 2, 3]
+  model.embedding_dim: [8, 16]
+variants: [reference, optimized-fp32]
+steps: 2
+warmup: 1
+out: {out}
+"""
+
+
+def write_spec(tmp_path: Path, name: str = "s") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SPEC.format(name=name, out=tmp_path / "sweeps.csv"))
+    return path
+
+
+def test_points_cover_the_grid_and_variants(tmp_path):
+    spec = sweep.load(write_spec(tmp_path))
+    points = sweep.points(spec)
+    assert len(points) == 3 * 2 * 2
+    assert points[0].overrides[-1] == "train.loop=reference" and points[1].variant == "optimized-fp32"
+    assert len({(p.variant, p.cfg.hash()) for p in points}) == 12
+
+
+def test_failed_points_are_recorded_and_the_sweep_goes_on(tmp_path):
+    spec = sweep.load(write_spec(tmp_path))
+    counts = sweep.run(spec, progress=False)
+    assert counts == {"points": 12, "skipped": 0, "ran": 12, "failed": 6}  # embedding_dim 16 != bottom output 8
+    frame = results.load(Path(spec.out))
+    failed = frame[frame["error"].notna()]
+    assert set(failed["model.embedding_dim"]) == {16}
+    assert failed["error"].str.contains("model.bottom_mlp").all()
+    assert (frame[frame["error"].isna()]["samples_per_s"] > 0).all()
+    assert sweep.run(spec, progress=False)["ran"] == 0  # all recorded: nothing to do
+    assert sweep.run(spec, retry_errors=True, progress=False)["ran"] == 6
+
+
+def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
+    spec = sweep.load(write_spec(tmp_path))
+    assert sweep.run(spec, progress=False, limit=5)["ran"] == 5
+    counts = sweep.run(spec, progress=False)
+    assert counts["skipped"] == 5 and counts["ran"] == 7
+    frame = results.load(Path(spec.out))
+    assert len(frame) == 12 and not frame.duplicated(["variant", "sweep_point"]).any()
+
+
+def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
+    path = write_spec(tmp_path, "killed")
+    out = tmp_path / "sweeps.csv"
+    command = [sys.executable, "-m", "dlrm_study", "sweep", str(path), "--no-progress"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(results.read_rows(out)[1]) < 3:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = len(results.read_rows(out)[1])
+    assert 3 <= before < 12
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    frame = results.load(out)
+    assert len(frame) == 12 and not frame.duplicated(["variant", "sweep_point"]).any()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("config: tiny\n", "at least a name"),
+        ("name: x\ncolour: red\n", "unknown key 'colour'"),
+        ("name: x\nvariants: [turbo]\n", "unknown variant 'turbo'"),
+        ("name: x\ngrid:\n  model.depth: [1]\n", "unknown config key 'model.depth'"),
+        ("name: x\nsteps: 0\n", "steps must be positive"),
+    ],
+)
+def test_bad_sweep_files(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=message):
+        sweep.load(path)
+
+
+def test_cli_dry_run_and_missing_file(tmp_path, capsys):
+    assert main(["sweep", str(write_spec(tmp_path)), "--dry-run"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 12
+    assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == f"dlrm-study: error: sweep file not found: {tmp_path / 'none.yaml'}"
