@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint reproduce bench compare-upstream lock clean
+.PHONY: env test lint notebooks reproduce bench compare-upstream lock clean
 
 env: $(STAMP)
 
@@ -23,17 +23,28 @@ $(STAMP): pyproject.toml requirements/base.txt requirements/$(STACK).txt require
 
 test: env lint
 	$(BIN)/python -m pytest -q
+	DLRM_STUDY_PROFILE=smoke $(BIN)/python -m pytest -q --nbval-lax notebooks
 
 lint: env
 	$(BIN)/ruff check src tests data scripts
 	$(BIN)/ruff format --check src tests data scripts
 
-# The study's main job. For now: a short training run and benchmark records;
-# the notebooks take this over.
+# After editing a notebook: clear its outputs except the facts nbval checks.
+notebooks: env
+	$(BIN)/python scripts/notebook_outputs.py $(sort $(wildcard notebooks/*.ipynb))
+
+# The study's main job: a short training run, then every notebook executed by papermill
+# into results/notebooks/ (rendered with outputs; figures in results/figures/).
+# PROFILE=quick (default, about 30 minutes on 2 cores at most) or full (paper-grade).
+PROFILE ?= quick
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 reproduce: env data/criteo_sample.tsv
 	$(BIN)/dlrm-study train --config tiny --steps 300 --out results/train.csv
-	$(BIN)/dlrm-study bench --config tiny --steps 50 --out results/bench.csv
-	$(BIN)/dlrm-study bench --config dlrm-benchmark --loop reference --steps 20 --out results/bench.csv
+	mkdir -p results/notebooks
+	for nb in $(NOTEBOOKS); do \
+	  $(BIN)/papermill $$nb results/notebooks/$$(basename $$nb) -k python3 --cwd notebooks \
+	    --execution-timeout 1800 -p profile $(PROFILE) || exit 1; \
+	done
 
 # The CPU comparison: reference vs optimized fp32 / bf16 vs torchrec, interleaved, with
 # the roofline; prints the speedups against their targets, appends records to results/.

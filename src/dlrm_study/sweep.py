@@ -3,7 +3,7 @@
 A sweep file (YAML):
 
     name: dense-features            # the `study` of its records
-    config: tiny                    # preset or YAML file
+    config: tiny                    # preset or YAML file, or a list of them
     set: [train.batch_size=256]     # overrides of the base
     grid:                           # field -> values; every combination is a point
       model.dense_features: [13, 64, 256]
@@ -40,7 +40,7 @@ KEYS = {"name", "config", "set", "grid", "variants", "steps", "warmup", "profile
 @dataclass
 class Sweep:
     name: str
-    config: str = "tiny"
+    config: str | list[str] = "tiny"
     set: list[str] = field(default_factory=list)
     grid: dict[str, list] = field(default_factory=dict)
     variants: list[str] = field(default_factory=lambda: ["reference"])
@@ -83,13 +83,13 @@ def load(path: Path) -> Sweep:
 def points(sweep: Sweep) -> list[Point]:
     """Every (grid combination, variant), in a fixed order."""
     fields = list(sweep.grid)
-    combos = itertools.product(*(sweep.grid[f] for f in fields)) if fields else [()]
+    bases = [sweep.config] if isinstance(sweep.config, str) else list(sweep.config)
     out = []
-    for values in combos:
+    for base, values in itertools.product(bases, itertools.product(*(sweep.grid[f] for f in fields))):
         grid = [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
         for variant in sweep.variants:
             overrides = [*sweep.set, *grid, *VARIANTS[variant]]
-            out.append(Point(variant, overrides, config.load(sweep.config, overrides)))
+            out.append(Point(variant, overrides, config.load(base, overrides)))
     return out
 
 
@@ -150,3 +150,15 @@ def measure(sweep: Sweep, point: Point) -> dict[str, object]:
             **cfg.flat(),
             **results.provenance("cpu"),
         }
+
+
+def records(sweep: Sweep):  # -> pandas.DataFrame
+    """The sweep's measured points (errors left out), the latest record of each point."""
+    path = Path(sweep.out)
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run the sweep, or measure=True)")
+    frame = results.load(path)
+    frame = frame[frame["study"] == sweep.name]
+    if "error" in frame:
+        frame = frame[frame["error"].isna()]
+    return frame.sort_values("timestamp").drop_duplicates(["variant", "sweep_point"], keep="last")

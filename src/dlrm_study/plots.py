@@ -1,0 +1,74 @@
+"""The figure style and helpers the notebooks share. Plots only read records."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files, not windows; notebooks still show the figure inline
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from dlrm_study.measure.bench import OPERATORS
+
+VARIANT_ORDER = ["reference", "torchrec", "optimized-fp32", "optimized-bf16"]
+
+
+def style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+
+
+def caption(records: pd.DataFrame) -> str:
+    """Where and when the records were measured, for the figure's caption."""
+    first = records.iloc[0]
+    when = str(records["timestamp"].max())[:10]
+    gpu = f", GPU {first['gpu_model']}" if isinstance(first.get("gpu_model"), str) and first["gpu_model"] else ""
+    return (
+        f"{first['device_name']}{gpu}, {int(first['threads'])} threads, torch {first['torch_version']}, "
+        f"{when}, dlrm-study {str(first['git_commit'])[:7]}"
+    )
+
+
+def save(fig: plt.Figure, name: str, results_dir: Path) -> list[Path]:
+    """The figure as PNG and SVG under results_dir/figures/."""
+    out = Path(results_dir) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.svg"]
+    for path in paths:
+        fig.savefig(path, bbox_inches="tight", dpi=150)
+    return paths
+
+
+def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
+    """Stacked bars: ms per iteration of each operator, one bar per config (and variant)."""
+    ops = [f"op_{name}_ms" for name in OPERATORS if f"op_{name}_ms" in records]
+    rows = records.dropna(subset=ops).copy()
+    rows["label"] = rows["config_name"] + (" / " + rows["variant"] if rows["variant"].nunique() > 1 else "")
+    table = rows.groupby("label", sort=False)[ops].median()
+    table.columns = [c.removeprefix("op_").removesuffix("_ms").replace("_", " ") for c in table.columns]
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(table) + 2))
+    table.plot.barh(stacked=True, ax=ax, width=0.7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time per training iteration (ms)")
+    ax.set_ylabel("")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.set_title(title)
+    fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
+    return fig
+
+
+def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
+    """Bars: samples/s of each variant over the baseline variant's, per config (medians)."""
+    rates = records.groupby(["config_name", "variant"])["samples_per_s"].median().unstack()
+    ratios = rates.div(rates[baseline], axis=0)
+    order = [v for v in VARIANT_ORDER if v in ratios.columns]
+    tidy = ratios[order].reset_index().melt(id_vars="config_name", var_name="variant", value_name="speedup")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    sns.barplot(tidy, x="config_name", y="speedup", hue="variant", hue_order=order, ax=ax)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("")
+    ax.set_ylabel(f"samples/s relative to {baseline}")
+    ax.set_title(title)
+    fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
+    return fig
