@@ -72,3 +72,21 @@ def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
     ax.set_title(title)
     fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
     return fig
+
+
+def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
+    """Training loss (windowed mean) against step, one line per variant; AUC in the legend."""
+    losses = records[records["kind"] == "loss"]
+    evals = records[records["kind"] == "eval"].set_index("variant")["eval_auc"]
+    order = [v for v in VARIANT_ORDER if v in set(losses["variant"])]
+    labels = {v: f"{v} (AUC {evals[v]:.4f})" for v in order if v in evals}
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for variant in order:
+        rows = losses[losses["variant"] == variant]
+        ax.plot(rows["step"], rows["loss"], label=labels.get(variant, variant), linewidth=1.2)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("training loss (BCE, window mean)")
+    ax.set_title(title)
+    ax.legend(frameon=False)
+    fig.text(0.0, -0.02, caption(records[records["kind"] == "eval"]), fontsize=8, ha="left", va="top")
+    return fig

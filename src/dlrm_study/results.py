@@ -82,18 +82,25 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
 
 def append(path: Path, record: dict[str, object]) -> None:
     """Append one record to the CSV at `path` atomically (see the module docstring)."""
+    append_many(path, [record])
+
+
+def append_many(path: Path, records: list[dict[str, object]]) -> None:
+    """Append records together: after a crash, all of them are in the file or none."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         header, rows = read_rows(path)
-        header += [key for key in record if key not in header]
+        for record in records:
+            header += [key for key in record if key not in header]
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=header)
             writer.writeheader()
             writer.writerows(rows)
-            writer.writerow({key: "" if value is None else value for key, value in record.items()})
+            for record in records:
+                writer.writerow({key: "" if value is None else value for key, value in record.items()})
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

@@ -90,3 +90,84 @@ def fused_matches_reference(steps: int = 3) -> bool:
             train_step(run, SyntheticData(cfg).batch(i))
     tables = [torch.cat(run.model.sparse_arch.tables()) for run in runs]
     return bool(torch.allclose(tables[0], tables[1], rtol=0, atol=1e-5))
+
+
+CONVERGENCE_STEPS = {"smoke": 40, "quick": 1500, "full": 20000}
+LOSS_WINDOW = {"smoke": 10, "quick": 50, "full": 500}
+
+
+def convergence_config(profile: str) -> list[str]:
+    """Overrides of `tiny` for the convergence study: bigger tables, Zipf ids, 256 per batch."""
+    if profile == "smoke":
+        return ["train.batch_size=32"]
+    return [
+        "model.table_rows=8x100000",
+        "model.embedding_dim=16",
+        "model.bottom_mlp=64-16",
+        "model.top_mlp=64-1",
+        "train.batch_size=256",
+        f"train.steps={CONVERGENCE_STEPS[profile]}",
+    ]
+
+
+def run_convergence(profile: str, out: Path, variants: list[str] | None = None) -> pd.DataFrame:
+    """Train each variant from the same seed; record windowed losses and held-out AUC.
+
+    One variant's rows are appended together, so an interrupted study resumes at the
+    first variant not yet recorded for this config and environment.
+    """
+    import itertools
+
+    from dlrm_study import config, results
+    from dlrm_study.data import make_data
+    from dlrm_study.measure.compare import VARIANTS
+    from dlrm_study.sweep import environment
+    from dlrm_study.train import build, evaluate, train
+
+    path, env, study = out / "convergence.csv", environment(), f"convergence-{profile}"
+    _, rows = results.read_rows(path)
+    done = {(r["study"], r["variant"], r["config_hash"], r["env_key"]) for r in rows}
+    steps, window = CONVERGENCE_STEPS[profile], LOSS_WINDOW[profile]
+    for variant in variants or list(VARIANTS):
+        cfg = config.load("tiny", [*convergence_config(profile), *VARIANTS[variant]])
+        key = cfg.hash()
+        if (study, variant, key, env["env_key"]) in done:
+            continue
+        run = build(cfg)
+        losses = train(run, make_data(cfg).batches(), steps)
+        metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))
+        common = {"study": study, "variant": variant, "config_hash": key, **env}
+        records = [
+            {**common, "kind": "loss", "step": end, "loss": sum(losses[end - window : end]) / window}
+            for end in range(window, steps + 1, window)
+        ]
+        records.append({**common, "kind": "eval", "step": steps, **{f"eval_{k}": v for k, v in metrics.items()}})
+        records[-1].update(**cfg.flat(), **results.provenance("cpu"))
+        results.append_many(path, records)
+    frame = results.load(path)
+    return frame[(frame["study"] == study) & (frame["env_key"] == env["env_key"])]
+
+
+def convergence_records(profile: str, out: Path) -> pd.DataFrame:
+    """The stored convergence records of a profile (measure=False)."""
+    from dlrm_study import results
+
+    path = out / "convergence.csv"
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    frame = results.load(path)
+    frame = frame[frame["study"] == f"convergence-{profile}"]
+    return frame.sort_values("timestamp").drop_duplicates(["variant", "kind", "step"], keep="last")
+
+
+def split_sgd_exact() -> bool:
+    """Split-SGD's halves reassemble bit for bit to fp32 SGD on the same gradients."""
+    import torch
+
+    from dlrm_study.embeddings.kernels import torch_ops
+
+    gen = torch.Generator().manual_seed(0)
+    weight, grad = torch.randn(1000, generator=gen), torch.randn(1000, generator=gen).bfloat16()
+    hi, lo = torch_ops.split(weight)
+    torch_ops.split_sgd_dense(hi, lo, grad.view(torch.int16), 0.1)
+    return bool(torch.equal(torch_ops.join(hi, lo), weight - 0.1 * grad.float()))
