@@ -100,3 +100,21 @@ def test_cli_dry_run_and_missing_file(tmp_path, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 12
     assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
     assert capsys.readouterr().err.strip() == f"dlrm-study: error: sweep file not found: {tmp_path / 'none.yaml'}"
+
+
+def test_coupled_grid_keys_set_fields_together(tmp_path):
+    spec = sweep.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [[8, "16-8"], [16, "16-16"]]})
+    points = sweep.points(spec)
+    assert [(p.cfg.model.embedding_dim, p.cfg.model.bottom_mlp) for p in points] == [(8, [16, 8]), (16, [16, 16])]
+    assert sweep.grid_of(spec, points[1]) == "model.embedding_dim=16 model.bottom_mlp=16-16"
+    with pytest.raises(UsageError, match="one value per field"):
+        sweep.points(sweep.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [8]}))
+
+
+def test_knob_values_for_the_axis():
+    from dlrm_study import studies
+
+    assert studies.knob_value("tables", "model.table_rows=32x100000") == 32
+    assert studies.knob_value("rows", "model.table_rows=8x1000000") == 1_000_000
+    assert studies.knob_value("embedding_dim", "model.embedding_dim=64 model.bottom_mlp=512-64") == 64
+    assert studies.knob_value("mlp_width", "model.top_mlp=4096-4096-1") == 4096

@@ -90,3 +90,14 @@ def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
     ax.legend(frameon=False)
     fig.text(0.0, -0.02, caption(records[records["kind"] == "eval"]), fontsize=8, ha="left", va="top")
     return fig
+
+
+def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
+    """samples/s against one knob (`x`, labelled by `knob`), one line per variant, log-log."""
+    order = [v for v in VARIANT_ORDER if v in set(records["variant"])]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    sns.lineplot(records, x="x", y="samples_per_s", hue="variant", hue_order=order, marker="o", ax=ax)
+    ax.set(xscale="log", yscale="log", xlabel=records["knob"].iloc[0], ylabel="training samples/s", title=title)
+    ax.legend(frameon=False)
+    fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
+    return fig

@@ -171,3 +171,78 @@ def split_sgd_exact() -> bool:
     hi, lo = torch_ops.split(weight)
     torch_ops.split_sgd_dense(hi, lo, grad.view(torch.int16), 0.1)
     return bool(torch.equal(torch_ops.join(hi, lo), weight - 0.1 * grad.float()))
+
+
+# Knobs of the sensitivity notebooks, one at a time around a base config:
+# name -> (grid key, values, axis label).
+KNOBS = {
+    "dense_features": ("model.dense_features", [16, 64, 256, 1024], "dense features"),
+    "tables": ("model.table_rows", ["2x100000", "8x100000", "32x100000"], "sparse features (tables)"),
+    "rows": ("model.table_rows", ["8x10000", "8x100000", "8x1000000"], "rows per table"),
+    "lookups": ("data.lookups_per_table", [1, 10, 100], "lookups per table (pooling factor)"),
+    "embedding_dim": (
+        "model.embedding_dim+model.bottom_mlp",
+        [[16, "512-16"], [64, "512-64"], [128, "512-128"]],
+        "embedding dimension",
+    ),
+    "mlp_width": ("model.top_mlp", ["256-256-1", "1024-1024-1", "4096-4096-1"], "top-MLP width"),
+    "batch_size": ("train.batch_size", [256, 1024, 4096], "batch size"),
+}
+SMOKE_KNOBS = {  # the same knobs on `tiny`, small enough for CI
+    "dense_features": [4, 13],
+    "tables": ["2x1000", "4x1000"],
+    "rows": ["4x100", "4x1000"],
+    "lookups": [1, 4],
+    "embedding_dim": [[8, "16-8"], [16, "16-16"]],
+    "mlp_width": ["8-1", "16-1"],
+    "batch_size": [16, 32],
+}
+SENSITIVITY_BASE = ["model.table_rows=8x100000", "data.lookups_per_table=20", "train.batch_size=1024"]
+SENSITIVITY_VARIANTS = ["reference", "optimized-fp32", "optimized-bf16"]
+
+
+def sensitivity(knob: str, profile: str, out: Path) -> Sweep:
+    """Notebooks 03 and 04: one knob varied around `dlrm-benchmark` scaled to 8 x 100,000 rows."""
+    key, values, _ = KNOBS[knob]
+    sweep = _sized(f"sensitivity-{knob.replace('_', '-')}", profile, ["dlrm-benchmark"], SENSITIVITY_VARIANTS, out)
+    sweep.profile_steps = 0
+    if profile == "smoke":
+        sweep.grid = {key: SMOKE_KNOBS[knob]}
+    else:
+        sweep.set, sweep.grid = list(SENSITIVITY_BASE), {key: values}
+    return sweep
+
+
+def knob_value(knob: str, grid: str) -> float:
+    """The x of a record's grid assignment: `model.table_rows=8x100000` is 8 tables or 1e5 rows."""
+    first = grid.split()[0].split("=", 1)[1]
+    if knob == "tables":
+        return float(first.split("x")[0]) if "x" in first else float(len(first.split("-")))
+    if knob == "rows":
+        return float(first.split("x")[-1].split("-")[0])
+    if knob == "mlp_width":
+        return float(first.split("-")[0])
+    return float(first)
+
+
+def sensitivity_records(knob: str, spec: Sweep) -> pd.DataFrame:
+    """A sensitivity sweep's records with `x`, the knob's value, and `knob`, its axis label."""
+    from dlrm_study import sweep
+
+    frame = sweep.records(spec).copy()
+    frame["x"] = frame["grid"].map(lambda grid: knob_value(knob, grid))
+    frame["knob"] = KNOBS[knob][2]
+    return frame
+
+
+def gpu_status(out: Path) -> str:
+    """What GPU records exist beside the CPU ones (the GPU loop is a separate issue)."""
+    from dlrm_study import results
+
+    path = out / "sweeps.csv"
+    frame = results.load(path) if path.exists() else pd.DataFrame()
+    gpu = frame[frame["device"] == "cuda"] if "device" in frame else frame.iloc[0:0]
+    if gpu.empty:
+        return "GPU: not yet measured (no GPU records in this results folder); no GPU curve or heatmap is drawn."
+    first = gpu.iloc[0]
+    return f"GPU: {len(gpu)} records measured on {first['gpu_model']} ({str(gpu['timestamp'].max())[:10]})."

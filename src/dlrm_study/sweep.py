@@ -86,11 +86,20 @@ def points(sweep: Sweep) -> list[Point]:
     bases = [sweep.config] if isinstance(sweep.config, str) else list(sweep.config)
     out = []
     for base, values in itertools.product(bases, itertools.product(*(sweep.grid[f] for f in fields))):
-        grid = [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
+        grid = [item for f, v in zip(fields, values, strict=True) for item in assignments(f, v)]
         for variant in sweep.variants:
             overrides = [*sweep.set, *grid, *VARIANTS[variant]]
             out.append(Point(variant, overrides, config.load(base, overrides)))
     return out
+
+
+def assignments(key: str, value: object) -> list[str]:
+    """`a=v`, or for a coupled key `a+b` and a value `[va, vb]`, `a=va` and `b=vb`."""
+    fields = key.split("+")
+    values = value if len(fields) > 1 else [value]
+    if not isinstance(values, list) or len(values) != len(fields):
+        raise UsageError(f"grid {key!r}: each value must list one value per field, got {value!r}")
+    return [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
 
 
 def environment(device: str = "cpu") -> dict[str, object]:
@@ -126,11 +135,17 @@ def run(sweep: Sweep, retry_errors: bool = False, progress: bool = True, limit: 
         # The point is keyed by the config it asked for (build may adjust it, e.g. bf16 -> fp32).
         key = point.cfg.hash()
         record = measure(sweep, point)
-        record.update(variant=point.variant, sweep_point=key, **env)
+        record.update(variant=point.variant, sweep_point=key, grid=grid_of(sweep, point), **env)
         results.append(Path(sweep.out), record)
         counts["ran"] += 1
         counts["failed"] += bool(record["error"])
     return counts
+
+
+def grid_of(sweep: Sweep, point: Point) -> str:
+    """The point's grid assignments, e.g. `model.dense_features=64` (what varies in the sweep)."""
+    fields = {f for key in sweep.grid for f in key.split("+")}
+    return " ".join(o for o in point.overrides if o.split("=", 1)[0] in fields)
 
 
 def measure(sweep: Sweep, point: Point) -> dict[str, object]:
