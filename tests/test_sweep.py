@@ -33,7 +33,9 @@ def write_spec(tmp_path: Path, name: str = "s") -> Path:
 
 def test_points_cover_the_grid_and_variants(tmp_path):
     spec = sweep.load(write_spec(tmp_path))
+    spec.set.append("data.lookups_per_table=9")  # a base value of a gridded field is not part of the grid
     points = sweep.points(spec)
+    assert points[0].grid == ["data.lookups_per_table=1", "model.embedding_dim=8"]
     assert len(points) == 3 * 2 * 2
     assert points[0].overrides[-1] == "train.loop=reference" and points[1].variant == "optimized-fp32"
     assert len({(p.variant, p.cfg.hash()) for p in points}) == 12
@@ -106,7 +108,7 @@ def test_coupled_grid_keys_set_fields_together(tmp_path):
     spec = sweep.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [[8, "16-8"], [16, "16-16"]]})
     points = sweep.points(spec)
     assert [(p.cfg.model.embedding_dim, p.cfg.model.bottom_mlp) for p in points] == [(8, [16, 8]), (16, [16, 16])]
-    assert sweep.grid_of(spec, points[1]) == "model.embedding_dim=16 model.bottom_mlp=16-16"
+    assert points[1].grid == ["model.embedding_dim=16", "model.bottom_mlp=16-16"]
     with pytest.raises(UsageError, match="one value per field"):
         sweep.points(sweep.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [8]}))
 

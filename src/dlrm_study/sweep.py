@@ -55,6 +55,7 @@ class Point:
     variant: str
     overrides: list[str]
     cfg: config.Config
+    grid: list[str]  # this point's grid assignments (what varies across the sweep)
 
 
 def load(path: Path) -> Sweep:
@@ -89,7 +90,7 @@ def points(sweep: Sweep) -> list[Point]:
         grid = [item for f, v in zip(fields, values, strict=True) for item in assignments(f, v)]
         for variant in sweep.variants:
             overrides = [*sweep.set, *grid, *VARIANTS[variant]]
-            out.append(Point(variant, overrides, config.load(base, overrides)))
+            out.append(Point(variant, overrides, config.load(base, overrides), grid))
     return out
 
 
@@ -135,17 +136,11 @@ def run(sweep: Sweep, retry_errors: bool = False, progress: bool = True, limit: 
         # The point is keyed by the config it asked for (build may adjust it, e.g. bf16 -> fp32).
         key = point.cfg.hash()
         record = measure(sweep, point)
-        record.update(variant=point.variant, sweep_point=key, grid=grid_of(sweep, point), **env)
+        record.update(variant=point.variant, sweep_point=key, grid=" ".join(point.grid), **env)
         results.append(Path(sweep.out), record)
         counts["ran"] += 1
         counts["failed"] += bool(record["error"])
     return counts
-
-
-def grid_of(sweep: Sweep, point: Point) -> str:
-    """The point's grid assignments, e.g. `model.dense_features=64` (what varies in the sweep)."""
-    fields = {f for key in sweep.grid for f in key.split("+")}
-    return " ".join(o for o in point.overrides if o.split("=", 1)[0] in fields)
 
 
 def measure(sweep: Sweep, point: Point) -> dict[str, object]:
