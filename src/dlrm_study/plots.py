@@ -9,6 +9,7 @@ matplotlib.use("Agg")  # files, not windows; notebooks still show the figure inl
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from dlrm_study.measure.bench import OPERATORS
 
@@ -28,6 +29,11 @@ def caption(records: pd.DataFrame) -> str:
         f"{first['device_name']}{gpu}, {int(first['threads'])} threads, torch {first['torch_version']}, "
         f"{when}, dlrm-study {str(first['git_commit'])[:7]}"
     )
+
+
+def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
+    """The hardware and date under the figure, clear of the axis label."""
+    fig.text(0.0, -0.06, caption(records), fontsize=8, ha="left", va="top")
 
 
 def save(fig: plt.Figure, name: str, results_dir: Path) -> list[Path]:
@@ -54,7 +60,7 @@ def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     ax.set_ylabel("")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_title(title)
-    fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
+    add_caption(fig, records)
     return fig
 
 
@@ -70,7 +76,7 @@ def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
     ax.set_xlabel("")
     ax.set_ylabel(f"samples/s relative to {baseline}")
     ax.set_title(title)
-    fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
+    add_caption(fig, records)
     return fig
 
 
@@ -88,7 +94,7 @@ def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
     ax.set_ylabel("training loss (BCE, window mean)")
     ax.set_title(title)
     ax.legend(frameon=False)
-    fig.text(0.0, -0.02, caption(records[records["kind"] == "eval"]), fontsize=8, ha="left", va="top")
+    add_caption(fig, records[records["kind"] == "eval"])
     return fig
 
 
@@ -98,6 +104,11 @@ def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6, 4))
     sns.lineplot(records, x="x", y="samples_per_s", hue="variant", hue_order=order, marker="o", ax=ax)
     ax.set(xscale="log", yscale="log", xlabel=records["knob"].iloc[0], ylabel="training samples/s", title=title)
+    ax.set_xticks(sorted(records["x"].unique()))  # the measured values, written plainly
+    plain = FuncFormatter(lambda value, _: f"{value:,.0f}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(NullFormatter())
     ax.legend(frameon=False)
-    fig.text(0.0, -0.02, caption(records), fontsize=8, ha="left", va="top")
+    add_caption(fig, records)
     return fig
