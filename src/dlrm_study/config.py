@@ -202,16 +202,22 @@ def load(spec: str, overrides: typing.Sequence[str] = ()) -> Config:
     return cfg
 
 
-def from_yaml(path: Path) -> Config:
-    """A YAML file: optional `base: PRESET`, `name`, and `model` / `data` / `train` sections."""
+def read_yaml(path: Path, what: str = "config") -> dict:
+    """A YAML file holding a mapping, or a UsageError naming the file and what is wrong."""
     if not path.is_file():
-        raise UsageError(f"config file not found: {path}")
+        raise UsageError(f"{what} file not found: {path}")
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise UsageError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: expected a mapping at the top level")
+    return doc
+
+
+def from_yaml(path: Path) -> Config:
+    """A YAML file: optional `base: PRESET`, `name`, and `model` / `data` / `train` sections."""
+    doc = read_yaml(path)
     unknown = set(doc) - {"base", "name", *SECTIONS}
     if unknown:
         raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}")

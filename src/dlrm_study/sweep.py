@@ -26,7 +26,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from tqdm.auto import tqdm
 
 from dlrm_study import config, results
@@ -60,13 +59,8 @@ class Point:
 
 def load(path: Path) -> Sweep:
     """A sweep from YAML; unknown keys, variants or config fields are refused up front."""
-    if not path.is_file():
-        raise UsageError(f"sweep file not found: {path}")
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise UsageError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
-    if not isinstance(doc, dict) or "name" not in doc:
+    doc = config.read_yaml(path, "sweep")
+    if "name" not in doc:
         raise UsageError(f"{path}: a sweep is a mapping with at least a name")
     unknown = set(doc) - KEYS
     if unknown:
