@@ -7,7 +7,7 @@
 - Precision fp32, or bf16 with Split-SGD: the fp32 master weight stored as its upper
   16 bits (the bf16 weight used by forward and backward) and its lower 16 bits.
 
-The kernels are C++ when a compiler is present, PyTorch otherwise (`kernels.path()`).
+The kernels are C++ when a compiler is present, PyTorch otherwise (`kernel_path` says which).
 """
 
 import torch

@@ -47,8 +47,3 @@ def cpu_fingerprint() -> str:
         info = platform.processor() + platform.machine()
     keep = [line for line in info.splitlines() if line.startswith(("model name", "flags"))][:2]
     return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:8]
-
-
-def path() -> str:
-    """ "cpp" or "torch": which implementation the fused sparse arch runs."""
-    return "cpp" if load() is not None else "torch"
