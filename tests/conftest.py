@@ -1,8 +1,15 @@
 """Shared fixtures: small configs and the Criteo sample."""
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
+
+# Without a GPU, Triton kernels run in Triton's interpreter on CPU tensors, so their logic is
+# tested here too. Must be set before Triton is first imported.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from dlrm_study import config
 

@@ -35,7 +35,14 @@ def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> Non
     parser.add_argument("--steps", type=int, default=steps, help="training steps (default %(default)s)")
     parser.add_argument("--device", choices=config.DEVICES, help="cpu, cuda or auto")
     parser.add_argument("--loop", help=f"training loop ({', '.join(config.LOOPS)})")
-    parser.add_argument("--precision", help=f"{', '.join(config.PRECISIONS)} (bf16 needs --loop optimized)")
+    parser.add_argument("--precision", help=f"{', '.join(config.PRECISIONS)} (bf16 needs --loop optimized or gpu)")
+    parser.add_argument(
+        "--placement",
+        help=f"gpu loop: where tables live ({', '.join((*config.PLACEMENTS, *config.TORCHREC_PLACEMENTS))}, auto; "
+        "or one per table, comma-separated)",
+    )
+    parser.add_argument("--cache-fraction", type=float, help="cached placement: share of rows cached on the device")
+    parser.add_argument("--cache-policy", help=f"cached placement: {', '.join(config.CACHE_POLICIES)}")
     parser.add_argument("--seed", type=int, help="seed of initialisation and data")
     parser.add_argument("--threads", type=int, help="intra-op threads (default: torch's)")
     parser.add_argument("--data", metavar="TSV", help="train on a Criteo click-log file instead of synthetic data")
@@ -98,7 +105,7 @@ def load_config(args: argparse.Namespace) -> config.Config:
         if args.steps <= 0:
             raise UsageError(f"--steps must be positive, got {args.steps}")
         overrides.append(f"train.steps={args.steps}")
-    for option in ("device", "loop", "precision", "seed", "threads"):
+    for option in ("device", "loop", "precision", "seed", "threads", "placement", "cache_fraction", "cache_policy"):
         value = getattr(args, option, None)
         if value is not None:
             overrides.append(f"train.{option}={value}")
@@ -117,7 +124,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.log_every <= 0 or args.checkpoint_every < 0:
         raise UsageError("--log-every must be positive and --checkpoint-every not negative")
     if args.resume:
-        names = ("config", "set", "loop", "precision", "seed", "data")
+        names = ("config", "set", "loop", "precision", "seed", "data", "placement", "cache_fraction", "cache_policy")
         changed = [f"--{name}" for name in names if getattr(args, name)]
         if changed:
             raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")

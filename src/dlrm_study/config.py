@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 import typing
 from dataclasses import dataclass, field
@@ -19,10 +20,14 @@ import yaml
 
 from dlrm_study.errors import UsageError
 
-LOOPS = ("reference", "optimized", "torchrec")
+LOOPS = ("reference", "optimized", "torchrec", "gpu")
 PRECISIONS = ("fp32", "bf16")
 OPTIMIZERS = ("sgd", "rowwise_adagrad")  # for the tables; dense parameters always use SGD
 DEVICES = ("cpu", "cuda", "auto")
+# Where the gpu loop keeps its tables (see embeddings/placement.py). Per table: a comma list.
+PLACEMENTS = ("hbm", "host", "uvm", "cached")
+TORCHREC_PLACEMENTS = ("torchrec-fused", "torchrec-fused_uvm", "torchrec-fused_uvm_caching")
+CACHE_POLICIES = ("lru", "lfu")
 
 
 @dataclass
@@ -88,6 +93,9 @@ class TrainConfig:
     eval_batches: int = 16
     threads: int = 0  # 0: leave torch's default
     prefetch: int = 0  # batches made ahead on a background thread by `train` (0: inline; see README)
+    placement: str = "hbm"  # gpu loop: hbm | host | uvm | cached | torchrec-* | auto, or one per table "hbm,host,..."
+    cache_fraction: float = 0.1  # cached placement: share of all rows the device cache holds
+    cache_policy: str = "lru"  # cached placement: lru | lfu
 
 
 @dataclass
@@ -346,7 +354,8 @@ def validate(cfg: Config) -> Config:
         if value not in allowed:
             raise UsageError(f"{key} {value!r} is not one of {', '.join(allowed)}")
     if t.loop in ("optimized", "torchrec") and t.device == "cuda":
-        raise UsageError(f"train.loop {t.loop} runs on the CPU; use train.device=cpu (the GPU loop is separate)")
+        raise UsageError(f"train.loop {t.loop} runs on the CPU; use train.device=cpu (or train.loop=gpu)")
+    validate_placement(cfg)
     if t.precision == "bf16" and t.loop == "reference":
         raise UsageError("train.precision bf16 needs the optimized loop (the reference is fp32, as in dlrm)")
     if d.id_distribution == "zipf" and d.zipf_alpha <= 0:
@@ -360,6 +369,38 @@ def validate(cfg: Config) -> Config:
                 f"and 26 model.table_rows (got {m.dense_features} and {m.num_tables})"
             )
     return cfg
+
+
+def placements(cfg: Config) -> list[str]:
+    """The placement of each table: `train.placement` repeated, or its comma list."""
+    parts = [p.strip() for p in cfg.train.placement.split(",")]
+    return parts * cfg.model.num_tables if len(parts) == 1 else parts
+
+
+def validate_placement(cfg: Config) -> None:
+    t = cfg.train
+    if t.loop != "gpu":
+        if t.placement != "hbm":
+            raise UsageError(f"train.placement {t.placement} applies to the gpu loop only (set train.loop=gpu)")
+        return
+    single = (*PLACEMENTS, *TORCHREC_PLACEMENTS, "auto")
+    each = placements(cfg)
+    if "," in t.placement:
+        if len(each) != cfg.model.num_tables:
+            raise UsageError(
+                f"train.placement lists {len(each)} placements for {cfg.model.num_tables} tables (one per table)"
+            )
+        bad = [p for p in each if p not in PLACEMENTS]
+        if bad:
+            raise UsageError(f"train.placement {bad[0]!r} in a per-table list is not one of {', '.join(PLACEMENTS)}")
+    elif t.placement not in single:
+        raise UsageError(f"train.placement {t.placement!r} is not one of {', '.join(single)} (or a per-table list)")
+    if not 0 < t.cache_fraction <= 1:
+        raise UsageError(f"train.cache_fraction must be in (0, 1], got {t.cache_fraction}")
+    if t.cache_policy not in CACHE_POLICIES:
+        raise UsageError(f"train.cache_policy {t.cache_policy!r} is not one of {', '.join(CACHE_POLICIES)}")
+    if t.precision == "bf16" and t.placement.startswith("torchrec"):
+        raise UsageError("train.precision bf16 with a torchrec placement is not supported; use fp32")
 
 
 # --- memory estimate -------------------------------------------------------------
@@ -415,9 +456,39 @@ def available_memory(device: str) -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
+def table_bytes(cfg: Config, placement: str) -> tuple[int, int]:
+    """(device, host) bytes of all tables and their optimizer state if every table had `placement`."""
+    m, t = cfg.model, cfg.train
+    rows = sum(m.table_rows)
+    table = rows * (m.embedding_dim + (t.optimizer == "rowwise_adagrad")) * 4
+    if placement in ("hbm", "torchrec-fused"):
+        return table, 0
+    if placement == "cached":  # the cached rows, plus 8 bytes per row (its slot) and 24 per slot
+        slots = max(1, math.ceil(t.cache_fraction * rows))
+        return slots * (table // rows + 24) + rows * 8, table
+    if placement == "torchrec-fused_uvm_caching":  # torchrec's default cache: 20% of rows
+        return table // 5, table
+    return 0, table  # host, uvm, torchrec-fused_uvm
+
+
+def split_memory(cfg: Config) -> tuple[int, int]:
+    """(device, host) bytes of a gpu-loop run with its per-table placements."""
+    need = estimate_memory(cfg)
+    device = need.dense + need.activations
+    host = 0
+    for rows, placement in zip(cfg.model.table_rows, placements(cfg), strict=True):
+        one = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, table_rows=[rows]))
+        on_device, on_host = table_bytes(one, placement)
+        device, host = device + on_device, host + on_host
+    return device, host
+
+
 def check_fits(cfg: Config, device: str) -> MemoryEstimate:
     """Refuse, before allocation, a config whose estimate exceeds what `device` has free."""
     need = estimate_memory(cfg)
+    if cfg.train.loop == "gpu" and device.startswith("cuda"):
+        check_split_fits(cfg, device)
+        return need
     have = available_memory(device)
     if need.total > have:
         raise UsageError(
@@ -426,3 +497,37 @@ def check_fits(cfg: Config, device: str) -> MemoryEstimate:
             f"activations {need.activations / GiB:.1f}) but {device} has {have / GiB:.1f} GiB available"
         )
     return need
+
+
+def check_split_fits(cfg: Config, device: str) -> None:
+    """The gpu loop's share on the GPU and its share in host memory, each checked against what is free."""
+    on_device, on_host = split_memory(cfg)
+    for where, need in ((device, on_device), ("host", on_host)):
+        have = available_memory("cpu" if where == "host" else device)
+        if need > have:
+            raise UsageError(
+                f"config {cfg.name!r} with placement {cfg.train.placement} needs about {need / GiB:.1f} GiB "
+                f"in {where} memory but {have / GiB:.1f} GiB is available (choose another train.placement)"
+            )
+
+
+# Expected speed, fastest first: device memory, hot rows cached on the device, rows read
+# over PCIe by GPU kernels, then CPU lookups. Notebook 05 measures the order.
+AUTO_ORDER = ("hbm", "cached", "uvm", "host")
+
+
+def resolve_placement(cfg: Config, device: str) -> str:
+    """`auto` -> the first placement of AUTO_ORDER that fits on `device` (others unchanged)."""
+    if cfg.train.loop != "gpu" or cfg.train.placement != "auto":
+        return cfg.train.placement
+    if not device.startswith("cuda"):
+        return "hbm"  # the CPU is its own device memory
+    reasons = []
+    for placement in AUTO_ORDER:
+        trial = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, placement=placement))
+        try:
+            check_split_fits(trial, device)
+            return placement
+        except UsageError as err:
+            reasons.append(str(err))
+    raise UsageError(f"train.placement auto: no placement fits ({reasons[-1]})")

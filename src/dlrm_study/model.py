@@ -69,6 +69,13 @@ class DLRM(nn.Module):
         with record_function("dlrm:top_mlp"):
             return self.top_mlp(interactions.to(self.top_mlp[0].weight.dtype)).squeeze(1)
 
+    def to_device(self, device: torch.device) -> "DLRM":
+        """Move the dense part; the sparse arch put its tables where its placement says when built."""
+        for child in self.children():
+            if child is not self.sparse_arch:
+                child.to(device)
+        return self
+
     def dense_parameters(self) -> list[nn.Parameter]:
         """Parameters outside the sparse arch: trained by the loop's dense optimizer."""
         sparse = {id(p) for p in self.sparse_arch.parameters()}

@@ -31,8 +31,21 @@ class Batch:
         """The same batch with `fn` applied to every tensor."""
         return Batch(fn(self.dense), [fn(i) for i in self.indices], [fn(o) for o in self.offsets], fn(self.labels))
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
-        return self.map(lambda t: t.to(device, non_blocking=non_blocking))
+    def to(
+        self, device: torch.device | str, ids_device: torch.device | str | None = None, non_blocking: bool = False
+    ) -> "Batch":
+        """The batch on `device`, its ids and offsets on `ids_device` (default: `device`)."""
+        ids_device = ids_device or device
+
+        def move(t: torch.Tensor, where) -> torch.Tensor:
+            return t.to(where, non_blocking=non_blocking)
+
+        return Batch(
+            move(self.dense, device),
+            [move(i, ids_device) for i in self.indices],
+            [move(o, ids_device) for o in self.offsets],
+            move(self.labels, device),
+        )
 
     def pin_memory(self) -> "Batch":
         return self.map(torch.Tensor.pin_memory)

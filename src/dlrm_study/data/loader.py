@@ -2,7 +2,7 @@
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
@@ -61,3 +61,35 @@ class Prefetcher:
         """Stop the producer (it exits at its next batch)."""
         self.stopped.set()
         self.thread.join(timeout=5)
+
+
+def device_feed(batches: Iterable[Batch], place: Callable[[Batch], Batch], device: torch.device) -> Iterator[Batch]:
+    """`place(batch)` for each batch; on a GPU, copied on a side stream one batch ahead.
+
+    `place` pins the batch and copies it without blocking; issuing batch i+1's copy on its
+    own stream before batch i is handed out lets the copy run while batch i trains.
+    """
+    if device.type != "cuda":
+        yield from map(place, batches)
+        return
+    stream = torch.cuda.Stream(device)
+    ahead: tuple[Batch, torch.cuda.Event] | None = None
+    for batch in batches:
+        with torch.cuda.stream(stream):
+            copied = place(batch)
+            ready = stream.record_event()
+        if ahead is not None:
+            yield wait_for(*ahead)
+        ahead = (copied, ready)
+    if ahead is not None:
+        yield wait_for(*ahead)
+
+
+def wait_for(batch: Batch, ready: torch.cuda.Event) -> Batch:
+    """The batch, once its copy is done, safe to use (and later free) on the current stream."""
+    current = torch.cuda.current_stream()
+    current.wait_event(ready)
+    for tensor in [batch.dense, batch.labels, *batch.indices, *batch.offsets]:
+        if tensor.is_cuda:
+            tensor.record_stream(current)
+    return batch

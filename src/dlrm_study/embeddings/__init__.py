@@ -10,9 +10,13 @@ from dlrm_study.embeddings.reference import ReferenceSparseArch
 __all__ = ["FusedCPUSparseArch", "ReferenceSparseArch", "SparseArch", "make_sparse_arch"]
 
 
-def make_sparse_arch(cfg: Config, generator: torch.Generator) -> SparseArch:
-    """The sparse arch of the config's loop, initialised from `generator`."""
+def make_sparse_arch(cfg: Config, generator: torch.Generator, device: torch.device | None = None) -> SparseArch:
+    """The sparse arch of the config's loop, initialised from `generator`, its tables where they belong."""
     m, t = cfg.model, cfg.train
+    if t.loop == "gpu":
+        from dlrm_study.embeddings.placement import make_placed_arch
+
+        return make_placed_arch(cfg, generator, device or torch.device("cpu"))
     if t.loop == "reference":
         return ReferenceSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer)
     if t.loop == "optimized":

@@ -24,6 +24,8 @@ class SparseArch(nn.Module):
     #: Substring of the autograd node names of this arch's backward, so the
     #: per-operator breakdown can tell embedding backward from dense backward.
     backward_node: str = "Embedding"
+    #: Where the loop should put the batch's ids (None: the training device).
+    ids_device: torch.device | None = None
 
     def __init__(self, table_rows: list[int], dim: int) -> None:
         super().__init__()
@@ -42,6 +44,43 @@ class SparseArch(nn.Module):
     def tables(self) -> list[torch.Tensor]:
         """Each table's weights as fp32 (rows, dim), for checks and comparisons."""
         raise NotImplementedError
+
+    def stats(self) -> dict[str, float]:
+        """Counters worth a column in the record (a cache's hit rate, say); reset by the call."""
+        return {}
+
+
+def batched_ids(
+    indices: list[torch.Tensor], offsets: list[torch.Tensor], table_starts: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-table bags -> ids into the stacked tables and the T*B+1 bag starts (table-major)."""
+    ids = torch.cat([ids + start for ids, start in zip(indices, table_starts, strict=True)])
+    sizes = [0]
+    for table_ids in indices[:-1]:
+        sizes.append(sizes[-1] + len(table_ids))
+    ends = ids.new_tensor([len(ids)])
+    bag_starts = torch.cat([offs + size for offs, size in zip(offsets, sizes, strict=True)] + [ends])
+    return ids, bag_starts
+
+
+class FusedLookup(torch.autograd.Function):
+    """Forward: `arch.pooled(...)`. Backward: `arch.apply_update(...)`, the update itself.
+
+    No gradient flows further, and none is stored: the pooled-output gradient goes straight
+    into the weights. `anchor` is a scalar that requires grad, so backward reaches this node.
+    """
+
+    @staticmethod
+    def forward(ctx, anchor, arch, ids, bag_starts, batch: int):
+        ctx.arch, ctx.batch = arch, batch
+        ctx.save_for_backward(ids, bag_starts)
+        return arch.pooled(ids, bag_starts, batch)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ids, bag_starts = ctx.saved_tensors
+        ctx.arch.apply_update(ids, bag_starts, grad, ctx.batch)
+        return None, None, None, None, None
 
 
 def uniform_table(rows: int, dim: int, generator: torch.Generator) -> torch.Tensor:

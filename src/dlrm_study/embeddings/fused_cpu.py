@@ -13,7 +13,7 @@ The kernels are C++ when a compiler is present, PyTorch otherwise (`kernel_path`
 import torch
 
 from dlrm_study.embeddings import hugepages, kernels
-from dlrm_study.embeddings.base import SparseArch, uniform_table
+from dlrm_study.embeddings.base import FusedLookup, SparseArch, batched_ids, uniform_table
 from dlrm_study.embeddings.kernels import torch_ops
 
 ADAGRAD_EPS = 1e-8
@@ -21,7 +21,7 @@ ADAGRAD_EPS = 1e-8
 
 class FusedCPUSparseArch(SparseArch):
     name = "fused-cpu"
-    backward_node = "FusedEmbeddingBag"
+    backward_node = "FusedLookup"
 
     def __init__(
         self,
@@ -55,11 +55,8 @@ class FusedCPUSparseArch(SparseArch):
         return "torch" if self.ops is torch_ops else "cpp"
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
-        batch = offsets[0].numel()
-        ids = torch.cat([ids + start for ids, start in zip(indices, self.table_starts.tolist(), strict=True)])
-        sizes = torch.tensor([0] + [len(t) for t in indices[:-1]]).cumsum(0).tolist()
-        bag_starts = torch.cat([o + s for o, s in zip(offsets, sizes, strict=True)] + [torch.tensor([len(ids)])])
-        return FusedEmbeddingBag.apply(self.anchor, self, ids, bag_starts, batch)
+        ids, bag_starts = batched_ids(indices, offsets, self.table_starts.tolist())
+        return FusedLookup.apply(self.anchor, self, ids, bag_starts, offsets[0].numel())
 
     def set_rows(self, start: int, weights: torch.Tensor) -> None:
         """Write fp32 master weights into rows start, start + 1, ..."""
@@ -100,19 +97,3 @@ class FusedCPUSparseArch(SparseArch):
 
     def tables(self) -> list[torch.Tensor]:
         return list(self.master_weight().split(self.table_rows))
-
-
-class FusedEmbeddingBag(torch.autograd.Function):
-    """Forward: pooled lookups. Backward: the update itself; no gradient flows further."""
-
-    @staticmethod
-    def forward(ctx, anchor, arch: FusedCPUSparseArch, ids, bag_starts, batch: int):
-        ctx.arch, ctx.batch = arch, batch
-        ctx.save_for_backward(ids, bag_starts)
-        return arch.pooled(ids, bag_starts, batch)
-
-    @staticmethod
-    def backward(ctx, grad):
-        ids, bag_starts = ctx.saved_tensors
-        ctx.arch.apply_update(ids, bag_starts, grad, ctx.batch)
-        return None, None, None, None, None

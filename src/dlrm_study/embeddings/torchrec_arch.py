@@ -12,6 +12,7 @@ from dlrm_study.embeddings.base import SparseArch, uniform_table
 from dlrm_study.errors import UsageError
 
 try:
+    from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation
     from torchrec.modules.embedding_configs import EmbeddingBagConfig, PoolingType
     from torchrec.modules.fused_embedding_modules import FusedEmbeddingBagCollection
     from torchrec.optim import RowWiseAdagrad
@@ -20,6 +21,12 @@ except Exception as err:  # not only ImportError: a CUDA fbgemm-gpu build fails 
     raise UsageError(f"--loop torchrec needs torchrec and fbgemm-gpu-cpu installed ({reason})") from None
 
 ADAGRAD_EPS = 1e-8
+# torchrec's compute kernels for the gpu loop's torchrec placements -> where fbgemm keeps the tables.
+LOCATIONS = {
+    "fused": EmbeddingLocation.DEVICE,
+    "fused_uvm": EmbeddingLocation.MANAGED,
+    "fused_uvm_caching": EmbeddingLocation.MANAGED_CACHING,
+}
 
 
 class TorchrecSparseArch(SparseArch):
@@ -29,9 +36,21 @@ class TorchrecSparseArch(SparseArch):
     backward_node = "SplitLookupFunction"
 
     def __init__(
-        self, table_rows: list[int], dim: int, lr: float, generator: torch.Generator, optimizer: str = "sgd"
+        self,
+        table_rows: list[int],
+        dim: int,
+        lr: float,
+        generator: torch.Generator,
+        optimizer: str = "sgd",
+        device: torch.device | None = None,
+        compute_kernel: str = "fused",
     ) -> None:
         super().__init__(table_rows, dim)
+        self.device = device or torch.device("cpu")
+        location = None
+        if self.device.type == "cuda":  # fbgemm-gpu's CUDA TBE, tables where the kernel name says
+            self.name, self.placement = f"torchrec-{compute_kernel}", compute_kernel
+            location = LOCATIONS[compute_kernel]
         self.keys = [f"t{t}" for t in range(len(table_rows))]  # the keys of `Batch.to_kjt()`
         configs = [
             EmbeddingBagConfig(
@@ -49,15 +68,17 @@ class TorchrecSparseArch(SparseArch):
             raise ValueError(f"torchrec arch has no optimizer {optimizer!r}")
         # FEBC initialises its tables from the global RNG; keep that from shifting anything else.
         with torch.random.fork_rng(devices=[]):
-            self.ebc = FusedEmbeddingBagCollection(configs, optimizer_type=optimizer_type, optimizer_kwargs=kwargs)
+            self.ebc = FusedEmbeddingBagCollection(
+                configs, optimizer_type=optimizer_type, optimizer_kwargs=kwargs, device=self.device, location=location
+            )
         with torch.no_grad():
             for key, rows in zip(self.keys, table_rows, strict=True):
                 # The FEBC parameters are views of the TBE's weights: writing them writes the tables.
-                self.ebc.embedding_bags[key].weight.copy_(uniform_table(rows, dim, generator))
+                self.ebc.embedding_bags[key].weight.copy_(uniform_table(rows, dim, generator).to(self.device))
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         batch = offsets[0].numel()
-        kjt = to_kjt(self.keys, indices, offsets)
+        kjt = to_kjt(self.keys, indices, offsets).to(self.device)
         return self.ebc(kjt).values().view(batch, len(self.keys), self.dim)
 
     def get_extra_state(self) -> dict:
@@ -68,4 +89,4 @@ class TorchrecSparseArch(SparseArch):
         self.ebc.fused_optimizer().load_state_dict(state)
 
     def tables(self) -> list[torch.Tensor]:
-        return [self.ebc.embedding_bags[key].weight.detach() for key in self.keys]
+        return [self.ebc.embedding_bags[key].weight.detach().cpu() for key in self.keys]

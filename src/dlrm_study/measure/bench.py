@@ -4,7 +4,9 @@ Timed span = one training step (forward, loss, backward, update), the span
 facebookresearch/dlrm reports as ms/it; making the batch is timed beside it as input
 time. After the timed steps a few more run under the profiler, whose `dlrm:*` scopes
 and autograd node names give the per-operator breakdown (profiled steps are never
-part of the timing).
+part of the timing). On a GPU each step is timed by CUDA events around it (the host
+waits for them), and there is no per-operator breakdown: the CPU profiler would time
+kernel launches, not kernels.
 """
 
 import resource
@@ -19,7 +21,7 @@ from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
 from dlrm_study.measure import roofline
-from dlrm_study.train.loop import Run, build, train_step
+from dlrm_study.train.loop import Run, build, place, train_step
 
 # Columns of the breakdown, in the order a step runs them.
 OPERATORS = (
@@ -55,16 +57,18 @@ def bench(
     batches = make_data(cfg).batches()
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
     step_ms, input_ms = [], []
+    arch = run.model.sparse_arch
     for i in range(warmup + steps):
+        if i == warmup:
+            arch.stats()  # counters (a cache's hits) from here on only
         batch, input_time = timed_batch(batches, run)
-        start = time.perf_counter()
-        train_step(run, batch)
-        synchronize(run.device)
+        ms = timed_step(run, batch)
         if i >= warmup:
-            step_ms.append((time.perf_counter() - start) * 1e3)
+            step_ms.append(ms)
             input_ms.append(input_time * 1e3)
         bar.update()
-    operators = breakdown(run, batches, profile_steps, bar)
+    counters = arch.stats()
+    operators = breakdown(run, batches, 0 if run.device.type == "cuda" else profile_steps, bar)
     bar.close()
     median = statistics.median(step_ms)
     bound = roofline.bound_ms(cfg, limits) if limits else {}
@@ -89,6 +93,7 @@ def bench(
         "ms_p90": quantile(step_ms, 0.9),
         "samples_per_s": cfg.train.batch_size / (median / 1e3),
         "input_ms_median": statistics.median(input_ms),
+        **counters,
         **{f"op_{name}_ms": ms for name, ms in operators.items()},
         **peak_memory(run.device),
         **bound,
@@ -101,9 +106,23 @@ def bench(
 def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
     """The next batch on the run's device, and the seconds it took to make and move it."""
     start = time.perf_counter()
-    batch = next(batches).to(run.device)
+    batch = place(run, next(batches))
     synchronize(run.device)
     return batch, time.perf_counter() - start
+
+
+def timed_step(run: Run, batch: Batch) -> float:
+    """Milliseconds of one training step: CUDA events on a GPU, the wall clock on the CPU."""
+    if run.device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        train_step(run, batch)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+    start_s = time.perf_counter()
+    train_step(run, batch)
+    return (time.perf_counter() - start_s) * 1e3
 
 
 def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict[str, float]:

@@ -16,9 +16,9 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.nn import functional as F
 
-from dlrm_study.config import Config, check_fits, validate
+from dlrm_study.config import Config, check_fits, resolve_placement, validate
 from dlrm_study.data import Batch
-from dlrm_study.data.loader import Prefetcher
+from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.embeddings import make_sparse_arch
 from dlrm_study.errors import UsageError
 from dlrm_study.interaction import FusedDotInteraction
@@ -35,6 +35,7 @@ class Run:
     model: DLRM
     dense_optimizer: torch.optim.Optimizer
     device: torch.device
+    autocast: bool = False  # gpu loop in bf16: the dense part under bf16 autocast
     step: int = 0
     losses: list[float] = field(default_factory=list)
 
@@ -52,6 +53,9 @@ def build(cfg: Config) -> Run:
     """Validate the config, check it fits, then initialise the model from `train.seed`."""
     validate(cfg)
     device = resolve_device(cfg.train.device)
+    if cfg.train.placement == "auto":
+        cfg.train.placement = resolve_placement(cfg, device.type)
+        print(f"dlrm-study: train.placement auto -> {cfg.train.placement}", file=sys.stderr)
     check_fits(cfg, device.type)
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
@@ -59,9 +63,12 @@ def build(cfg: Config) -> Run:
         print(f"dlrm-study: {device.type} has no bf16 support here; running fp32 instead", file=sys.stderr)
         cfg.train.precision = "fp32"
     generator = torch.Generator().manual_seed(cfg.train.seed)
-    sparse_arch = make_sparse_arch(cfg, generator)
+    sparse_arch = make_sparse_arch(cfg, generator, device)
     interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
-    model = DLRM(cfg.model, sparse_arch, generator, interaction).to(device)
+    model = DLRM(cfg.model, sparse_arch, generator, interaction).to_device(device)
+    if cfg.train.loop == "gpu":  # fp32 parameters; in bf16 the dense math runs under autocast
+        optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
+        return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == "bf16")
     if cfg.train.precision == "bf16":  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
         optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
     else:
@@ -76,9 +83,17 @@ def bf16_supported(device: torch.device) -> bool:
     return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
+def place(run: Run, batch: Batch) -> Batch:
+    """The batch on the run's device, its ids where the sparse arch wants them (pinned, async on a GPU)."""
+    if run.device.type == "cuda":
+        batch = batch.pin_memory()
+    return batch.to(run.device, ids_device=run.model.sparse_arch.ids_device, non_blocking=True)
+
+
 def train_step(run: Run, batch: Batch) -> torch.Tensor:
     """Forward, loss, backward and update on one batch; returns the loss (detached)."""
-    logits = run.model(batch)
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.autocast):
+        logits = run.model(batch)
     with record_function("dlrm:loss"):
         loss = F.binary_cross_entropy_with_logits(logits.float(), batch.labels)
     run.dense_optimizer.zero_grad(set_to_none=True)
@@ -101,16 +116,17 @@ def train(
     """Train until `run.step == steps`; returns the losses of the steps taken.
 
     With `train.prefetch` > 0 the next batches are made on a background thread (one
-    intra-op thread) while the current step computes.
+    intra-op thread) while the current step computes; on a GPU each batch is copied on a
+    side stream while the previous one trains.
     """
     losses = []
     if run.cfg.train.prefetch:
         batches = Prefetcher(iter(batches), depth=run.cfg.train.prefetch)
     try:
-        for batch in batches:
+        for batch in device_feed(batches, lambda b: place(run, b), run.device):
             if run.step >= steps:
                 break
-            loss = train_step(run, batch.to(run.device)).item()
+            loss = train_step(run, batch).item()
             if not math.isfinite(loss):
                 raise RuntimeError(f"loss became {loss} at step {run.step}")
             losses.append(loss)
@@ -129,8 +145,9 @@ def evaluate(run: Run, batches: Iterable[Batch]) -> dict[str, float]:
     run.model.eval()
     scores, labels = [], []
     for batch in batches:
-        batch = batch.to(run.device)
-        scores.append(run.model(batch).float().cpu())
+        batch = place(run, batch)
+        with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.autocast):
+            scores.append(run.model(batch).float().cpu())
         labels.append(batch.labels.cpu())
     run.model.train()
     if not scores:

@@ -24,7 +24,7 @@ def split(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def bags(offsets: torch.Tensor) -> torch.Tensor:
     """The bag of every id, from the T*B+1 bag starts."""
-    return torch.repeat_interleave(torch.arange(len(offsets) - 1), offsets.diff())
+    return torch.repeat_interleave(torch.arange(len(offsets) - 1, device=offsets.device), offsets.diff())
 
 
 def to_sample_major(per_bag: torch.Tensor, batch: int, tables: int) -> torch.Tensor:
@@ -52,7 +52,7 @@ def summed_rows(ids, offsets, grad) -> tuple[torch.Tensor, torch.Tensor]:
     """Distinct rows touched and each one's gradient summed over its repeats."""
     rows, inverse = torch.unique(ids, return_inverse=True)
     per_id = grad_per_bag(grad)[bags(offsets)]
-    return rows, torch.zeros(len(rows), grad.shape[-1]).index_add_(0, inverse, per_id)
+    return rows, torch.zeros(len(rows), grad.shape[-1], device=grad.device).index_add_(0, inverse, per_id)
 
 
 def sgd_fp32(weight, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
@@ -63,6 +63,11 @@ def sgd_fp32(weight, ids, offsets, grad, lr: float, batch: int, tables: int) -> 
 def sgd_split_bf16(hi, lo, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
     rows, g = summed_rows(ids, offsets, grad)
     hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - lr * g)
+
+
+def copy_rows(src: torch.Tensor, src_rows: torch.Tensor, dst: torch.Tensor, dst_rows: torch.Tensor) -> None:
+    """dst[dst_rows] = src[src_rows], across devices (rows indexed where their tensor lives)."""
+    dst[dst_rows.to(dst.device)] = src[src_rows.to(src.device)].to(dst.device)
 
 
 def adagrad_scale(momentum, rows, g, lr: float, eps: float) -> torch.Tensor:

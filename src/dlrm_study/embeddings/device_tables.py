@@ -1,0 +1,91 @@
+"""Tables read and updated by the training device's kernels: the `hbm` and `uvm` placements.
+
+- `hbm`: the stacked tables in the device's memory.
+- `uvm`: the same tables in pinned host memory, which GPU kernels (Triton) read and update
+  through unified virtual addressing: no CPU work per lookup, every row crosses PCIe.
+
+Backward is fused with the update (SGD by atomics on the rows, or row-wise Adagrad on the
+summed rows), so no gradient of a table, dense or sparse, is ever made. Kernels are Triton
+where it runs (a GPU, or the interpreter on the CPU), PyTorch elsewhere (`kernel_path`).
+"""
+
+import torch
+
+from dlrm_study.embeddings.base import FusedLookup, SparseArch, batched_ids, uniform_table
+from dlrm_study.embeddings.kernels import torch_ops, triton_ops
+from dlrm_study.errors import UsageError
+
+ADAGRAD_EPS = 1e-8
+
+
+def kernels_for(device: torch.device):
+    """Triton kernels where they run for `device`, else the PyTorch twins."""
+    return triton_ops if triton_ops.available(device) else torch_ops
+
+
+def stacked_tables(table_rows: list[int], dim: int, generator: torch.Generator, **where) -> torch.Tensor:
+    """All tables in one (rows, dim) matrix allocated as `where` says, initialised table by table."""
+    weight = torch.empty(sum(table_rows), dim, **where)
+    start = 0
+    for rows in table_rows:  # one table at a time: never a second full copy in host memory
+        weight[start : start + rows] = uniform_table(rows, dim, generator).to(weight.device)
+        start += rows
+    return weight
+
+
+class DeviceTablesSparseArch(SparseArch):
+    name = "device-tables"
+    backward_node = "FusedLookup"
+
+    def __init__(
+        self,
+        table_rows: list[int],
+        dim: int,
+        lr: float,
+        generator: torch.Generator,
+        optimizer: str,
+        device: torch.device,
+        placement: str = "hbm",
+    ) -> None:
+        super().__init__(table_rows, dim)
+        self.lr, self.optimizer, self.placement, self.device = lr, optimizer, placement, device
+        self.ops = kernels_for(device)
+        uvm_on_gpu = placement == "uvm" and device.type == "cuda"
+        if uvm_on_gpu and self.ops is not triton_ops:
+            raise UsageError("train.placement uvm needs Triton (pip install triton) to read host memory from the GPU")
+        where = {"pin_memory": True} if uvm_on_gpu else {"device": device}
+        self.register_buffer("weight", stacked_tables(table_rows, dim, generator, **where))
+        if optimizer == "rowwise_adagrad":
+            self.register_buffer("momentum", torch.zeros(sum(table_rows), **where))
+        self.table_starts = [0, *torch.tensor(table_rows[:-1]).cumsum(0).tolist()]
+        self.anchor = torch.zeros((), requires_grad=True)
+
+    @property
+    def kernel_path(self) -> str:
+        return "triton" if self.ops is triton_ops else "torch"
+
+    def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
+        indices = [ids.to(self.device, non_blocking=True) for ids in indices]
+        offsets = [offs.to(self.device, non_blocking=True) for offs in offsets]
+        ids, bag_starts = batched_ids(indices, offsets, self.table_starts)
+        return FusedLookup.apply(self.anchor, self, ids, bag_starts, offsets[0].numel())
+
+    def pooled(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
+        return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, len(self.table_rows))
+
+    def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
+        momentum = getattr(self, "momentum", None)
+        tables = len(self.table_rows)
+        update_rows(self.ops, self.optimizer, self.weight, momentum, ids, bag_starts, grad, self.lr, batch, tables)
+
+    def tables(self) -> list[torch.Tensor]:
+        return list(self.weight.detach().cpu().split(self.table_rows))
+
+
+def update_rows(ops, optimizer: str, weight, momentum, ids, bag_starts, grad, lr: float, batch: int, tables: int):
+    """The fused update of `optimizer` from the pooled-output gradient, on the rows `ids` name."""
+    grad = grad.float().contiguous()
+    if optimizer == "rowwise_adagrad":
+        ops.rowwise_adagrad_fp32(weight, momentum, ids, bag_starts, grad, lr, ADAGRAD_EPS, batch, tables)
+    else:
+        ops.sgd_fp32(weight, ids, bag_starts, grad, lr, batch, tables)

@@ -1,0 +1,225 @@
+"""The gpu loop's placements: each trains the same parameters as `hbm`, on the CPU here.
+
+Triton kernels run in Triton's interpreter without a GPU (see conftest), so the kernel
+logic is checked in CI; tests marked `gpu` repeat the equivalence on a CUDA device.
+"""
+
+import functools
+
+import pytest
+import torch
+
+from dlrm_study import config
+from dlrm_study.data import make_data
+from dlrm_study.embeddings.cached import CachedSparseArch
+from dlrm_study.embeddings.kernels import torch_ops, triton_ops
+from dlrm_study.errors import UsageError
+from dlrm_study.train import build, train
+from dlrm_study.train import checkpoint as ckpt
+
+STEPS = 5
+# Zipf ids over 1,400 rows: repeats within a batch; a batch touches about 350 distinct rows,
+# so a cache of 30% of the rows (420) fills in two steps and then evicts every step.
+SHAPE = [
+    "data.pooling=fixed",
+    "data.lookups_per_table=6",
+    "model.table_rows=400-300-500-200",
+    "train.batch_size=32",
+]
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def gpu_cfg(placement: str, *extra: str) -> config.Config:
+    return config.load("tiny", [*SHAPE, "train.loop=gpu", f"train.placement={placement}", *extra])
+
+
+def trained(cfg: config.Config, steps: int = STEPS):
+    run = build(cfg)
+    train(run, make_data(cfg).batches(), steps)
+    return run
+
+
+@functools.cache
+def hbm_run(optimizer: str = "sgd"):
+    """The `hbm` run every placement is compared with (trained once per optimizer)."""
+    return trained(gpu_cfg("hbm", f"train.optimizer={optimizer}"))
+
+
+def assert_same_parameters(a, b, atol: float = 1e-6) -> None:
+    for x, y in zip(a.model.sparse_arch.tables(), b.model.sparse_arch.tables(), strict=True):
+        torch.testing.assert_close(x.cpu(), y.cpu(), rtol=0, atol=atol)
+    for x, y in zip(a.model.dense_parameters(), b.model.dense_parameters(), strict=True):
+        torch.testing.assert_close(x.detach().cpu(), y.detach().cpu(), rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
+def test_hbm_equals_the_reference_loop(optimizer):
+    hbm = hbm_run(optimizer)
+    reference = trained(config.load("tiny", [*SHAPE, f"train.optimizer={optimizer}"]))
+    assert_same_parameters(hbm, reference, atol=1e-5)
+    assert hbm.losses == pytest.approx(reference.losses, abs=1e-5)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
+@pytest.mark.parametrize(
+    "placement, extra",
+    [
+        ("host", ()),
+        ("uvm", ()),
+        ("cached", ("train.cache_fraction=0.3",)),
+        ("cached", ("train.cache_fraction=0.3", "train.cache_policy=lfu")),
+        ("hbm,cached,host,uvm", ("train.cache_fraction=0.35",)),
+    ],
+    ids=["host", "uvm", "cached-lru", "cached-lfu", "per-table"],
+)
+def test_every_placement_trains_what_hbm_trains(placement, extra, optimizer):
+    hbm = hbm_run(optimizer)
+    other = trained(gpu_cfg(placement, f"train.optimizer={optimizer}", *extra))
+    assert_same_parameters(hbm, other)
+    if "cached" in placement:
+        assert other.model.sparse_arch.stats()["cache_evicted_rows"] > 0  # write-back was exercised
+
+
+def test_torch_kernels_give_the_same_result(monkeypatch):
+    triton_run = trained(gpu_cfg("cached", "train.cache_fraction=0.3"))
+    monkeypatch.setattr(triton_ops, "available", lambda device: False)
+    torch_run = trained(gpu_cfg("cached", "train.cache_fraction=0.3"))
+    assert torch_run.model.sparse_arch.kernel_path == "torch"
+    assert_same_parameters(triton_run, torch_run)
+
+
+@pytest.mark.skipif(triton_ops.triton is None, reason="triton not installed")
+def test_triton_kernels_match_their_torch_twins():
+    gen = torch.Generator().manual_seed(0)
+    batch, tables, dim, rows = 8, 3, 5, 40  # dim not a power of two: masked lanes
+    ids = torch.randint(0, rows, (batch * tables * 4,), generator=gen)
+    starts = torch.arange(0, len(ids) + 1, 4)
+    weight = torch.randn(rows, dim, generator=gen)
+    grad = torch.randn(batch, tables, dim, generator=gen)
+    torch.testing.assert_close(
+        triton_ops.forward_fp32(weight, ids, starts, batch, tables),
+        torch_ops.forward_fp32(weight, ids, starts, batch, tables),
+    )
+    for name in ("sgd_fp32", "rowwise_adagrad_fp32"):
+        w1, w2 = weight.clone(), weight.clone()
+        m1, m2 = torch.zeros(rows), torch.zeros(rows)
+        args = (
+            (ids, starts, grad, 0.1, batch, tables)
+            if name == "sgd_fp32"
+            else (ids, starts, grad, 0.1, 1e-8, batch, tables)
+        )
+        getattr(triton_ops, name)(w1, *(() if name == "sgd_fp32" else (m1,)), *args)
+        getattr(torch_ops, name)(w2, *(() if name == "sgd_fp32" else (m2,)), *args)
+        torch.testing.assert_close(w1, w2, rtol=0, atol=1e-6)
+        torch.testing.assert_close(m1, m2)
+    src_rows, dst_rows = torch.tensor([3, 0, 7]), torch.tensor([1, 2, 0])
+    d1, d2 = torch.zeros(4, dim), torch.zeros(4, dim)
+    triton_ops.copy_rows(weight, src_rows, d1, dst_rows)
+    torch_ops.copy_rows(weight, src_rows, d2, dst_rows)
+    torch.testing.assert_close(d1, d2)
+
+
+def cache(capacity_rows: int, policy: str) -> CachedSparseArch:
+    gen = torch.Generator().manual_seed(0)
+    return CachedSparseArch([10], 2, 0.1, gen, "sgd", torch.device("cpu"), capacity_rows / 10, policy)
+
+
+def resident(arch: CachedSparseArch) -> set[int]:
+    return {r for r in arch.slot_row.tolist() if r >= 0}
+
+
+def test_lru_evicts_the_least_recently_used_row():
+    arch = cache(3, "lru")
+    for ids in ([0], [1], [2], [0], [3]):  # row 1 is now the least recently used
+        arch.make_resident(torch.tensor(ids))
+    assert resident(arch) == {0, 2, 3}
+
+
+def test_lfu_evicts_the_least_frequently_used_row():
+    arch = cache(3, "lfu")
+    for ids in ([0, 0, 0], [1, 1], [2], [3]):  # row 2 was used once, the fewest
+        arch.make_resident(torch.tensor(ids))
+    assert resident(arch) == {0, 1, 3}
+
+
+def test_evicted_rows_are_written_back_and_hits_counted():
+    arch = cache(2, "lru")
+    arch.make_resident(torch.tensor([4, 5]))
+    arch.cache_weight += 1.0  # as if trained while cached
+    before = arch.host_weight[4].clone()
+    arch.make_resident(torch.tensor([6, 5]))  # evicts 4, keeps 5 (one hit)
+    torch.testing.assert_close(arch.host_weight[4], before + 1.0)
+    stats = arch.stats()
+    assert stats["cache_hit_rate"] == pytest.approx(1 / 4) and stats["cache_slots"] == 2
+    assert stats["cache_evicted_rows"] == 1
+    assert torch.isnan(torch.tensor(arch.stats()["cache_hit_rate"]))  # counters reset
+
+
+def test_a_batch_larger_than_the_cache_is_refused():
+    with pytest.raises(UsageError, match=r"raise train\.cache_fraction"):
+        cache(2, "lru").make_resident(torch.tensor([1, 2, 3]))
+
+
+def test_cached_run_resumes_exactly(tmp_path):
+    cfg = gpu_cfg("cached", "train.cache_fraction=0.3")
+    straight = trained(cfg, 6)
+    first = trained(gpu_cfg("cached", "train.cache_fraction=0.3"), 3)
+    ckpt.save(first, tmp_path / "c.pt")
+    resumed = ckpt.load(tmp_path / "c.pt")
+    train(resumed, make_data(resumed.cfg).batches(start=3), 6)
+    assert_same_parameters(straight, resumed, atol=0)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["train.placement=host"], "applies to the gpu loop only"),
+        (["train.loop=gpu", "train.placement=ssd"], "is not one of"),
+        (["train.loop=gpu", "train.placement=hbm,host"], "lists 2 placements for 4 tables"),
+        (["train.loop=gpu", "train.placement=hbm,host,auto,hbm"], "in a per-table list"),
+        (["train.loop=gpu", "train.cache_fraction=0"], "cache_fraction must be in"),
+        (["train.loop=gpu", "train.cache_policy=fifo"], "cache_policy"),
+    ],
+)
+def test_bad_placements_are_refused(overrides, message):
+    with pytest.raises(UsageError, match=message):
+        config.validate(config.load("tiny", overrides))
+
+
+def test_torchrec_placement_needs_a_gpu():
+    with pytest.raises(UsageError, match="needs a CUDA GPU"):
+        build(gpu_cfg("torchrec-fused_uvm"))
+
+
+def test_placement_that_cannot_fit_is_refused_with_sizes(monkeypatch):
+    cfg = config.load("dlrm-benchmark", ["train.loop=gpu", "train.placement=hbm"])  # 2 GB of tables
+    monkeypatch.setattr(config, "available_memory", lambda device: 1 << 30)
+    with pytest.raises(UsageError, match=r"needs about 2\.\d GiB in cuda memory but 1\.0 GiB"):
+        config.check_fits(cfg, "cuda")
+
+
+def test_auto_picks_the_first_placement_that_fits(monkeypatch):
+    cfg = config.load("dlrm-benchmark", ["train.loop=gpu", "train.placement=auto"])
+    free = {"cuda": 1 << 30, "cpu": 64 << 30}  # tables do not fit on the GPU, 10% of them do
+    monkeypatch.setattr(config, "available_memory", lambda device: free["cuda" if "cuda" in device else "cpu"])
+    assert config.resolve_placement(cfg, "cuda") == "cached"
+    free["cuda"] = 100 << 30
+    assert config.resolve_placement(cfg, "cuda") == "hbm"
+    assert config.resolve_placement(cfg, "cpu") == "hbm"
+
+
+@CUDA
+@pytest.mark.gpu
+@pytest.mark.parametrize("placement", ["hbm", "host", "uvm", "cached"])
+def test_placements_on_the_gpu_train_what_the_cpu_trains(placement):
+    on_cpu = hbm_run()
+    on_gpu = trained(gpu_cfg(placement, "train.device=cuda", "train.cache_fraction=0.3"))
+    assert on_gpu.model.sparse_arch.kernel_path in ("triton", "cpp", "torch")
+    assert_same_parameters(on_cpu, on_gpu, atol=1e-5)
+
+
+@CUDA
+@pytest.mark.gpu
+def test_gpu_bf16_autocast_trains():
+    run = trained(gpu_cfg("hbm", "train.device=cuda", "train.precision=bf16"), 20)
+    assert run.autocast and run.losses[-1] < run.losses[0]
