@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks reproduce bench compare-upstream lock clean
+.PHONY: env test lint notebooks reproduce bench compare-upstream gpu-check gpu-wheels lock clean
 
 env: $(STAMP)
 
@@ -62,6 +62,17 @@ lock: env
 	mv requirements/base.txt.new requirements/base.txt
 
 # Caches and build leftovers only: results/ and .venv are never removed here.
+# The GPU session (issue: GPU loop): GPU tests, then the benchmark grid, within 8 minutes on
+# one H200; records in results/gpu-run/ to copy into results/. On a GPU machine with only
+# torch and Triton, run `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
+gpu-check:
+	PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run
+
+# Wheels the GPU script may need on an offline GPU machine (Python 3.12, x86_64).
+gpu-wheels:
+	$(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+	  --platform manylinux_2_17_x86_64 -d wheels/gpu pyyaml tqdm pytest
+
 clean:
 	rm -rf .pytest_cache .ruff_cache build src/*.egg-info
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import roofline
-from dlrm_study.measure.compare import VARIANTS
+from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS
 
 USAGE_ERROR = 2
 
@@ -83,7 +83,7 @@ def build_parser() -> Parser:
 
     compare = commands.add_parser("compare", help="reference vs optimized fp32/bf16 vs torchrec, side by side")
     compare.add_argument("--configs", default="dlrm-benchmark,mlperf-scaled,kaggle", help="comma-separated presets")
-    compare.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants")
+    compare.add_argument("--variants", default=",".join(CPU_VARIANTS), help="comma-separated variants")
     compare.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default %(default)s)")
     compare.add_argument("--steps", type=int, default=10, help="timed steps per bench (default %(default)s)")
     compare.add_argument("--warmup", type=int, default=2)

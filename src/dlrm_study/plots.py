@@ -13,7 +13,18 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from dlrm_study.measure.bench import OPERATORS
 
-VARIANT_ORDER = ["reference", "torchrec", "optimized-fp32", "optimized-bf16"]
+VARIANT_ORDER = [
+    "reference",
+    "torchrec",
+    "optimized-fp32",
+    "optimized-bf16",
+    "gpu-hbm-fp32",
+    "gpu-hbm",
+    "gpu-cached",
+    "gpu-cached-lfu",
+    "gpu-uvm",
+    "gpu-host",
+]
 
 
 def style() -> None:
@@ -21,7 +32,9 @@ def style() -> None:
 
 
 def caption(records: pd.DataFrame) -> str:
-    """Where and when the records were measured, for the figure's caption."""
+    """Where and when the records were measured, for the figure's caption (CPU and GPU apart)."""
+    if "device" in records and records["device"].nunique() > 1:
+        return " | ".join(caption(group) for _, group in records.groupby("device", sort=True))
     first = records.iloc[0]
     when = str(records["timestamp"].max())[:10]
     gpu = f", GPU {first['gpu_model']}" if isinstance(first.get("gpu_model"), str) and first["gpu_model"] else ""
@@ -112,3 +125,27 @@ def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
     ax.legend(frameon=False)
     add_caption(fig, records)
     return fig
+
+
+def heatmap(ratio: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
+    """A grid of ratios (rows x columns), annotated, 1.0 at the colour scale's centre."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    sns.heatmap(ratio, annot=True, fmt=".1f", cmap="vlag", center=1.0, cbar_kws={"label": "speedup"}, ax=ax)
+    ax.invert_yaxis()
+    ax.set_title(title)
+    add_caption(fig, records)
+    return fig
+
+
+def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
+    """Cache hit rate against id skew, one line per cache size, one panel per policy."""
+    rows = records.assign(cache=records["cache_fraction"].map(lambda f: f"{f:.1%} of rows"))
+    grid = sns.relplot(
+        rows, x="zipf_alpha", y="cache_hit_rate", hue="cache", col="cache_policy", kind="line", marker="o",
+        height=3.5, aspect=1.1,
+    )  # fmt: skip
+    grid.set_axis_labels("Zipf exponent of the ids (skew)", "cache hit rate (per lookup)")
+    grid.set_titles("{col_name}")
+    grid.figure.suptitle(title, y=1.04)
+    add_caption(grid.figure, records)
+    return grid.figure

@@ -4,6 +4,7 @@ Profiles: `smoke` (seconds; what nbval runs in CI), `quick` (the default: every 
 within `make reproduce`'s 30 minutes on a 2-core CPU) and `full` (paper-grade).
 """
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -120,7 +121,7 @@ def run_convergence(profile: str, out: Path, variants: list[str] | None = None) 
 
     from dlrm_study import config, results
     from dlrm_study.data import make_data
-    from dlrm_study.measure.compare import VARIANTS
+    from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS
     from dlrm_study.sweep import environment
     from dlrm_study.train import build, evaluate, train
 
@@ -128,7 +129,7 @@ def run_convergence(profile: str, out: Path, variants: list[str] | None = None) 
     _, rows = results.read_rows(path)
     done = {(r["study"], r["variant"], r["config_hash"], r["env_key"]) for r in rows}
     steps, window = CONVERGENCE_STEPS[profile], LOSS_WINDOW[profile]
-    for variant in variants or list(VARIANTS):
+    for variant in variants or list(CPU_VARIANTS):
         cfg = config.load("tiny", [*convergence_config(profile), *VARIANTS[variant]])
         key = cfg.hash()
         if (study, variant, key, env["env_key"]) in done:
@@ -235,14 +236,187 @@ def sensitivity_records(knob: str, spec: Sweep) -> pd.DataFrame:
     return frame
 
 
-def gpu_status(out: Path) -> str:
-    """What GPU records exist beside the CPU ones (the GPU loop is a separate issue)."""
+# --- GPU sweeps: the CPU sweeps' points on the gpu loop, in their own records file ----------
+
+GPU_RECORDS = "gpu_sweeps.csv"
+DENSE_SPARSE_GRID = {
+    "model.dense_features": [16, 256, 1024],
+    "model.table_rows": ["2x100000", "8x100000", "32x100000"],
+}
+SMOKE_DENSE_SPARSE_GRID = {"model.dense_features": [4, 13], "model.table_rows": ["2x1000", "4x1000"]}
+
+
+def dense_sparse_grid(profile: str, out: Path) -> Sweep:
+    """Notebook 03's heatmap: dense x sparse features, the best CPU loop (bf16) at every point."""
+    sweep = _sized("dense-sparse-grid", profile, ["dlrm-benchmark"], ["optimized-bf16"], out)
+    sweep.profile_steps = 0
+    if profile == "smoke":
+        sweep.grid = dict(SMOKE_DENSE_SPARSE_GRID)
+    else:
+        sweep.set, sweep.grid = list(SENSITIVITY_BASE), dict(DENSE_SPARSE_GRID)
+    return sweep
+
+
+def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = ("gpu-hbm",)) -> Sweep:
+    """The same points on the gpu loop: GPU variants, records in GPU_RECORDS beside the CPU ones.
+
+    More steps than on the CPU: a GPU step takes milliseconds, and the first ones compile kernels.
+    """
+    steps, warmup = (spec.steps, spec.warmup) if device == "cpu" else (max(spec.steps, 20), max(spec.warmup, 5))
+    return dataclasses.replace(
+        spec,
+        name=f"gpu-{spec.name}",
+        set=[*spec.set, f"train.device={device}"],
+        variants=list(variants),
+        steps=steps,
+        warmup=warmup,
+        profile_steps=0,
+        out=str(Path(spec.out).with_name(GPU_RECORDS)),
+    )
+
+
+def gpu_records(spec: Sweep) -> pd.DataFrame:
+    """A GPU sweep's stored records, or an empty frame where none were measured yet."""
+    from dlrm_study import sweep
+
+    try:
+        return sweep.records(spec)
+    except UsageError:
+        return pd.DataFrame()
+
+
+def with_gpu(knob: str, cpu_spec: Sweep) -> pd.DataFrame:
+    """A sensitivity sweep's CPU records and, where measured, its GPU records (plotted as one)."""
+    frame = sensitivity_records(knob, cpu_spec)
+    gpu = gpu_records(on_gpu(cpu_spec))
+    if gpu.empty:
+        return frame
+    gpu = gpu.copy()
+    gpu["x"] = gpu["grid"].map(lambda grid: knob_value(knob, grid))
+    gpu["knob"] = KNOBS[knob][2]
+    return pd.concat([frame, gpu], ignore_index=True)
+
+
+def gpu_over_cpu(cpu: pd.DataFrame, gpu: pd.DataFrame) -> pd.DataFrame:
+    """samples/s of the GPU over the CPU at each (dense features, tables) point of the grid."""
+
+    def rates(frame: pd.DataFrame) -> pd.Series:
+        tables = frame["model.table_rows"].map(lambda rows: len(str(rows).split("-")))
+        return frame.groupby([frame["model.dense_features"], tables])["samples_per_s"].median()
+
+    ratio = (rates(gpu) / rates(cpu)).dropna()
+    ratio.index.names = ["dense features", "tables"]
+    return ratio.unstack("dense features")
+
+
+# --- the cache of the `cached` placement: hit rate against id skew -----------------------------
+
+CACHE_ALPHAS = {"smoke": [0.8, 1.2], "quick": [0.6, 0.8, 1.05, 1.2, 1.4], "full": [0.4, 0.6, 0.8, 1.0, 1.05, 1.2, 1.4]}
+CACHE_FRACTIONS = {"smoke": [0.3, 0.5], "quick": [0.01, 0.05, 0.1, 0.2], "full": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2]}
+CACHE_BATCHES = {"smoke": (2, 3), "quick": (50, 50), "full": (500, 500)}  # (warm-up, measured)
+
+
+def cache_hit_rates(profile: str, out: Path, measure: bool = True) -> pd.DataFrame:
+    """Hit rate of the `cached` placement's cache (LRU, LFU) against Zipf skew and cache size.
+
+    The ids of `mlperf-scaled` (26 tables, batch 2,048; `tiny` when smoke), fed to the
+    placement's own cache book-keeping on the CPU: a hit rate depends on the id stream and
+    the policy, not on the device, so it is measured here; what a miss costs is the GPU's.
+    Resumable: points already recorded for this environment are skipped.
+    """
+    import itertools
+
+    from dlrm_study import config, results
+    from dlrm_study.sweep import environment
+
+    path, env, study = out / "cache.csv", environment(), f"cache-hit-rate-{profile}"
+    if measure:
+        _, rows = results.read_rows(path)
+        done = {(r["study"], r["config_hash"], r["env_key"]) for r in rows}
+        base = "tiny" if profile == "smoke" else "mlperf-scaled"
+        grid = itertools.product(CACHE_ALPHAS[profile], CACHE_FRACTIONS[profile], ("lru", "lfu"))
+        for alpha, fraction, policy in grid:
+            overrides = [f"data.zipf_alpha={alpha}", f"train.cache_fraction={fraction}", f"train.cache_policy={policy}"]
+            cfg = config.load(
+                base, ["data.id_distribution=zipf", "train.loop=gpu", "train.placement=cached", *overrides]
+            )
+            if (study, cfg.hash(), env["env_key"]) in done:
+                continue
+            record = {"study": study, "config_hash": cfg.hash(), **hit_rate(cfg, *CACHE_BATCHES[profile])}
+            results.append(path, {**record, **env, **results.provenance("cpu")})
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    frame = results.load(path)
+    frame = frame[frame["study"] == study]
+    return frame.sort_values("timestamp").drop_duplicates(["zipf_alpha", "cache_fraction", "cache_policy"], keep="last")
+
+
+def hit_rate(cfg, warm: int, timed: int) -> dict[str, object]:
+    """The cache's hit rate over `timed` batches of the config's ids, after `warm` batches."""
+    import itertools
+
+    import torch
+
+    from dlrm_study.data import make_data
+    from dlrm_study.embeddings.cached import CachedSparseArch
+
+    t = cfg.train
+    # One column per row is enough: which rows are resident does not depend on the dimension.
+    arch = CachedSparseArch(
+        cfg.model.table_rows, 1, t.learning_rate, torch.Generator(), "sgd", torch.device("cpu"),
+        t.cache_fraction, t.cache_policy,
+    )  # fmt: skip
+    for i, batch in enumerate(itertools.islice(make_data(cfg).batches(), warm + timed)):
+        if i == warm:
+            arch.stats()
+        arch.make_resident(torch.cat([ids + s for ids, s in zip(batch.indices, arch.table_starts, strict=True)]))
+    return {
+        "zipf_alpha": cfg.data.zipf_alpha,
+        "cache_fraction": t.cache_fraction,
+        "cache_policy": t.cache_policy,
+        "batches": timed,
+        **arch.stats(),
+        **{f"cfg_{k}": v for k, v in cfg.flat().items() if k.startswith(("model.", "data."))},
+    }
+
+
+def placement_records(out: Path, study: str) -> pd.DataFrame:
+    """One of the GPU script's placement sweeps (gpu-placements, -skew, -size), `x` its knob."""
     from dlrm_study import results
 
-    path = out / "sweeps.csv"
+    path = out / GPU_RECORDS
+    frame = results.load(path) if path.exists() else pd.DataFrame()
+    if frame.empty or "study" not in frame:
+        return frame
+    frame = frame[(frame["study"] == study) & frame["error"].isna()].copy()
+    frame = frame.sort_values("timestamp").drop_duplicates(["variant", "sweep_point"], keep="last")
+    if study.endswith("-skew"):
+        frame["x"], frame["knob"] = frame["data.zipf_alpha"], "Zipf exponent of the ids"
+    elif study.endswith("-size"):
+        frame["x"] = frame["model.table_rows"].map(lambda rows: float(str(rows).split("-")[0]))
+        frame["knob"] = "rows per table"
+    return frame
+
+
+def gpu_here(device: str) -> bool:
+    """Whether a notebook's `device` parameter lets it measure on a GPU now."""
+    import torch
+
+    return device in ("auto", "cuda") and torch.cuda.is_available()
+
+
+def gpu_status(out: Path) -> str:
+    """Which GPU records this results folder holds: where and when they were measured."""
+    from dlrm_study import results
+
+    path = out / GPU_RECORDS
     frame = results.load(path) if path.exists() else pd.DataFrame()
     gpu = frame[frame["device"] == "cuda"] if "device" in frame else frame.iloc[0:0]
     if gpu.empty:
-        return "GPU: not yet measured (no GPU records in this results folder); no GPU curve or heatmap is drawn."
+        return (
+            "GPU: not yet measured (no GPU records in this results folder; `bash scripts/gpu_check.sh` on a GPU "
+            "makes them); no GPU curve or heatmap is drawn."
+        )
     first = gpu.iloc[0]
-    return f"GPU: {len(gpu)} records measured on {first['gpu_model']} ({str(gpu['timestamp'].max())[:10]})."
+    when = str(gpu["timestamp"].min())[:10]
+    return f"GPU: {len(gpu)} records measured on {first['gpu_model']} ({when}, commit {str(first['git_commit'])[:7]})."

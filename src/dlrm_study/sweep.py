@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from tqdm.auto import tqdm
 
 from dlrm_study import config, results
@@ -121,20 +122,31 @@ def run(sweep: Sweep, retry_errors: bool = False, progress: bool = True, limit: 
 
     `limit` stops after that many new points (tests use it to stand for a killed sweep).
     """
-    env = environment()
     done = recorded(sweep, retry_errors)
     planned = points(sweep)
-    todo = [p for p in planned if (sweep.name, p.cfg.hash(), env["env_key"]) not in done]
+    devices = {point_device(p) for p in planned}
+    if "cuda" in devices and not torch.cuda.is_available():
+        raise UsageError(f"sweep {sweep.name} runs on cuda but no CUDA GPU is available (set train.device=cpu)")
+    envs = {device: environment(device) for device in devices}
+    todo = [p for p in planned if (sweep.name, p.cfg.hash(), envs[point_device(p)]["env_key"]) not in done]
     counts = {"points": len(planned), "skipped": len(planned) - len(todo), "ran": 0, "failed": 0}
     for point in tqdm(todo[:limit], desc=f"sweep {sweep.name}", unit="point", disable=not progress):
         # The point is keyed by the config it asked for (build may adjust it, e.g. bf16 -> fp32).
         key = point.cfg.hash()
         record = measure(sweep, point)
-        record.update(variant=point.variant, sweep_point=key, grid=" ".join(point.grid), **env)
+        record.update(variant=point.variant, sweep_point=key, grid=" ".join(point.grid), **envs[point_device(point)])
         results.append(Path(sweep.out), record)
         counts["ran"] += 1
         counts["failed"] += bool(record["error"])
     return counts
+
+
+def point_device(point: Point) -> str:
+    """The device a point runs on (`auto` resolved as the loop would)."""
+    device = point.cfg.train.device
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 def measure(sweep: Sweep, point: Point) -> dict[str, object]:
@@ -152,7 +164,7 @@ def measure(sweep: Sweep, point: Point) -> dict[str, object]:
             "precision": cfg.train.precision,
             "error": f"{type(err).__name__}: {message}",
             **cfg.flat(),
-            **results.provenance("cpu"),
+            **results.provenance(point_device(point)),
         }
 
 

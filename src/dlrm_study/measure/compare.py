@@ -18,7 +18,16 @@ VARIANTS = {
     "optimized-fp32": ["train.loop=optimized", "train.precision=fp32"],
     "optimized-bf16": ["train.loop=optimized", "train.precision=bf16"],
     "torchrec": ["train.loop=torchrec"],
+    # The gpu loop: the dense part in bf16 (autocast) unless -fp32; tables placed as named.
+    # The device is the sweep's to set (train.device=cuda; cpu for a dry run of the GPU script).
+    "gpu-hbm-fp32": ["train.loop=gpu", "train.placement=hbm", "train.precision=fp32"],
+    "gpu-hbm": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16"],
+    "gpu-host": ["train.loop=gpu", "train.placement=host", "train.precision=bf16"],
+    "gpu-uvm": ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
+    "gpu-cached": ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
+    "gpu-cached-lfu": ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
 }
+CPU_VARIANTS = ("reference", "optimized-fp32", "optimized-bf16", "torchrec")
 
 # (name, numerator, denominator, target): samples/s ratios the SC20 issue asks for.
 SPEEDUPS = [
@@ -31,7 +40,7 @@ ROOFLINE_TARGET = 1.3  # time per iteration within 1.3x of the bound
 
 def compare(
     presets: Sequence[str],
-    variants: Sequence[str] = tuple(VARIANTS),
+    variants: Sequence[str] = CPU_VARIANTS,
     rounds: int = 3,
     steps: int = 10,
     warmup: int = 2,

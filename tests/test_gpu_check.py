@@ -1,0 +1,56 @@
+"""The GPU script runs end to end on the CPU (dry run), and refuses a real run without a GPU."""
+
+import os
+import subprocess
+import sys
+
+import papermill
+import pytest
+import torch
+from tests.conftest import ROOT
+
+from dlrm_study import results, studies
+from dlrm_study.gpu_check import sweeps
+
+SCRIPT = ROOT / "scripts" / "gpu_check.sh"
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": sys.executable}
+    env.pop("TRITON_INTERPRET", None)  # the torch kernels: the Triton ones are tested on their own
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.slow
+def test_dry_run_writes_every_record(tmp_path):
+    done = run_script("--dry-run", "--skip-tests", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    grid = results.load(tmp_path / studies.GPU_RECORDS)
+    assert set(grid["study"]) == {spec.name for spec in sweeps(tmp_path, dry_run=True)}
+    assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
+    assert set(grid["placement"]) >= {"hbm", "host", "uvm", "cached"}
+    embedding = results.load(tmp_path / "gpu_embedding.csv")
+    assert sorted(embedding["placement"]) == ["cached", "hbm", "host", "uvm"]
+    assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
+    text = (tmp_path / "summary.txt").read_text()
+    assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
+    # The notebooks draw such records beside the CPU ones: the GPU-over-CPU heatmap, the placements.
+    for name in ("03_dense_sparse_sensitivity", "05_embedding_placement"):
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / f"{name}.ipynb"),
+            str(tmp_path / f"{name}.ipynb"),
+            parameters={"profile": "smoke", "results_dir": str(tmp_path)},
+            kernel_name="python3",
+            cwd=str(ROOT / "notebooks"),
+            progress_bar=False,
+        )
+    drawn = {path.name for path in (tmp_path / "figures").glob("*.png")}
+    assert {"03_gpu_over_cpu.png", "05_placements.png", "05_placement-skew.png", "05_placement-size.png"} <= drawn
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_real_run_without_a_gpu_is_refused(tmp_path):
+    done = run_script("--out", str(tmp_path))
+    assert done.returncode == 2
+    message = "gpu_check: no CUDA GPU here: run on a GPU machine, or pass --dry-run"
+    assert done.stderr.strip() == message  # one line, no traceback
