@@ -17,18 +17,15 @@ import math
 
 import torch
 
-from dlrm_study.embeddings.base import FusedLookup, SparseArch, batched_ids
-from dlrm_study.embeddings.device_tables import kernels_for, stacked_tables, update_rows
-from dlrm_study.embeddings.kernels import triton_ops
+from dlrm_study.embeddings.device_tables import KernelTablesArch, stacked_tables, update_rows
 from dlrm_study.errors import UsageError
 
 POLICIES = ("lru", "lfu")
 
 
-class CachedSparseArch(SparseArch):
+class CachedSparseArch(KernelTablesArch):
     name = "cached"
     placement = "cached"
-    backward_node = "FusedLookup"
 
     def __init__(
         self,
@@ -41,9 +38,8 @@ class CachedSparseArch(SparseArch):
         fraction: float,
         policy: str = "lru",
     ) -> None:
-        super().__init__(table_rows, dim)
-        self.lr, self.optimizer, self.device, self.policy = lr, optimizer, device, policy
-        self.ops = kernels_for(device)
+        super().__init__(table_rows, dim, device)
+        self.lr, self.optimizer, self.policy = lr, optimizer, policy
         total = sum(table_rows)
         self.capacity = cache_slots(total, fraction)
         host = {"pin_memory": True} if device.type == "cuda" else {}
@@ -62,20 +58,9 @@ class CachedSparseArch(SparseArch):
         self.register_buffer("lookups", torch.zeros((), dtype=torch.int64, **on_device))
         self.register_buffer("hits", torch.zeros((), dtype=torch.int64, **on_device))
         self.register_buffer("evictions", torch.zeros((), dtype=torch.int64, **on_device))
-        self.table_starts = [0, *torch.tensor(table_rows[:-1]).cumsum(0).tolist()]
-        self.anchor = torch.zeros((), requires_grad=True)
 
-    @property
-    def kernel_path(self) -> str:
-        return "triton" if self.ops is triton_ops else "torch"
-
-    def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
-        indices = [ids.to(self.device, non_blocking=True) for ids in indices]
-        offsets = [offs.to(self.device, non_blocking=True) for offs in offsets]
-        ids, bag_starts = batched_ids(indices, offsets, self.table_starts)
-        with torch.no_grad():
-            slots = self.make_resident(ids)
-        return FusedLookup.apply(self.anchor, self, slots, bag_starts, offsets[0].numel())
+    def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.make_resident(ids)
 
     def make_resident(self, ids: torch.Tensor) -> torch.Tensor:
         """Bring every row `ids` names into the cache; return each id's slot."""

@@ -33,30 +33,19 @@ def stacked_tables(table_rows: list[int], dim: int, generator: torch.Generator, 
     return weight
 
 
-class DeviceTablesSparseArch(SparseArch):
-    name = "device-tables"
+class KernelTablesArch(SparseArch):
+    """Stacked tables looked up and updated by the device's kernels (`ops`) through `FusedLookup`.
+
+    Subclasses say where the weights live (`pooled`, `apply_update`) and may remap ids to
+    rows of their storage first (`rows_of`: a cache maps ids to its slots).
+    """
+
     backward_node = "FusedLookup"
 
-    def __init__(
-        self,
-        table_rows: list[int],
-        dim: int,
-        lr: float,
-        generator: torch.Generator,
-        optimizer: str,
-        device: torch.device,
-        placement: str = "hbm",
-    ) -> None:
+    def __init__(self, table_rows: list[int], dim: int, device: torch.device) -> None:
         super().__init__(table_rows, dim)
-        self.lr, self.optimizer, self.placement, self.device = lr, optimizer, placement, device
+        self.device = device
         self.ops = kernels_for(device)
-        uvm_on_gpu = placement == "uvm" and device.type == "cuda"
-        if uvm_on_gpu and self.ops is not triton_ops:
-            raise UsageError("train.placement uvm needs Triton (pip install triton) to read host memory from the GPU")
-        where = {"pin_memory": True} if uvm_on_gpu else {"device": device}
-        self.register_buffer("weight", stacked_tables(table_rows, dim, generator, **where))
-        if optimizer == "rowwise_adagrad":
-            self.register_buffer("momentum", torch.zeros(sum(table_rows), **where))
         self.table_starts = [0, *torch.tensor(table_rows[:-1]).cumsum(0).tolist()]
         self.anchor = torch.zeros((), requires_grad=True)
 
@@ -68,7 +57,37 @@ class DeviceTablesSparseArch(SparseArch):
         indices = [ids.to(self.device, non_blocking=True) for ids in indices]
         offsets = [offs.to(self.device, non_blocking=True) for offs in offsets]
         ids, bag_starts = batched_ids(indices, offsets, self.table_starts)
-        return FusedLookup.apply(self.anchor, self, ids, bag_starts, offsets[0].numel())
+        with torch.no_grad():
+            rows = self.rows_of(ids)
+        return FusedLookup.apply(self.anchor, self, rows, bag_starts, offsets[0].numel())
+
+    def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
+        """The rows of this arch's storage that hold the tables' rows `ids`."""
+        return ids
+
+
+class DeviceTablesSparseArch(KernelTablesArch):
+    name = "device-tables"
+
+    def __init__(
+        self,
+        table_rows: list[int],
+        dim: int,
+        lr: float,
+        generator: torch.Generator,
+        optimizer: str,
+        device: torch.device,
+        placement: str = "hbm",
+    ) -> None:
+        super().__init__(table_rows, dim, device)
+        self.lr, self.optimizer, self.placement = lr, optimizer, placement
+        uvm_on_gpu = placement == "uvm" and device.type == "cuda"
+        if uvm_on_gpu and self.ops is not triton_ops:
+            raise UsageError("train.placement uvm needs Triton (pip install triton) to read host memory from the GPU")
+        where = {"pin_memory": True} if uvm_on_gpu else {"device": device}
+        self.register_buffer("weight", stacked_tables(table_rows, dim, generator, **where))
+        if optimizer == "rowwise_adagrad":
+            self.register_buffer("momentum", torch.zeros(sum(table_rows), **where))
 
     def pooled(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
         return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, len(self.table_rows))
