@@ -120,3 +120,12 @@ def test_knob_values_for_the_axis():
     assert studies.knob_value("rows", "model.table_rows=8x1000000") == 1_000_000
     assert studies.knob_value("embedding_dim", "model.embedding_dim=64 model.bottom_mlp=512-64") == 64
     assert studies.knob_value("mlp_width", "model.top_mlp=4096-4096-1") == 4096
+
+
+def test_records_hold_only_the_current_points(tmp_path):
+    spec = sweep.load(write_spec(tmp_path))
+    sweep.run(spec, progress=False, limit=2)
+    stale = {**results.read_rows(Path(spec.out))[1][0], "sweep_point": "0123456789ab"}  # a config since changed
+    results.append(Path(spec.out), stale)
+    frame = sweep.records(spec)
+    assert len(frame) == 2 and "0123456789ab" not in set(frame["sweep_point"])

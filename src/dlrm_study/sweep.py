@@ -169,12 +169,15 @@ def measure(sweep: Sweep, point: Point) -> dict[str, object]:
 
 
 def records(sweep: Sweep):  # -> pandas.DataFrame
-    """The sweep's measured points (errors left out), the latest record of each point."""
+    """The sweep's measured points (errors left out), the latest record of each current point."""
     path = Path(sweep.out)
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run the sweep, or measure=True)")
     frame = results.load(path)
-    frame = frame[frame["study"] == sweep.name]
+    # This spec's points only: records of a config since changed (a new field, say) are kept
+    # in the file but not mixed into the figure.
+    wanted = {point.cfg.hash() for point in points(sweep)}
+    frame = frame[(frame["study"] == sweep.name) & frame["sweep_point"].isin(wanted)]
     if "error" in frame:
         frame = frame[frame["error"].isna()]
     return frame.sort_values("timestamp").drop_duplicates(["variant", "sweep_point"], keep="last")
