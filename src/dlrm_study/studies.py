@@ -145,19 +145,21 @@ def run_convergence(profile: str, out: Path, variants: list[str] | None = None) 
         records.append({**common, "kind": "eval", "step": steps, **{f"eval_{k}": v for k, v in metrics.items()}})
         records[-1].update(**cfg.flat(), **results.provenance("cpu"))
         results.append_many(path, records)
-    frame = results.load(path)
-    return frame[(frame["study"] == study) & (frame["env_key"] == env["env_key"])]
+    frame = convergence_records(profile, out)
+    return frame[frame["env_key"] == env["env_key"]]
 
 
 def convergence_records(profile: str, out: Path) -> pd.DataFrame:
-    """The stored convergence records of a profile (measure=False)."""
-    from dlrm_study import results
+    """The stored convergence records of a profile, for the variants' current configs."""
+    from dlrm_study import config, results
+    from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS
 
     path = out / "convergence.csv"
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    frame = frame[frame["study"] == f"convergence-{profile}"]
+    current = {config.load("tiny", [*convergence_config(profile), *VARIANTS[v]]).hash() for v in CPU_VARIANTS}
+    frame = frame[(frame["study"] == f"convergence-{profile}") & frame["config_hash"].isin(current)]
     return frame.sort_values("timestamp").drop_duplicates(["variant", "kind", "step"], keep="last")
 
 
