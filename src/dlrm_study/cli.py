@@ -49,6 +49,16 @@ def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> Non
     parser.add_argument("--skip-bad-lines", action="store_true", help="count malformed Criteo lines instead of failing")
     parser.add_argument("--out", default=out, help="CSV the record is appended to (default %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--distributed", action="store_true", help="hybrid-parallel over the ranks of torchrun (see README)"
+    )
+    parser.add_argument("--route", choices=("own", "torchrec"), default="own", help="distributed engine")
+    parser.add_argument(
+        "--remote-tables", action="store_true", help="under torchrun: rank 0 trains, ranks 1.. serve the tables"
+    )
+    parser.add_argument(
+        "--timeout-s", type=float, default=120.0, help="distributed: a rank silent this long ends the run"
+    )
 
 
 def build_parser() -> Parser:
@@ -117,24 +127,44 @@ def load_config(args: argparse.Namespace) -> config.Config:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    if args.log_every <= 0 or args.checkpoint_every < 0:
+        raise UsageError("--log-every must be positive and --checkpoint-every not negative")
+    if args.distributed and args.remote_tables:
+        raise UsageError("--distributed and --remote-tables are two setups: choose one")
+    if args.distributed:
+        from dlrm_study.distributed.run import train_main
+
+        cfg = None if args.resume else load_config(args)
+        out = Path(args.out) if args.out else Path("results/train.csv")
+        train_main(cfg, args.steps, out, args.timeout_s, args.checkpoint, args.resume, args.route, args.log_every)
+    elif args.remote_tables:
+        from dlrm_study.distributed import remote
+
+        remote.run(args.timeout_s, lambda make_arch: train_one(args, make_arch))
+    else:
+        train_one(args)
+
+
+def train_one(args: argparse.Namespace, make_arch=None) -> None:
+    """Training in this process (its tables local, or on parameter servers through `make_arch`)."""
     from dlrm_study.data import make_data
+    from dlrm_study.embeddings import make_sparse_arch
     from dlrm_study.train import build, evaluate, train
     from dlrm_study.train import checkpoint as ckpt
 
-    if args.log_every <= 0 or args.checkpoint_every < 0:
-        raise UsageError("--log-every must be positive and --checkpoint-every not negative")
+    make_arch = make_arch or make_sparse_arch
     if args.resume:
         names = ("config", "set", "loop", "precision", "seed", "data", "placement", "cache_fraction", "cache_policy")
         changed = [f"--{name}" for name in names if getattr(args, name)]
         if changed:
             raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")
-        run = ckpt.load(args.resume, device=args.device)
+        run = ckpt.load(args.resume, device=args.device, make_arch=make_arch)
         cfg = run.cfg
         cfg.train.steps = args.steps
         print(f"resumed {args.resume} at step {run.step}", file=sys.stderr)
     else:
         cfg = load_config(args)
-        run = build(cfg)
+        run = build(cfg, make_arch)
     data = make_data(cfg)
     bar = tqdm(total=cfg.train.steps, initial=run.step, desc=f"train {cfg.name}", disable=args.no_progress)
 
@@ -181,16 +211,33 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    from dlrm_study.measure import OPERATORS, bench
-
     if args.warmup < 0 or args.profile_steps < 0:
         raise UsageError("--warmup and --profile-steps must not be negative")
     cfg = load_config(args)
+    if args.distributed:
+        from dlrm_study.distributed.run import bench_main
+
+        if args.route != "own":
+            raise UsageError("bench --distributed measures the own route (--route own)")
+        bench_main(cfg, cfg.train.steps, args.warmup, Path(args.out), args.timeout_s, args.study)
+    elif args.remote_tables:
+        from dlrm_study.distributed import remote
+
+        remote.run(args.timeout_s, lambda make_arch: bench_one(args, cfg, make_arch))
+    else:
+        bench_one(args, cfg)
+
+
+def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> None:
+    """The benchmark in this process (tables local, or remote through `make_arch`)."""
+    from dlrm_study.embeddings import make_sparse_arch
+    from dlrm_study.measure import OPERATORS, bench
+
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
         limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.roofline == "quick")
-    progress = not args.no_progress
-    record = bench(cfg, cfg.train.steps, args.warmup, args.profile_steps, args.study, progress, limits)
+    progress, make_arch = not args.no_progress, make_arch or make_sparse_arch
+    record = bench(cfg, cfg.train.steps, args.warmup, args.profile_steps, args.study, progress, limits, make_arch)
     print(
         f"{cfg.name} / {record['loop']} on {record['device_name']} ({record['threads']} threads), "
         f"batch {cfg.train.batch_size}, {args.steps} steps"

@@ -27,6 +27,12 @@ VARIANT_ORDER = [
 ]
 
 
+def ordered(variants) -> list[str]:
+    """The study's variants in VARIANT_ORDER, then any others in their own order."""
+    present = list(dict.fromkeys(variants))
+    return [v for v in VARIANT_ORDER if v in present] + [v for v in present if v not in VARIANT_ORDER]
+
+
 def style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
 
@@ -81,7 +87,7 @@ def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
     """Bars: samples/s of each variant over the baseline variant's, per config (medians)."""
     rates = records.groupby(["config_name", "variant"])["samples_per_s"].median().unstack()
     ratios = rates.div(rates[baseline], axis=0)
-    order = [v for v in VARIANT_ORDER if v in ratios.columns]
+    order = ordered(ratios.columns)
     tidy = ratios[order].reset_index().melt(id_vars="config_name", var_name="variant", value_name="speedup")
     fig, ax = plt.subplots(figsize=(8, 4))
     sns.barplot(tidy, x="config_name", y="speedup", hue="variant", hue_order=order, ax=ax)
@@ -97,7 +103,7 @@ def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
     """Training loss (windowed mean) against step, one line per variant; AUC in the legend."""
     losses = records[records["kind"] == "loss"]
     evals = records[records["kind"] == "eval"].set_index("variant")["eval_auc"]
-    order = [v for v in VARIANT_ORDER if v in set(losses["variant"])]
+    order = ordered(losses["variant"])
     labels = {v: f"{v} (AUC {evals[v]:.4f})" for v in order if v in evals}
     fig, ax = plt.subplots(figsize=(8, 4))
     for variant in order:
@@ -113,7 +119,7 @@ def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
 
 def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
     """samples/s against one knob (`x`, labelled by `knob`), one line per variant, log-log."""
-    order = [v for v in VARIANT_ORDER if v in set(records["variant"])]
+    order = ordered(records["variant"])
     fig, ax = plt.subplots(figsize=(6, 4))
     sns.lineplot(records, x="x", y="samples_per_s", hue="variant", hue_order=order, marker="o", ax=ax)
     ax.set(xscale="log", yscale="log", xlabel=records["knob"].iloc[0], ylabel="training samples/s", title=title)
@@ -149,3 +155,41 @@ def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
     grid.figure.suptitle(title, y=1.04)
     add_caption(grid.figure, records)
     return grid.figure
+
+
+def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
+    """Per measured point: compute alone and the communication left exposed, ms per step."""
+    rows = records.sort_values(["world_size", "batch_size", "data.lookups_per_table"])
+    labels = [
+        f"{int(r.world_size)} rank{'s' if r.world_size > 1 else ''}, batch {int(r.batch_size):,}, "
+        f"{int(r['data.lookups_per_table'])} lookups"
+        for _, r in rows.iterrows()
+    ]
+    table = pd.DataFrame(
+        {
+            "compute alone": rows["compute_ms_median"].to_numpy(),
+            "exposed communication": rows["exposed_comm_ms"].to_numpy(),
+        },
+        index=labels,
+    )
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(table) + 1.8))
+    table.plot.barh(stacked=True, ax=ax, width=0.7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time per training step, slowest rank (ms)")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    add_caption(fig, records)
+    return fig
+
+
+def scaling_projection(projection: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
+    """Modelled parallel efficiency against ranks, strong and weak scaling."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    sns.lineplot(projection, x="ranks", y="efficiency", hue="mode", marker="o", ax=ax)
+    ax.set(xscale="log", ylim=(0, 1.05), xlabel="ranks", ylabel="parallel efficiency (model)", title=title)
+    ax.set_xticks(sorted(projection["ranks"].unique()))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.legend(frameon=False)
+    add_caption(fig, records)
+    return fig

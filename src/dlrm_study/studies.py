@@ -422,3 +422,45 @@ def gpu_status(out: Path) -> str:
     first = gpu.iloc[0]
     when = str(gpu["timestamp"].min())[:10]
     return f"GPU: {len(gpu)} records measured on {first['gpu_model']} ({when}, commit {str(first['git_commit'])[:7]})."
+
+
+# --- notebook 05: tables on parameter servers against local tables ------------------------------
+
+REMOTE_BASE = {
+    "smoke": ["model.table_rows=4x1000", "train.batch_size=32"],
+    "quick": ["model.table_rows=8x100000", "data.lookups_per_table=20", "train.batch_size=1024"],
+    "full": ["model.table_rows=8x1000000", "data.lookups_per_table=20", "train.batch_size=2048"],
+}
+REMOTE_ROUNDS = {"smoke": 1, "quick": 3, "full": 5}
+
+
+def remote_vs_local(profile: str, out: Path, measure: bool = True) -> pd.DataFrame:
+    """The optimized fp32 loop with its tables local, and on one parameter server (RPC), alternated.
+
+    Each process gets one core (the trainer and the server one each), so the remote setup has a
+    second core for its tables: the comparison is of placements, not of equal hardware.
+    """
+    from dlrm_study import results
+    from dlrm_study.distributed.scaling import launch
+
+    path, study = out / "remote.csv", f"remote-vs-local-{profile}"
+    base = "tiny" if profile == "smoke" else "dlrm-benchmark"
+    steps = {"smoke": 2, "quick": 10, "full": 30}[profile]
+    if measure:
+        have = results.load(path) if path.exists() else pd.DataFrame()
+        measured = int((have["study"] == study).sum()) if "study" in have else 0
+        for _ in range(REMOTE_ROUNDS[profile] - measured // 2):
+            for placement in ("local", "remote"):
+                args = ["bench", "--config", base, "--loop", "optimized", "--steps", str(steps), "--warmup", "2"]
+                args += ["--profile-steps", "0", "--roofline", "off", "--study", study, "--out", str(path)]
+                args += [item for o in REMOTE_BASE[profile] for item in ("--set", o)]
+                if placement == "remote":
+                    launch(2, [*args, "--remote-tables"])  # a trainer and one parameter server
+                else:
+                    launch(0, args)
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    frame = results.load(path)
+    frame = frame[frame["study"] == study].copy()
+    frame["tables"] = frame["placement"].map(lambda p: "remote (1 server)" if p == "remote" else "local")
+    return frame

@@ -98,11 +98,16 @@ def assignments(key: str, value: object) -> list[str]:
     return [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
 
 
-def environment(device: str = "cpu") -> dict[str, object]:
-    """What makes two measurements of one config comparable: hardware, threads, software."""
+def environment(device: str = "cpu", threads: int | None = None) -> dict[str, object]:
+    """What makes two measurements of one config comparable: hardware, threads, software.
+
+    `threads`: the intra-op threads the measurement runs with, where not this process's (a rank's).
+    """
     prov = results.provenance(device)
     keys = ("device_name", "gpu_model", "threads", "torch_version", "torchrec_version", "fbgemm_gpu_cpu_version")
     env = {k: prov[k] for k in keys}
+    if threads is not None:
+        env["threads"] = threads
     env_key = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:12]
     return {"env_key": env_key, **env}
 

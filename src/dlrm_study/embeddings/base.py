@@ -45,6 +45,11 @@ class SparseArch(nn.Module):
         """Each table's weights as fp32 (rows, dim), for checks and comparisons."""
         raise NotImplementedError
 
+    @torch.no_grad()
+    def set_tables(self, weights: list[torch.Tensor]) -> None:
+        """Overwrite each table with fp32 weights (rows, dim): a checkpoint's, or another arch's."""
+        raise NotImplementedError(f"{type(self).__name__} cannot load tables")
+
     def stats(self) -> dict[str, float]:
         """Counters worth a column in the record (a cache's hit rate, say); reset by the call."""
         return {}

@@ -97,3 +97,8 @@ class FusedCPUSparseArch(SparseArch):
 
     def tables(self) -> list[torch.Tensor]:
         return list(self.master_weight().split(self.table_rows))
+
+    @torch.no_grad()
+    def set_tables(self, weights: list[torch.Tensor]) -> None:
+        for start, weight in zip(self.table_starts.tolist(), weights, strict=True):
+            self.set_rows(start, weight)

@@ -47,6 +47,11 @@ class ReferenceSparseArch(SparseArch):
     def tables(self) -> list[torch.Tensor]:
         return [bag.weight.detach() for bag in self.bags]
 
+    @torch.no_grad()
+    def set_tables(self, weights: list[torch.Tensor]) -> None:
+        for bag, weight in zip(self.bags, weights, strict=True):
+            bag.weight.copy_(weight)
+
 
 class RowWiseSparseAdagrad(torch.optim.Optimizer):
     """Row-wise Adagrad on sparse gradients, as facebookresearch/dlrm's optim/rwsadagrad.py.

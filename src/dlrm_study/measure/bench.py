@@ -12,7 +12,7 @@ kernel launches, not kernels.
 import resource
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from tqdm.auto import tqdm
@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
+from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
 from dlrm_study.train.loop import Run, build, place, train_step
 
@@ -46,13 +47,14 @@ def bench(
     study: str = "bench",
     progress: bool = True,
     limits: dict[str, float] | None = None,
+    make_arch: Callable[..., SparseArch] = make_sparse_arch,
 ) -> dict[str, object]:
     """Build the config's run, time `steps` training steps after `warmup`, return one record.
 
     With the machine's measured `limits` (`roofline.measure_limits`) the record also carries
     the roofline bound and the achieved fraction of it.
     """
-    run = build(cfg)
+    run = build(cfg, make_arch)
     reset_peak_memory(run.device)
     batches = make_data(cfg).batches()
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)

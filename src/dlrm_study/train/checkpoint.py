@@ -6,11 +6,13 @@ dense optimizer keeps is saved too.
 """
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from dlrm_study.config import Config
+from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.errors import UsageError
 from dlrm_study.train.loop import Run, build
 
@@ -30,7 +32,7 @@ def save(run: Run, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def load(path: Path, device: str | None = None) -> Run:
+def load(path: Path, device: str | None = None, make_arch: Callable[..., SparseArch] = make_sparse_arch) -> Run:
     """Rebuild the run a checkpoint was saved from, at the step it was saved."""
     if not path.is_file():
         raise UsageError(f"checkpoint not found: {path}")
@@ -41,7 +43,7 @@ def load(path: Path, device: str | None = None) -> Run:
         raise UsageError(f"{path} is not a dlrm-study checkpoint ({type(err).__name__})") from None
     if device:
         cfg.train.device = device
-    run = build(cfg)
+    run = build(cfg, make_arch)
     run.model.load_state_dict(state["model"])
     run.dense_optimizer.load_state_dict(state["dense_optimizer"])
     run.step, run.losses = state["step"], list(state["losses"])

@@ -19,7 +19,7 @@ from torch.nn import functional as F
 from dlrm_study.config import Config, check_fits, resolve_placement, validate
 from dlrm_study.data import Batch
 from dlrm_study.data.loader import Prefetcher, device_feed
-from dlrm_study.embeddings import make_sparse_arch
+from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.errors import UsageError
 from dlrm_study.interaction import FusedDotInteraction
 from dlrm_study.model import DLRM
@@ -49,8 +49,11 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def build(cfg: Config) -> Run:
-    """Validate the config, check it fits, then initialise the model from `train.seed`."""
+def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) -> Run:
+    """Validate the config, check it fits, then initialise the model from `train.seed`.
+
+    `make_arch(cfg, generator, device)` makes the sparse arch (remote tables pass their own).
+    """
     validate(cfg)
     device = resolve_device(cfg.train.device)
     if cfg.train.placement == "auto":
@@ -63,7 +66,7 @@ def build(cfg: Config) -> Run:
         print(f"dlrm-study: {device.type} has no bf16 support here; running fp32 instead", file=sys.stderr)
         cfg.train.precision = "fp32"
     generator = torch.Generator().manual_seed(cfg.train.seed)
-    sparse_arch = make_sparse_arch(cfg, generator, device)
+    sparse_arch = make_arch(cfg, generator, device)
     interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
     model = DLRM(cfg.model, sparse_arch, generator, interaction).to_device(device)
     if cfg.train.loop == "gpu":  # fp32 parameters; in bf16 the dense math runs under autocast

@@ -1,0 +1,237 @@
+"""`dlrm-study train --distributed` and `dlrm-study bench --distributed`, under torchrun.
+
+Every rank runs the same command; rank 0 alone prints and writes records and checkpoints.
+A failure on any rank (a dead or hung peer, a bad config) ends every rank non-zero, and
+no record is written: a record is appended only after the last collective succeeded.
+"""
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from dlrm_study import results
+from dlrm_study.config import Config
+from dlrm_study.data import make_data
+from dlrm_study.distributed import hybrid
+from dlrm_study.distributed.launch import fail, init, shutdown
+from dlrm_study.errors import UsageError
+from dlrm_study.sweep import environment
+from dlrm_study.train import checkpoint as ckpt
+
+PHASES = ("lookup", "forward", "backward", "update", "loss_allreduce")
+
+
+def fault_injection(run: hybrid.DistRun) -> None:
+    """DLRM_STUDY_FAULT=RANK:STEP:kill|hang makes that rank die or hang (the fault tests use it)."""
+    spec = os.environ.get("DLRM_STUDY_FAULT")
+    if not spec:
+        return
+    rank, step, kind = spec.split(":")
+    if int(rank) == run.world.rank and int(step) == run.step:
+        print(f"dlrm-study: rank {run.world.rank}: injected fault '{kind}' at step {run.step}", file=sys.stderr)
+        if kind == "kill":
+            os._exit(9)
+        while True:
+            time.sleep(3600)
+
+
+def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, route: str = "own") -> hybrid.DistRun:
+    """Join the group and build this rank's share (from a checkpoint when resuming)."""
+    initial, step, losses = None, 0, []
+    if resume:  # before joining: a missing or foreign file is a usage error like any other
+        saved = ckpt.load(resume)
+        cfg, step, losses = saved.cfg, saved.step, saved.losses
+        state = saved.model.state_dict()
+        initial = {
+            "tables": [w.clone() for w in saved.model.sparse_arch.tables()],
+            "dense": {k: v for k, v in state.items() if not k.startswith("sparse_arch.")},
+        }
+        del saved
+    world = init(cfg.train.device, timeout_s)
+    try:
+        if route == "torchrec":
+            from dlrm_study.distributed import torchrec_route
+
+            run = torchrec_route.build(cfg, world, initial)
+        else:
+            run = hybrid.build(cfg, world, initial)
+    except UsageError as err:  # every rank reaches the same verdict on a config
+        if world.is_main:
+            print(f"dlrm-study: error: {err}", file=sys.stderr)
+        os._exit(2)
+    run.step, run.losses = step, list(losses)
+    world.beat()  # built
+    return run
+
+
+def train_main(cfg: Config, steps: int, out: Path, timeout_s: float, checkpoint: Path | None = None,
+               resume: Path | None = None, route: str = "own", log_every: int = 50) -> None:  # fmt: skip
+    run = start(cfg, timeout_s, resume, route)
+    world, cfg = run.world, run.cfg
+    step_fn = route_step(route)
+    try:
+        batches = make_data(cfg).batches(start=run.step)
+        begin, first = time.perf_counter(), run.step
+        while run.step < steps:
+            fault_injection(run)
+            loss = step_fn(run, next(batches))
+            run.losses.append(loss)
+            if world.is_main and (run.step % log_every == 0 or run.step == steps):
+                print(f"step {run.step}/{steps}  loss {loss:.4f}", flush=True)
+        seconds = time.perf_counter() - begin
+        if checkpoint:
+            save_checkpoint(run, checkpoint)
+        dist.barrier()
+    except Exception as err:  # a collective failed: a peer died or hung
+        fail(world, collective_error(err))
+    if world.is_main:
+        rate = (run.step - first) * cfg.train.batch_size / seconds if seconds > 0 else float("nan")
+        record = {
+            "study": "train-distributed",
+            "config_name": cfg.name,
+            "config_hash": cfg.hash(),
+            "loop": cfg.train.loop,
+            "route": route,
+            "world_size": world.size,
+            "steps": run.step,
+            "final_loss": run.losses[-1] if run.losses else float("nan"),
+            "samples_per_s": rate,
+            "error": "",
+            **cfg.flat(),
+            **results.provenance("cpu"),
+        }
+        results.append(out, record)
+        print(
+            f"trained {run.step - first} steps on {world.size} ranks, {rate:,.0f} samples/s; record appended to {out}"
+        )
+    shutdown(world)
+
+
+def collective_error(err: Exception) -> str:
+    """The first line of a failed collective's error, short: the watchdog's verdict follows it."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"a collective failed ({type(err).__name__}: {first[:120]})"
+
+
+def route_step(route: str):
+    if route == "torchrec":
+        from dlrm_study.distributed import torchrec_route
+
+        return torchrec_route.train_step
+    return hybrid.train_step
+
+
+def save_checkpoint(run: hybrid.DistRun, path: Path) -> None:
+    """A single-process checkpoint (any number of ranks, or one process, resumes it), on rank 0."""
+    if run.cfg.train.optimizer != "sgd":
+        raise UsageError("distributed checkpoints keep no optimizer state: they need train.optimizer=sgd")
+    tables = hybrid.gather_tables(run) if run.route == "own" else run.gather_tables()
+    if not run.world.is_main:
+        return
+    from dlrm_study.train.loop import build
+
+    whole = build(Config.from_dict(run.cfg.to_dict()))  # the single-process layout, filled in
+    whole.model.sparse_arch.set_tables(tables)
+    whole.model.load_state_dict(hybrid.dense_state(run), strict=False)
+    whole.step, whole.losses = run.step, run.losses
+    ckpt.save(whole, path)
+
+
+def bench_main(cfg: Config, steps: int, warmup: int, out: Path, timeout_s: float, study: str) -> None:
+    """Timed steps with their phases, the same steps without the network, then the network alone."""
+    run = start(cfg, timeout_s)
+    world, arch = run.world, run.dlrm.sparse_arch
+    try:
+        batches = make_data(cfg).batches()
+        timed_steps(run, batches, warmup)
+        arch.wait_s = arch.ex.backward_s = 0.0
+        phases: dict[str, float] = {}
+        step_ms = timed_steps(run, batches, steps, phases)
+        wait, exchange_back = arch.wait_s, arch.ex.backward_s
+        arch.exchange = False  # compute alone: the exchange done locally, no dense allreduce
+        with run.model.no_sync():
+            timed_steps(run, batches, warmup)
+            compute_ms = timed_steps(run, batches, steps)
+        arch.exchange = True
+        comm = communication_alone(run)
+        # Per-step medians can differ by rank; the slowest rank sets the pace.
+        summary = torch.tensor([statistics.median(step_ms), statistics.median(compute_ms)])
+        dist.all_reduce(summary, op=dist.ReduceOp.MAX)
+    except Exception as err:
+        fail(world, collective_error(err))
+    if world.is_main:
+        step, compute = summary.tolist()
+        record = {
+            "study": study,
+            "config_name": cfg.name,
+            "config_hash": cfg.hash(),
+            "loop": cfg.train.loop,
+            "route": "own",
+            "sparse_arch": arch.local.name,
+            "world_size": world.size,
+            "threads_per_rank": torch.get_num_threads(),
+            "batch_size": cfg.train.batch_size,
+            "local_batch": run.local_batch,
+            "steps": steps,
+            "warmup": warmup,
+            "ms_median": step,
+            "ms_p10": sorted(step_ms)[len(step_ms) // 10],
+            "ms_p90": sorted(step_ms)[(9 * len(step_ms)) // 10],
+            "samples_per_s": cfg.train.batch_size / (step / 1e3),
+            "compute_ms_median": compute,
+            "exposed_comm_ms": max(0.0, step - compute),
+            "exchange_wait_ms": 1e3 * wait / steps,
+            "exchange_backward_ms": 1e3 * exchange_back / steps,
+            **{f"phase_{name}_ms": 1e3 * phases.get(name, 0.0) / steps for name in PHASES},
+            **comm,
+            "error": "",
+            **environment(),
+            **cfg.flat(),
+            **results.provenance("cpu"),
+        }
+        results.append(out, record)
+        print(
+            f"{world.size} ranks: {step:.1f} ms/step ({record['samples_per_s']:,.0f} samples/s), compute alone "
+            f"{compute:.1f} ms, exposed communication {record['exposed_comm_ms']:.1f} ms; record appended to {out}"
+        )
+    shutdown(world)
+
+
+def timed_steps(run: hybrid.DistRun, batches, count: int, phases: dict[str, float] | None = None) -> list[float]:
+    """Milliseconds of each of `count` training steps."""
+    out = []
+    for _ in range(count):
+        batch = next(batches)
+        start = time.perf_counter()
+        hybrid.train_step(run, batch, phases)
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+def timed_ms(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def communication_alone(run: hybrid.DistRun, repeats: int = 10) -> dict[str, float]:
+    """The step's collectives on their own: forward all-to-all, dense allreduce (bytes and ms)."""
+    ex = run.dlrm.sparse_arch.ex
+    send, receive = ex.counts()
+    source, target = torch.randn(sum(send)), torch.empty(sum(receive))
+    dense = torch.zeros(sum(p.numel() for p in run.dlrm.dense_parameters()))
+    alltoall = [
+        timed_ms(lambda: dist.all_to_all_single(target, source, receive, send, ex.group)) for _ in range(repeats)
+    ]
+    allreduce = [timed_ms(lambda: dist.all_reduce(dense)) for _ in range(repeats)]
+    return {
+        "comm_alltoall_ms": statistics.median(alltoall),
+        "comm_alltoall_bytes": 4 * (sum(send) - send[ex.rank]),  # what leaves this rank
+        "comm_allreduce_ms": statistics.median(allreduce),
+        "comm_allreduce_bytes": 4 * dense.numel(),
+    }

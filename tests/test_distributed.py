@@ -1,0 +1,177 @@
+"""Hybrid parallelism under torchrun (2 gloo ranks on the CPU): equivalence, checkpoints, faults."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import torch
+from tests.conftest import ROOT
+
+from dlrm_study import config, results
+from dlrm_study.data import make_data
+from dlrm_study.distributed import perf_model
+from dlrm_study.distributed.hybrid import table_owners
+from dlrm_study.train import build, train
+from dlrm_study.train import checkpoint as ckpt
+
+# Five tables over two ranks (uneven), repeated ids in bags of 6.
+SHAPE = [
+    "data.pooling=fixed",
+    "data.lookups_per_table=6",
+    "model.table_rows=50-70-30-90-40",
+    "train.batch_size=32",
+]
+
+
+def torchrun(*args: str, ranks: int = 2, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`torchrun --standalone --nproc_per_node RANKS -m dlrm_study ARGS` with one thread per rank."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
+    command += ["-m", "dlrm_study", *args]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src"), **(env or {})}
+    env.pop("TRITON_INTERPRET", None)
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def sets(*overrides: str) -> list[str]:
+    return [item for o in [*SHAPE, *overrides] for item in ("--set", o)]
+
+
+def single_process(steps: int, *overrides: str):
+    cfg = config.load("tiny", [*SHAPE, *overrides])
+    run = build(cfg)
+    train(run, make_data(cfg).batches(), steps)
+    return run
+
+
+def assert_same(a, b, atol: float = 1e-5) -> None:
+    assert a.step == b.step
+    assert a.losses == pytest.approx(b.losses, abs=atol)
+    for x, y in zip(a.model.sparse_arch.tables(), b.model.sparse_arch.tables(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=atol)
+    for x, y in zip(a.model.dense_parameters(), b.model.dense_parameters(), strict=True):
+        torch.testing.assert_close(x.detach(), y.detach(), rtol=0, atol=atol)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "route, loop",
+    [("own", "reference"), ("own", "optimized"), ("torchrec", "reference")],
+    ids=["own", "own-fused", "torchrec"],
+)
+def test_two_ranks_train_what_one_process_trains(tmp_path, route, loop):
+    where = ["--checkpoint", str(tmp_path / "c.pt"), "--out", str(tmp_path / "t.csv")]
+    done = torchrun("train", "--distributed", "--route", route, *sets(f"train.loop={loop}"), "--steps", "5", *where)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same(ckpt.load(tmp_path / "c.pt"), single_process(5, f"train.loop={loop}"))
+    record = results.load(tmp_path / "t.csv").iloc[0]
+    assert record["world_size"] == 2 and record["route"] == route
+
+
+@pytest.mark.slow
+def test_a_distributed_checkpoint_resumes_on_one_rank_or_two(tmp_path):
+    out = ["--out", str(tmp_path / "t.csv")]
+    done = torchrun("train", "--distributed", *sets(), "--steps", "3", "--checkpoint", str(tmp_path / "at3.pt"), *out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    straight = single_process(5)
+    one = ckpt.load(tmp_path / "at3.pt")  # one process
+    train(one, make_data(one.cfg).batches(start=3), 5)
+    assert_same(one, straight)
+    resume = ["--resume", str(tmp_path / "at3.pt"), "--checkpoint", str(tmp_path / "at5.pt")]
+    done = torchrun("train", "--distributed", *resume, "--steps", "5", *out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same(ckpt.load(tmp_path / "at5.pt"), straight)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["kill", "hang"])
+def test_a_dead_or_hung_rank_ends_the_run_naming_it(tmp_path, kind):
+    out = tmp_path / "t.csv"
+    began = time.monotonic()
+    fault = {"DLRM_STUDY_FAULT": f"1:3:{kind}"}  # rank 1 dies or hangs before step 4
+    done = torchrun("train", "--distributed", "--steps", "50", "--timeout-s", "5", "--out", str(out), env=fault)
+    elapsed = time.monotonic() - began
+    assert done.returncode != 0
+    assert "dlrm-study: rank 0: a collective failed" in done.stderr
+    assert "rank 1 fell behind (dead or hung)" in done.stderr
+    assert elapsed < 60  # startup, 3 steps, then at most the 5 s timeout and torchrun's stop
+    assert not out.exists()  # nothing recorded as a success
+
+
+def test_distributed_outside_torchrun_is_a_usage_error(capsys):
+    from dlrm_study.cli import main
+
+    assert main(["train", "--distributed", "--steps", "2"]) == 2
+    assert "runs under torchrun" in capsys.readouterr().err
+
+
+def test_table_owners_balance_rows():
+    assert table_owners([100, 10, 10, 90], 2) == [0, 1, 0, 1]  # 110 rows on rank 0, 100 on rank 1
+    assert table_owners([5] * 4, 2) == [0, 1, 0, 1]
+    loads = [0, 0, 0]
+    rows = config.preset("kaggle").model.table_rows
+    for rows_, rank in zip(rows, table_owners(rows, 3), strict=True):
+        loads[rank] += rows_
+    assert max(loads) <= sum(rows) / 3 + max(rows)  # greedy's bound: a fair share plus one table
+
+
+@pytest.mark.slow
+def test_remote_tables_train_what_local_tables_train(tmp_path):
+    """One trainer and one parameter server (torch.distributed.rpc) against one process."""
+    where = ["--checkpoint", str(tmp_path / "c.pt"), "--out", str(tmp_path / "t.csv")]
+    done = torchrun("train", "--remote-tables", *sets("train.loop=optimized"), "--steps", "5", *where)
+    assert done.returncode == 0, done.stderr[-3000:]
+    saved = torch.load(tmp_path / "c.pt", weights_only=True)
+    local = single_process(5, "train.loop=optimized")
+    assert saved["losses"] == pytest.approx(local.losses, abs=1e-5)
+    remote_tables = saved["model"]["sparse_arch._extra_state"]["tables"]
+    for x, y in zip(remote_tables, local.model.sparse_arch.tables(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=1e-5)
+    for key, value in local.model.state_dict().items():
+        if not key.startswith("sparse_arch."):
+            torch.testing.assert_close(saved["model"][key], value, rtol=0, atol=1e-5)
+    assert results.load(tmp_path / "t.csv").iloc[0]["loop"] == "optimized"
+
+
+def fake_records(cal, points) -> pd.DataFrame:
+    """Records as the scaling study writes them, with the compute times the model itself predicts."""
+    rows = []
+    for world, batch, lookups in points:
+        record = {**config.load("tiny", ["model.table_rows=8x100"]).flat(), "world_size": world, "batch_size": batch}
+        record["data.lookups_per_table"] = lookups
+        shape = perf_model.Shape.of(record)
+        record["compute_ms_median"] = perf_model.step_ms(cal, shape, world, perf_model.OMNI_PATH_100G)["compute_ms"]
+        rows.append(record)
+    return pd.DataFrame(rows)
+
+
+def test_the_model_recovers_its_rates_from_single_rank_points():
+    truth = perf_model.Calibration(overhead_ms=2.0, dense_ms_per_sample=0.01, sparse_ms_per_lookup=0.0005)
+    records = fake_records(truth, [(1, 1024, 20), (1, 512, 20), (1, 1024, 40)])
+    fitted = perf_model.fit(records)
+    for got, want in zip(vars(fitted).values(), vars(truth).values(), strict=True):
+        assert got == pytest.approx(want, rel=1e-6)
+    assert perf_model.check(fitted, fake_records(truth, [(2, 1024, 20)]))["error"].abs().max() < 1e-9
+
+
+def test_projection_with_a_free_network_and_dense_work_only_scales_perfectly():
+    free = perf_model.Network("free", bandwidth_gbps=float("inf"), latency_us=0.0)
+    dense_only = perf_model.Calibration(0.0, 0.01, 0.0)
+    shape = perf_model.Shape(batch=1024, tables=8, lookups=20, dim=16, dense_params=10_000)
+    projection = perf_model.project(dense_only, shape, free, [1, 2, 8, 64])
+    assert projection["efficiency"].to_numpy() == pytest.approx(1.0)
+    # Sparse work placed whole per table: beyond 8 ranks the busiest rank keeps a whole table.
+    sparse_only = perf_model.Calibration(0.0, 0.0, 0.001)
+    strong = perf_model.project(sparse_only, shape, free, [8, 64]).query("mode == 'strong'")
+    assert strong["step_ms"].iloc[0] == pytest.approx(strong["step_ms"].iloc[1])
+
+
+def test_communication_terms_follow_the_stated_formulas():
+    net = perf_model.Network("test", bandwidth_gbps=1.0, latency_us=10.0)  # 1e6 bytes per ms
+    shape = perf_model.Shape(batch=1000, tables=4, lookups=1, dim=10, dense_params=1_000_000)
+    times = perf_model.step_ms(perf_model.Calibration(0, 0, 0), shape, 2, net)
+    pooled = 500 * 2 * 10 * 4  # B/W samples x ceil(T/W) tables x D x 4 bytes, to the one other rank
+    assert times["alltoall_ms"] == pytest.approx(2 * (0.01 + pooled / 1e6))
+    assert times["allreduce_ms"] == pytest.approx(2 * 0.01 + 2 * 0.5 * 4e6 / 1e6)
