@@ -94,8 +94,10 @@ def test_a_dead_or_hung_rank_ends_the_run_naming_it(tmp_path, kind):
     done = torchrun("train", "--distributed", "--steps", "50", "--timeout-s", "5", "--out", str(out), env=fault)
     elapsed = time.monotonic() - began
     assert done.returncode != 0
-    assert "dlrm-study: rank 0: a collective failed" in done.stderr
-    assert "rank 1 fell behind (dead or hung)" in done.stderr
+    # Rank 0 says why it stopped (a failed collective, its watchdog, or torchrun stopping it after
+    # rank 1 exited: which comes first is a race) and names rank 1 either way.
+    said = [line for line in done.stderr.splitlines() if line.startswith("dlrm-study: rank 0:")]
+    assert said and "rank 1 fell behind (dead or hung)" in said[-1], done.stderr[-3000:]
     assert elapsed < 60  # startup, 3 steps, then at most the 5 s timeout and torchrun's stop
     assert not out.exists()  # nothing recorded as a success
 
