@@ -100,18 +100,16 @@ def test_triton_kernels_match_their_torch_twins():
         triton_ops.forward_fp32(weight, ids, starts, batch, tables),
         torch_ops.forward_fp32(weight, ids, starts, batch, tables),
     )
-    for name in ("sgd_fp32", "rowwise_adagrad_fp32"):
+    for sgd in (triton_ops.sgd_fp32, triton_ops.sgd_rows_fp32):  # atomics, and distinct rows (uvm)
         w1, w2 = weight.clone(), weight.clone()
-        m1, m2 = torch.zeros(rows), torch.zeros(rows)
-        args = (
-            (ids, starts, grad, 0.1, batch, tables)
-            if name == "sgd_fp32"
-            else (ids, starts, grad, 0.1, 1e-8, batch, tables)
-        )
-        getattr(triton_ops, name)(w1, *(() if name == "sgd_fp32" else (m1,)), *args)
-        getattr(torch_ops, name)(w2, *(() if name == "sgd_fp32" else (m2,)), *args)
+        sgd(w1, ids, starts, grad, 0.1, batch, tables)
+        torch_ops.sgd_fp32(w2, ids, starts, grad, 0.1, batch, tables)
         torch.testing.assert_close(w1, w2, rtol=0, atol=1e-6)
-        torch.testing.assert_close(m1, m2)
+    (w1, m1), (w2, m2) = (weight.clone(), torch.zeros(rows)), (weight.clone(), torch.zeros(rows))
+    triton_ops.rowwise_adagrad_fp32(w1, m1, ids, starts, grad, 0.1, 1e-8, batch, tables)
+    torch_ops.rowwise_adagrad_fp32(w2, m2, ids, starts, grad, 0.1, 1e-8, batch, tables)
+    torch.testing.assert_close(w1, w2, rtol=0, atol=1e-6)
+    torch.testing.assert_close(m1, m2)
     src_rows, dst_rows = torch.tensor([3, 0, 7]), torch.tensor([1, 2, 0])
     d1, d2 = torch.zeros(4, dim), torch.zeros(4, dim)
     triton_ops.copy_rows(weight, src_rows, d1, dst_rows)

@@ -95,6 +95,10 @@ class DeviceTablesSparseArch(KernelTablesArch):
     def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
         momentum = getattr(self, "momentum", None)
         tables = len(self.table_rows)
+        if self.placement == "uvm" and self.ops is triton_ops and self.optimizer == "sgd":
+            # Host-resident rows: one store per distinct row instead of atomics across PCIe.
+            self.ops.sgd_rows_fp32(self.weight, ids, bag_starts, grad.float().contiguous(), self.lr, batch, tables)
+            return
         update_rows(self.ops, self.optimizer, self.weight, momentum, ids, bag_starts, grad, self.lr, batch, tables)
 
     def tables(self) -> list[torch.Tensor]:

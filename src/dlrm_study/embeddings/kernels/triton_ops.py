@@ -66,6 +66,17 @@ if triton is not None:
             tl.atomic_add(weight + row * dim + cols, step, mask=mask)
 
     @triton.jit
+    def _sgd_rows_kernel(weight, rows, grad, lr, dim, BLOCK_D: tl.constexpr):
+        # One program per distinct row (gradient summed over repeats): plain stores, no atomics.
+        r = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_D)
+        mask = cols < dim
+        row = tl.load(rows + r).to(tl.int64)
+        g = tl.load(grad + r.to(tl.int64) * dim + cols, mask=mask, other=0.0)
+        w = tl.load(weight + row * dim + cols, mask=mask)
+        tl.store(weight + row * dim + cols, w - lr * g, mask=mask)
+
+    @triton.jit
     def _adagrad_rows_kernel(weight, momentum, rows, grad, lr, eps, dim, BLOCK_D: tl.constexpr):
         # One program per distinct row, with its gradient already summed over repeats.
         r = tl.program_id(0)
@@ -104,6 +115,18 @@ def sgd_fp32(weight, ids, bag_starts, grad, lr: float, batch: int, tables: int) 
     dim = weight.shape[1]
     if batch * tables:
         _sgd_kernel[(batch * tables,)](weight, ids, bag_starts, grad, lr, batch, tables, dim, BLOCK_D=block(dim))
+
+
+def sgd_rows_fp32(weight, ids, bag_starts, grad, lr: float, batch: int, tables: int) -> None:
+    """SGD on each distinct row once, its repeats summed first: no atomics on the weights.
+
+    For tables in pinned host memory (`uvm`), where GPU atomics would have to cross PCIe
+    (and need the platform's PCIe atomics); the result equals `sgd_fp32` up to summation order.
+    """
+    rows, summed = torch_ops.summed_rows(ids, bag_starts, grad)
+    if len(rows):
+        dim = weight.shape[1]
+        _sgd_rows_kernel[(len(rows),)](weight, rows, summed, lr, dim, BLOCK_D=block(dim))
 
 
 def rowwise_adagrad_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int):
