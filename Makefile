@@ -66,12 +66,12 @@ lock: env
 # one H200; records in results/gpu-run/ to copy into results/. On a GPU machine with only
 # torch and Triton, run `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
 gpu-check:
-	PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run
+	DLRM_STUDY_COMMIT=$$(git rev-parse HEAD) PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run
 
 # Wheels the GPU script may need on an offline GPU machine (Python 3.12, x86_64).
 gpu-wheels:
 	$(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
-	  --platform manylinux_2_17_x86_64 -d wheels/gpu pyyaml tqdm pytest
+	  --platform manylinux_2_17_x86_64 -d wheels/gpu pyyaml tqdm pytest pandas numpy ninja
 
 clean:
 	rm -rf .pytest_cache .ruff_cache build src/*.egg-info

@@ -38,7 +38,8 @@ def git_commit() -> str:
             ["git", "status", "--porcelain", "--untracked-files=no", *code], cwd=src, capture_output=True, text=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        # A copy of the tree without git (a GPU machine): the launcher names the commit.
+        return os.environ.get("DLRM_STUDY_COMMIT", "unknown")
     return commit + ("-dirty" if dirty else "")
 
 
