@@ -102,6 +102,15 @@ def test_a_dead_or_hung_rank_ends_the_run_naming_it(tmp_path, kind):
     assert not out.exists()  # nothing recorded as a success
 
 
+def test_gpu_ranks_are_refused_plainly():
+    from dlrm_study.distributed.hybrid import check_config
+    from dlrm_study.distributed.launch import World
+    from dlrm_study.errors import UsageError
+
+    with pytest.raises(UsageError, match="built for CPU ranks"):
+        check_config(config.load("tiny", ["train.device=cuda"]), World(0, 2))
+
+
 def test_distributed_outside_torchrun_is_a_usage_error(capsys):
     from dlrm_study.cli import main
 

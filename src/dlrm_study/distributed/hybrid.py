@@ -183,6 +183,9 @@ class DistRun:
         return self.dlrm.sparse_arch.ex.by_rank[self.world.rank]
 
 
+GPU_RANKS = "distributed runs are built for CPU ranks over gloo (train.device=cpu); GPU ranks (NCCL) are not"
+
+
 def check_config(cfg: Config, world: World) -> None:
     validate(cfg)
     t = cfg.train
@@ -192,6 +195,8 @@ def check_config(cfg: Config, world: World) -> None:
         raise UsageError(f"distributed runs use the reference or optimized loop, not {t.loop}")
     if t.precision != "fp32":
         raise UsageError("distributed runs are fp32 (train.precision=fp32)")
+    if t.device != "cpu":
+        raise UsageError(GPU_RANKS)
     if cfg.model.num_tables < world.size:
         raise UsageError(f"{cfg.model.num_tables} tables cannot be spread over {world.size} ranks (table-wise)")
 

@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-import torch
 import torch.distributed as dist
 
 from dlrm_study.errors import UsageError
@@ -46,18 +45,19 @@ def under_torchrun() -> bool:
 
 
 def init(device: str = "cpu", timeout_s: float = 60.0) -> World:
-    """Join the process group torchrun set up: gloo on the CPU, NCCL on GPUs."""
+    """Join the process group torchrun set up (gloo: the ranks are CPU processes)."""
     if not under_torchrun():
         raise UsageError(
             "--distributed runs under torchrun, e.g. torchrun --nproc_per_node 2 -m dlrm_study train --distributed"
         )
     if timeout_s <= 0:
         raise UsageError(f"--timeout-s must be positive, got {timeout_s}")
-    backend = "nccl" if device.startswith("cuda") else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    if device != "cpu":
+        from dlrm_study.distributed.hybrid import GPU_RANKS
+
+        raise UsageError(GPU_RANKS)
     timeout = timedelta(seconds=timeout_s)
-    dist.init_process_group(backend, timeout=timeout)
+    dist.init_process_group("gloo", timeout=timeout)
     world = World(dist.get_rank(), dist.get_world_size(), timeout)
     world.watchdog = Watchdog(dist.distributed_c10d._get_default_store(), world.rank, world.size, timeout_s)
     world.watchdog.start()
