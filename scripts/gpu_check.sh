@@ -12,10 +12,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-NEEDED="pyyaml tqdm pytest pandas numpy ninja"
-if ! "$PYTHON" -c "import yaml, tqdm, pytest, pandas, numpy, ninja" 2>/dev/null; then
-  echo "gpu_check: installing $NEEDED from wheels/gpu (offline)"
-  "$PYTHON" -m pip install -q --no-index --find-links wheels/gpu $NEEDED
+# module:package pairs; ninja is optional (without it the host placement's CPU kernels are PyTorch's).
+missing=()
+for pair in yaml:pyyaml tqdm:tqdm pytest:pytest pandas:pandas numpy:numpy ninja:ninja; do
+  "$PYTHON" -c "import ${pair%%:*}" 2>/dev/null || missing+=("${pair##*:}")
+done
+if [ ${#missing[@]} -gt 0 ] && [ -d wheels/gpu ]; then
+  echo "gpu_check: installing ${missing[*]} from wheels/gpu (offline)"
+  "$PYTHON" -m pip install -q --no-index --find-links wheels/gpu "${missing[@]}" || true
+fi
+if ! "$PYTHON" -c "import yaml, tqdm, pytest, pandas, numpy" 2>/dev/null; then
+  echo "gpu_check: needs pyyaml, tqdm, pytest, pandas and numpy: run make gpu-wheels and bring wheels/gpu" >&2
+  exit 2
 fi
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 exec timeout 480 "$PYTHON" -m dlrm_study.gpu_check "$@"
