@@ -186,3 +186,15 @@ def test_communication_terms_follow_the_stated_formulas():
     pooled = 500 * 2 * 10 * 4  # B/W samples x ceil(T/W) tables x D x 4 bytes, to the one other rank
     assert times["alltoall_ms"] == pytest.approx(2 * (0.01 + pooled / 1e6))
     assert times["allreduce_ms"] == pytest.approx(2 * 0.01 + 2 * 0.5 * 4e6 / 1e6)
+
+
+@pytest.mark.slow
+def test_a_hung_parameter_server_fails_the_trainer_naming_it(tmp_path):
+    out = tmp_path / "t.csv"
+    hang = {"DLRM_STUDY_FAULT": "1:3:hang"}  # the server (rank 1) hangs in step 3's update
+    args = ["train", "--remote-tables", *sets("train.loop=optimized"), "--steps", "20", "--timeout-s", "5"]
+    done = torchrun(*args, "--out", str(out), env=hang)
+    assert done.returncode != 0
+    said = [line for line in done.stderr.splitlines() if line.startswith("dlrm-study: parameter server")]
+    assert said and "'ps1' (tables [0, 1, 2, 3, 4])" in said[0] and "timeout" in said[0], done.stderr[-3000:]
+    assert not out.exists()

@@ -120,3 +120,17 @@ class Watchdog(threading.Thread):
                     flush=True,
                 )
                 os._exit(EXIT_PEER_FAILED)
+
+
+def inject_fault(rank: int, step: int) -> None:
+    """DLRM_STUDY_FAULT=RANK:STEP:kill|hang makes that rank die or hang at that step (fault tests)."""
+    spec = os.environ.get("DLRM_STUDY_FAULT")
+    if not spec:
+        return
+    at_rank, at_step, kind = spec.split(":")
+    if int(at_rank) == rank and int(at_step) == step:
+        print(f"dlrm-study: rank {rank}: injected fault '{kind}' at step {step}", file=sys.stderr, flush=True)
+        if kind == "kill":
+            os._exit(9)
+        while True:
+            time.sleep(3600)

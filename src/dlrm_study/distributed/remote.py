@@ -24,6 +24,7 @@ before a `RemoteSparseArch` is built; servers only need to be in the RPC group
 
 import itertools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ import torch
 import torch.distributed.rpc as rpc
 
 from dlrm_study.config import Config
+from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
 from dlrm_study.embeddings import kernels
 from dlrm_study.embeddings.base import SparseArch, batched_ids, uniform_table
 from dlrm_study.embeddings.fused_cpu import FusedCPUSparseArch
@@ -112,6 +114,7 @@ def _lookup(key: str, token: int | None, ids: torch.Tensor, bag_starts: torch.Te
 
 def _update(key: str, token: int, grad: torch.Tensor) -> float:
     """The fused update of this shard's rows from the gradient of its pooled output."""
+    inject_fault(rpc.get_worker_info().id, token)  # the fault tests' hook (DLRM_STUDY_FAULT)
     start = time.perf_counter()
     shard = _SHARDS[key]
     ids, bag_starts, batch = shard.saved.pop(token)
@@ -406,6 +409,9 @@ def run(timeout_s: float, work: Callable[[ArchFactory], None]) -> None:
     rpc.init_rpc("trainer", rank=0, world_size=world, rpc_backend_options=options)
     try:
         work(lambda cfg, generator, device: remote_sparse_arch(cfg, generator, servers))
+    except RemoteServerError as err:  # a server died or stopped answering: say which, end non-zero
+        print(f"dlrm-study: {str(err)[:300]}", file=sys.stderr, flush=True)
+        os._exit(EXIT_PEER_FAILED)  # no graceful shutdown: it would wait for the failed server
     except BaseException:
         rpc.shutdown(graceful=False)
         raise

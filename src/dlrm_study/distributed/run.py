@@ -18,7 +18,7 @@ from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.data import make_data
 from dlrm_study.distributed import hybrid
-from dlrm_study.distributed.launch import fail, init, shutdown
+from dlrm_study.distributed.launch import fail, init, inject_fault, shutdown
 from dlrm_study.errors import UsageError
 from dlrm_study.sweep import environment
 from dlrm_study.train import checkpoint as ckpt
@@ -27,17 +27,7 @@ PHASES = ("lookup", "forward", "backward", "update", "loss_allreduce")
 
 
 def fault_injection(run: hybrid.DistRun) -> None:
-    """DLRM_STUDY_FAULT=RANK:STEP:kill|hang makes that rank die or hang (the fault tests use it)."""
-    spec = os.environ.get("DLRM_STUDY_FAULT")
-    if not spec:
-        return
-    rank, step, kind = spec.split(":")
-    if int(rank) == run.world.rank and int(step) == run.step:
-        print(f"dlrm-study: rank {run.world.rank}: injected fault '{kind}' at step {run.step}", file=sys.stderr)
-        if kind == "kill":
-            os._exit(9)
-        while True:
-            time.sleep(3600)
+    inject_fault(run.world.rank, run.step)
 
 
 def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, route: str = "own") -> hybrid.DistRun:
