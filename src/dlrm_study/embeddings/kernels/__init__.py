@@ -28,7 +28,9 @@ def load() -> ModuleType | None:
     try:
         print("dlrm-study: loading the fused CPU kernels (compiled once, then cached)", file=sys.stderr)
         return cpp_extension.load(
-            name=f"dlrm_study_fused_cpu_{cpu_fingerprint()}",  # -march=native: one build per CPU kind
+            # -march=native: one build per CPU kind; and per checkout, or two checkouts sharing
+            # torch's cache would rebuild each other's (the source path is part of the build).
+            name=f"dlrm_study_fused_cpu_{cpu_fingerprint()}_{checkout()}",
             sources=[str(SOURCE)],
             extra_cflags=["-O3", "-march=native", "-fopenmp", "-ffp-contract=off"],  # no FMA: same rounding as PyTorch
             extra_ldflags=["-fopenmp"],
@@ -37,6 +39,11 @@ def load() -> ModuleType | None:
     except Exception as err:  # no compiler, no headers: the PyTorch path gives the same results
         warnings.warn(f"fused CPU kernels unavailable ({type(err).__name__}); using the PyTorch path", stacklevel=2)
         return None
+
+
+def checkout() -> str:
+    """Short hash of where the source lives."""
+    return hashlib.sha256(str(SOURCE.resolve()).encode()).hexdigest()[:6]
 
 
 def cpu_fingerprint() -> str:
