@@ -232,7 +232,12 @@ def sensitivity_records(knob: str, spec: Sweep) -> pd.DataFrame:
     """A sensitivity sweep's records with `x`, the knob's value, and `knob`, its axis label."""
     from dlrm_study import sweep
 
-    frame = sweep.records(spec).copy()
+    return with_knob(knob, sweep.records(spec))
+
+
+def with_knob(knob: str, records: pd.DataFrame) -> pd.DataFrame:
+    """The records with `x`, the knob's value at each point, and `knob`, its axis label."""
+    frame = records.copy()
     frame["x"] = frame["grid"].map(lambda grid: knob_value(knob, grid))
     frame["knob"] = KNOBS[knob][2]
     return frame
@@ -293,10 +298,7 @@ def with_gpu(knob: str, cpu_spec: Sweep) -> pd.DataFrame:
     gpu = gpu_records(on_gpu(cpu_spec))
     if gpu.empty:
         return frame
-    gpu = gpu.copy()
-    gpu["x"] = gpu["grid"].map(lambda grid: knob_value(knob, grid))
-    gpu["knob"] = KNOBS[knob][2]
-    return pd.concat([frame, gpu], ignore_index=True)
+    return pd.concat([frame, with_knob(knob, gpu)], ignore_index=True)
 
 
 def gpu_over_cpu(cpu: pd.DataFrame, gpu: pd.DataFrame) -> pd.DataFrame:

@@ -28,7 +28,7 @@ from dlrm_study.config import Config, check_fits, validate
 from dlrm_study.data import Batch
 from dlrm_study.distributed.launch import World
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
-from dlrm_study.embeddings.base import uniform_table
+from dlrm_study.embeddings.base import draw_tables
 from dlrm_study.errors import UsageError
 from dlrm_study.interaction import FusedDotInteraction
 from dlrm_study.model import DLRM
@@ -182,6 +182,12 @@ class DistRun:
     def owned_tables(self) -> list[int]:
         return self.dlrm.sparse_arch.ex.by_rank[self.world.rank]
 
+    def train_step(self, batch: Batch, phases: dict[str, float] | None = None) -> float:
+        return train_step(self, batch, phases)
+
+    def gather_tables(self) -> list[torch.Tensor] | None:
+        return gather_tables(self)
+
 
 GPU_RANKS = "distributed runs are built for CPU ranks over gloo (train.device=cpu); GPU ranks (NCCL) are not"
 
@@ -212,11 +218,8 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> DistRun:
     check_fits(cfg, "cpu")
     owners = table_owners(cfg.model.table_rows, world.size)
     generator = torch.Generator().manual_seed(cfg.train.seed)
-    mine: list[torch.Tensor] = []
-    for table, rows in enumerate(cfg.model.table_rows):
-        weights = uniform_table(rows, cfg.model.embedding_dim, generator)
-        if owners[table] == world.rank:
-            mine.append(weights)
+    owned = {t for t, rank in enumerate(owners) if rank == world.rank}
+    mine = draw_tables(cfg.model.table_rows, cfg.model.embedding_dim, generator, owned)
     local_cfg = Config.from_dict(cfg.to_dict())
     local_cfg.model.table_rows = [cfg.model.table_rows[t] for t, r in enumerate(owners) if r == world.rank]
     local = make_sparse_arch(local_cfg, torch.Generator().manual_seed(0))

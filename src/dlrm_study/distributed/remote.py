@@ -36,7 +36,7 @@ import torch.distributed.rpc as rpc
 from dlrm_study.config import Config
 from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
 from dlrm_study.embeddings import kernels
-from dlrm_study.embeddings.base import SparseArch, batched_ids, uniform_table
+from dlrm_study.embeddings.base import SparseArch, batched_ids, draw_tables
 from dlrm_study.embeddings.fused_cpu import FusedCPUSparseArch
 from dlrm_study.errors import UsageError
 
@@ -76,15 +76,10 @@ def build_shard_arch(cfg: Config, tables: list[int]) -> FusedCPUSparseArch:
     if t.precision != "fp32":
         raise ValueError("remote parameter servers hold fp32 tables only")
     rows = [m.table_rows[i] for i in tables]
-    # Built with a throwaway generator, then overwritten with the exact values below.
+    # Built with a throwaway generator, then overwritten with the single process's values.
     arch = FusedCPUSparseArch(rows, m.embedding_dim, t.learning_rate, torch.Generator(), t.optimizer, "fp32")
-    starts = dict(zip(tables, arch.table_starts.tolist(), strict=True))
     generator = torch.Generator().manual_seed(t.seed)
-    last = max(tables)
-    for table, table_rows in enumerate(m.table_rows[: last + 1]):
-        weights = uniform_table(table_rows, m.embedding_dim, generator)
-        if table in starts:
-            arch.set_rows(starts[table], weights)
+    arch.set_tables(draw_tables(m.table_rows[: max(tables) + 1], m.embedding_dim, generator, set(tables)))
     return arch
 
 
@@ -381,8 +376,7 @@ def remote_sparse_arch(
     Advances `generator` past the tables exactly as the local arch's init does (one table
     at a time, none kept), so the dense MLPs drawn after it get the single-process values.
     """
-    for rows in cfg.model.table_rows:
-        uniform_table(rows, cfg.model.embedding_dim, generator)
+    draw_tables(cfg.model.table_rows, cfg.model.embedding_dim, generator)
     return RemoteSparseArch(cfg, servers, deferred=deferred)
 
 

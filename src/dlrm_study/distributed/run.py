@@ -20,14 +20,12 @@ from dlrm_study.data import make_data
 from dlrm_study.distributed import hybrid
 from dlrm_study.distributed.launch import fail, init, inject_fault, shutdown
 from dlrm_study.errors import UsageError
+from dlrm_study.measure.bench import elapsed_ms
 from dlrm_study.sweep import environment
 from dlrm_study.train import checkpoint as ckpt
 
+CPU = torch.device("cpu")  # the ranks are CPU processes (see launch.init)
 PHASES = ("lookup", "forward", "backward", "update", "loss_allreduce")
-
-
-def fault_injection(run: hybrid.DistRun) -> None:
-    inject_fault(run.world.rank, run.step)
 
 
 def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, route: str = "own") -> hybrid.DistRun:
@@ -63,13 +61,12 @@ def train_main(cfg: Config, steps: int, out: Path, timeout_s: float, checkpoint:
                resume: Path | None = None, route: str = "own", log_every: int = 50) -> None:  # fmt: skip
     run = start(cfg, timeout_s, resume, route)
     world, cfg = run.world, run.cfg
-    step_fn = route_step(route)
     try:
         batches = make_data(cfg).batches(start=run.step)
         begin, first = time.perf_counter(), run.step
         while run.step < steps:
-            fault_injection(run)
-            loss = step_fn(run, next(batches))
+            inject_fault(world.rank, run.step)
+            loss = run.train_step(next(batches))
             run.losses.append(loss)
             if world.is_main and (run.step % log_every == 0 or run.step == steps):
                 print(f"step {run.step}/{steps}  loss {loss:.4f}", flush=True)
@@ -108,19 +105,11 @@ def collective_error(err: Exception) -> str:
     return f"a collective failed ({type(err).__name__}: {first[:120]})"
 
 
-def route_step(route: str):
-    if route == "torchrec":
-        from dlrm_study.distributed import torchrec_route
-
-        return torchrec_route.train_step
-    return hybrid.train_step
-
-
 def save_checkpoint(run: hybrid.DistRun, path: Path) -> None:
     """A single-process checkpoint (any number of ranks, or one process, resumes it), on rank 0."""
     if run.cfg.train.optimizer != "sgd":
         raise UsageError("distributed checkpoints keep no optimizer state: they need train.optimizer=sgd")
-    tables = hybrid.gather_tables(run) if run.route == "own" else run.gather_tables()
+    tables = run.gather_tables()
     if not run.world.is_main:
         return
     from dlrm_study.train.loop import build
@@ -197,16 +186,8 @@ def timed_steps(run: hybrid.DistRun, batches, count: int, phases: dict[str, floa
     out = []
     for _ in range(count):
         batch = next(batches)
-        start = time.perf_counter()
-        hybrid.train_step(run, batch, phases)
-        out.append((time.perf_counter() - start) * 1e3)
+        out.append(elapsed_ms(lambda batch=batch: run.train_step(batch, phases), CPU))
     return out
-
-
-def timed_ms(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1e3
 
 
 def communication_alone(run: hybrid.DistRun, repeats: int = 10) -> dict[str, float]:
@@ -216,9 +197,9 @@ def communication_alone(run: hybrid.DistRun, repeats: int = 10) -> dict[str, flo
     source, target = torch.randn(sum(send)), torch.empty(sum(receive))
     dense = torch.zeros(sum(p.numel() for p in run.dlrm.dense_parameters()))
     alltoall = [
-        timed_ms(lambda: dist.all_to_all_single(target, source, receive, send, ex.group)) for _ in range(repeats)
+        elapsed_ms(lambda: dist.all_to_all_single(target, source, receive, send, ex.group), CPU) for _ in range(repeats)
     ]
-    allreduce = [timed_ms(lambda: dist.all_reduce(dense)) for _ in range(repeats)]
+    allreduce = [elapsed_ms(lambda: dist.all_reduce(dense), CPU) for _ in range(repeats)]
     return {
         "comm_alltoall_ms": statistics.median(alltoall),
         "comm_alltoall_bytes": 4 * (sum(send) - send[ex.rank]),  # what leaves this rank

@@ -67,6 +67,9 @@ class TorchrecRun(DistRun):
                 out[(t, shard.metadata.shard_offsets[0])] = shard.tensor.detach().clone()
         return out
 
+    def train_step(self, batch: Batch, phases: dict[str, float] | None = None) -> float:
+        return train_step(self, batch, phases)
+
     def gather_tables(self) -> list[torch.Tensor] | None:
         parts: list = [None] * self.world.size if self.world.is_main else []
         dist.gather_object(self.shards(), parts if self.world.is_main else None)

@@ -92,3 +92,20 @@ def uniform_table(rows: int, dim: int, generator: torch.Generator) -> torch.Tens
     """facebookresearch/dlrm's table init: U(-sqrt(1/rows), sqrt(1/rows))."""
     bound = (1.0 / rows) ** 0.5
     return torch.empty(rows, dim).uniform_(-bound, bound, generator=generator)
+
+
+def draw_tables(
+    table_rows: list[int], dim: int, generator: torch.Generator, keep: set[int] | frozenset[int] = frozenset()
+) -> list[torch.Tensor]:
+    """Every table's init drawn from `generator` in table order, as one process draws them;
+    the tables in `keep` are returned (in table order), the others dropped one at a time.
+
+    Where the tables are split (ranks, parameter servers), this keeps each part's initial
+    values, and the generator's state after them, equal to a single process's.
+    """
+    kept = []
+    for table, rows in enumerate(table_rows):
+        weights = uniform_table(rows, dim, generator)
+        if table in keep:
+            kept.append(weights)
+    return kept

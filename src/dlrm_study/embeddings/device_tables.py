@@ -93,22 +93,28 @@ class DeviceTablesSparseArch(KernelTablesArch):
         return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, len(self.table_rows))
 
     def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
-        momentum = getattr(self, "momentum", None)
-        tables = len(self.table_rows)
-        if self.placement == "uvm" and self.ops is triton_ops and self.optimizer == "sgd":
-            # Host-resident rows: one store per distinct row instead of atomics across PCIe.
-            self.ops.sgd_rows_fp32(self.weight, ids, bag_starts, grad.float().contiguous(), self.lr, batch, tables)
-            return
-        update_rows(self.ops, self.optimizer, self.weight, momentum, ids, bag_starts, grad, self.lr, batch, tables)
+        momentum, tables = getattr(self, "momentum", None), len(self.table_rows)
+        once = self.placement == "uvm"  # host-resident rows: one store per row, not atomics across PCIe
+        weight, lr = self.weight, self.lr
+        update_rows(self.ops, self.optimizer, weight, momentum, ids, bag_starts, grad, lr, batch, tables, once)
 
     def tables(self) -> list[torch.Tensor]:
         return list(self.weight.detach().cpu().split(self.table_rows))
 
 
-def update_rows(ops, optimizer: str, weight, momentum, ids, bag_starts, grad, lr: float, batch: int, tables: int):
-    """The fused update of `optimizer` from the pooled-output gradient, on the rows `ids` name."""
+def update_rows(
+    ops, optimizer: str, weight, momentum, ids, bag_starts, grad, lr: float, batch: int, tables: int,
+    once_per_row: bool = False,
+) -> None:  # fmt: skip
+    """The fused update of `optimizer` from the pooled-output gradient, on the rows `ids` name.
+
+    `once_per_row`: sum each row's repeats, then write it once (Triton), instead of atomics.
+    Row-wise Adagrad always works that way (its update is not linear in the gradient).
+    """
     grad = grad.float().contiguous()
     if optimizer == "rowwise_adagrad":
         ops.rowwise_adagrad_fp32(weight, momentum, ids, bag_starts, grad, lr, ADAGRAD_EPS, batch, tables)
+    elif once_per_row and ops is triton_ops:
+        ops.sgd_rows_fp32(weight, ids, bag_starts, grad, lr, batch, tables)
     else:
         ops.sgd_fp32(weight, ids, bag_starts, grad, lr, batch, tables)

@@ -55,6 +55,8 @@ def bench(
     the roofline bound and the achieved fraction of it.
     """
     run = build(cfg, make_arch)
+    if run.device.type == "cuda":
+        profile_steps = 0  # the CPU profiler would time kernel launches, not kernels
     reset_peak_memory(run.device)
     batches = make_data(cfg).batches()
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
@@ -70,7 +72,7 @@ def bench(
             input_ms.append(input_time * 1e3)
         bar.update()
     counters = arch.stats()
-    operators = breakdown(run, batches, 0 if run.device.type == "cuda" else profile_steps, bar)
+    operators = breakdown(run, batches, profile_steps, bar)
     bar.close()
     median = statistics.median(step_ms)
     bound = roofline.bound_ms(cfg, limits) if limits else {}
@@ -114,16 +116,21 @@ def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
 
 
 def timed_step(run: Run, batch: Batch) -> float:
-    """Milliseconds of one training step: CUDA events on a GPU, the wall clock on the CPU."""
-    if run.device.type == "cuda":
+    """Milliseconds of one training step."""
+    return elapsed_ms(lambda: train_step(run, batch), run.device)
+
+
+def elapsed_ms(fn: Callable[[], object], device: torch.device) -> float:
+    """Milliseconds `fn()` takes: CUDA events on a GPU (never the launch alone), the wall clock on the CPU."""
+    if device.type == "cuda":
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        train_step(run, batch)
+        fn()
         end.record()
         end.synchronize()
         return start.elapsed_time(end)
     start_s = time.perf_counter()
-    train_step(run, batch)
+    fn()
     return (time.perf_counter() - start_s) * 1e3
 
 

@@ -10,7 +10,6 @@ On the CPU (the GPU script's dry run) the same code times with the wall clock.
 """
 
 import statistics
-import time
 
 import torch
 
@@ -18,25 +17,8 @@ from dlrm_study import results
 from dlrm_study.config import Config, validate
 from dlrm_study.data import make_data
 from dlrm_study.embeddings import make_sparse_arch
+from dlrm_study.measure.bench import elapsed_ms
 from dlrm_study.train.loop import resolve_device
-
-
-def timed_ms(fn, device: torch.device, repeats: int) -> list[float]:
-    """Milliseconds of each of `repeats` calls of `fn` (CUDA events on a GPU)."""
-    out = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            out.append(start.elapsed_time(end))
-        else:
-            start_s = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - start_s) * 1e3)
-    return out
 
 
 def copy_bandwidth(device: torch.device, mib: int = 1024, repeats: int = 10) -> dict[str, float]:
@@ -44,8 +26,8 @@ def copy_bandwidth(device: torch.device, mib: int = 1024, repeats: int = 10) -> 
     n = mib * 2**20 // 4
     src, dst = torch.empty(n, device=device), torch.empty(n, device=device)
     host = torch.empty(n, pin_memory=device.type == "cuda")
-    d2d = statistics.median(timed_ms(lambda: dst.copy_(src), device, repeats))
-    h2d = statistics.median(timed_ms(lambda: dst.copy_(host, non_blocking=True), device, repeats))
+    d2d = statistics.median(elapsed_ms(lambda: dst.copy_(src), device) for _ in range(repeats))
+    h2d = statistics.median(elapsed_ms(lambda: dst.copy_(host, non_blocking=True), device) for _ in range(repeats))
     nbytes = n * 4
     return {"copy_gbps": 2 * nbytes / d2d / 1e6, "h2d_gbps": nbytes / h2d / 1e6}
 
@@ -71,7 +53,7 @@ def embedding_bench(
 
         if i == warmup:
             arch.stats()
-        took = timed_ms(step, device, 1)[0]
+        took = elapsed_ms(step, device)
         if i >= warmup:
             ms.append(took)
             ids += sum(len(t) for t in indices)
