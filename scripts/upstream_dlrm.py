@@ -56,10 +56,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.dlrm_dir, capture_output=True, text=True)
     version = "import torch; print(torch.__version__)"
     torch_version = subprocess.run([args.python, "-c", version], capture_output=True, text=True).stdout.strip()
-    record = {
-        "study": "upstream",
-        "config_name": cfg.name,
-        "config_hash": cfg.hash(),
+    fields = {
         "loop": "upstream-dlrm",
         "sparse_arch": "upstream-dlrm",
         "precision": "fp32",
@@ -75,10 +72,8 @@ def main() -> None:
         "upstream_torch_version": torch_version,
         "upstream_ms_windows": " ".join(f"{ms:.1f}" for ms in timed),
         "error": "",
-        **cfg.flat(),
-        **results.provenance("cpu"),
     }
-    results.append(args.out, record)
+    results.append(args.out, results.record("upstream", fields, cfg, variant="upstream-dlrm"))
     print(f"facebookresearch/dlrm: {median:.1f} ms/it median over {len(timed)} windows of {args.window} its")
 
 

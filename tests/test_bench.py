@@ -5,7 +5,7 @@ from dlrm_study.measure import OPERATORS, bench
 from dlrm_study.measure.bench import operator_of, quantile
 
 
-def test_bench_record_has_timing_breakdown_and_provenance(small):
+def test_bench_fields_have_timing_and_breakdown(small):
     record = bench(small, steps=4, warmup=1, profile_steps=1, progress=False)
     assert record["ms_p10"] <= record["ms_median"] <= record["ms_p90"]
     assert record["samples_per_s"] == pytest.approx(32 / (record["ms_median"] / 1e3))
@@ -13,9 +13,8 @@ def test_bench_record_has_timing_breakdown_and_provenance(small):
     assert all(ms >= 0 for ms in ops.values())
     for name in ("bottom_mlp", "embedding_forward", "top_mlp", "dense_backward", "embedding_backward_update"):
         assert ops[name] > 0, name
-    assert record["config_hash"] == small.hash() and record["model.table_rows"] == "50-70-30-90"
-    assert record["loop"] == "reference" and record["sparse_arch"] == "reference"
-    assert record["peak_mem_bytes"] > 0 and record["git_commit"]
+    assert record["loop"] == "reference" and record["sparse_arch"] == "reference" and record["precision"] == "fp32"
+    assert record["peak_mem_bytes"] > 0 and record["threads"] >= 1 and record["native_bf16"] is None
 
 
 def test_operator_classification():

@@ -80,14 +80,15 @@ def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
 
 def test_bench_prints_breakdown_and_appends(capsys, tmp_path):
     out = tmp_path / "bench.csv"
-    argv = ["bench", "--steps", "3", "--warmup", "1", "--profile-steps", "1", "--roofline", "quick"]
+    argv = ["bench", "--steps", "3", "--warmup", "1", "--profile-steps", "1", "--roofline", "quick", "--repeats", "2"]
     argv += ["--no-progress", "--out", str(out)]
     code, stdout, _ = run_cli(capsys, *argv)
-    assert code == 0 and "samples/s" in stdout and "embedding_backward_update" in stdout
-    assert "roofline bound" in stdout
-    run_cli(capsys, *argv)
+    assert code == 0 and "embedding_backward_update" in stdout and "roofline bound" in stdout
+    assert "repeat 0:" in stdout and "repeat 1:" in stdout and "samples/s, median of repeats" in stdout
+    run_cli(capsys, *argv)  # bench measures anew every time: two more records
     frame = results.load(out)
-    assert len(frame) == 2 and (frame["roofline_fraction"] > 0).all()
+    assert len(frame) == 4 and (frame["roofline_fraction"] > 0).all() and list(frame["repeat"]) == [0, 1, 0, 1]
+    assert set(frame["variant"]) == {"reference"} and frame["machine"].nunique() == 1
 
 
 def test_roofline_command_prints_the_bound_and_records_it(capsys, tmp_path):

@@ -1,47 +1,93 @@
+import pandas as pd
 import pytest
 import torch
 
+from dlrm_study import results, sweep
+from dlrm_study.cli import main
 from dlrm_study.measure import roofline
-from dlrm_study.measure.compare import compare, report
+from dlrm_study.measure.bench import bench
+from dlrm_study.measure.compare import compare, report, runnable
 from dlrm_study.train import loop
 
 
-def test_compare_interleaves_variants_and_reports_ratios(tmp_path):
+def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     pytest.importorskip("torchrec")
     limits = roofline.measure_limits(quick=True)
     out = tmp_path / "bench.csv"
-    records = compare(["tiny"], rounds=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
-    assert [r["variant"] for r in records] == ["reference", "optimized-fp32", "optimized-bf16", "torchrec"] * 2
-    assert [r["round"] for r in records] == [0] * 4 + [1] * 4
+    records = compare(["tiny"], repeats=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
+    kept, _ = runnable(["reference", "optimized-fp32", "optimized-bf16", "torchrec"])
+    first, second = kept, kept[1:] + kept[:1]  # the second repeat starts one variant later
+    assert [r["variant"] for r in records] == first + second
+    assert [r["repeat"] for r in records] == [0] * len(kept) + [1] * len(kept)
     assert all(r["roofline_ms"] > 0 and r["roofline_fraction"] > 0 for r in records)
+    assert len(results.load(out)) == 2 * len(kept)
     text = report(records)
-    for line in ("optimized bf16 / reference", "optimized fp32 / reference", "optimized bf16 / torchrec"):
-        assert line in text
+    assert "optimized fp32 / reference" in text and "target >= 2.2x" in text
     assert "optimized-fp32 time / bound" in text and "target <= 1.3x" in text
 
 
-def test_report_arithmetic():
-    def record(variant, rate, ms, bound):
-        return {"config_name": "p", "variant": variant, "samples_per_s": rate, "ms_median": ms, "roofline_ms": bound}
+def test_report_arithmetic_pairs_within_repeats():
+    def record(variant, repeat, rate, ms, bound):
+        return {"config_name": "p", "variant": variant, "repeat": repeat, "samples_per_s": rate, "ms_median": ms,
+                "roofline_ms": bound}  # fmt: skip
 
-    records = [
-        record("reference", 100, 10, 1),
-        record("reference", 300, 10, 1),  # median of the two rounds: 200
-        record("optimized-bf16", 1000, 2, 1.6),
-        record("optimized-fp32", 400, 5, 2),
-        record("torchrec", 500, 4, 1),
-    ]
-    text = report(records)
-    assert "optimized bf16 / reference        5.00x   target >= 4.0x: meets" in text
-    assert "optimized fp32 / reference        2.00x   target >= 2.2x: misses" in text
-    assert "optimized bf16 / torchrec         2.00x   target >= 2.5x: misses" in text
-    assert "optimized-fp32 time / bound       2.50x   target <= 1.3x: misses" in text
-    assert "optimized-bf16 time / bound       1.25x   target <= 1.3x: meets" in text
+    records = []
+    for repeat, speed in enumerate([1.0, 2.0, 1.0]):  # the machine ran twice as fast in repeat 1
+        records += [
+            record("reference", repeat, 100 * speed, 10 / speed, 1),
+            record("optimized-bf16", repeat, 500 * speed, 2 / speed, 1.6),
+            record("optimized-fp32", repeat, 200 * speed * (1 + 0.01 * repeat), 5 / speed, 2),
+            record("torchrec", repeat, 250 * speed, 4 / speed, 1),
+        ]
+    text = " ".join(report(records).split())
+    # Unpaired, each loop's interval is wide (the drift); paired within repeats, the ratios are exact.
+    assert "reference 100 [47, 341] samples/s" in text
+    assert "optimized bf16 / reference 5.00x [5.00, 5.00] target >= 4.0x: meets" in text
+    assert "optimized bf16 / torchrec 2.00x [2.00, 2.00] target >= 2.5x: misses" in text
+    assert "optimized fp32 / reference 2.02x [1.97, 2.07] target >= 2.2x: misses" in text
+    noisy = [r for r in records if r["variant"] in ("reference", "optimized-fp32")]
+    noisy.append(record("optimized-fp32", 3, 2000 * 0.95, 5, 2) | {"samples_per_s": 300})
+    noisy.append(record("reference", 3, 100, 10, 1))
+    line = next(line for line in report(noisy).splitlines() if "optimized fp32 / reference" in line)
+    assert "2.03x" in line and "inconclusive (the interval spans the target)" in line  # one repeat at 3x
 
 
-def test_bf16_falls_back_to_fp32_where_unsupported(tiny, monkeypatch, capsys):
-    monkeypatch.setattr(loop, "bf16_supported", lambda device: False)
+def no_native_bf16(monkeypatch) -> None:
+    """Stand for a CPU without native bf16 (an AMD EPYC with AVX2 only)."""
+    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+
+
+def test_bf16_without_native_support_runs_bf16_and_says_so(tiny, monkeypatch, capsys):
+    no_native_bf16(monkeypatch)
     tiny.train.loop, tiny.train.precision = "optimized", "bf16"
     run = loop.build(tiny)
-    assert run.model.top_mlp[0].weight.dtype == torch.float32 and tiny.train.precision == "fp32"
-    assert "no bf16 support here; running fp32 instead" in capsys.readouterr().err
+    assert run.model.top_mlp[0].weight.dtype == torch.bfloat16 and tiny.train.precision == "bf16"
+    assert "no native bf16" in capsys.readouterr().err
+    fields = bench(tiny, steps=2, warmup=1, profile_steps=0, progress=False)
+    assert fields["precision"] == "bf16" and fields["native_bf16"] is False
+
+
+def test_bf16_bench_on_a_cpu_without_native_bf16_is_honest_and_clean(tmp_path, monkeypatch, capsys):
+    no_native_bf16(monkeypatch)
+    out = tmp_path / "b.csv"
+    argv = ["bench", "--config", "tiny", "--loop", "optimized", "--precision", "bf16", "--steps", "2",
+            "--repeats", "2", "--warmup", "1", "--roofline", "quick", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    printed, err = capsys.readouterr()
+    assert "bf16 ran emulated" in printed and "Traceback" not in err
+    frame = results.load(out)
+    assert set(frame["variant"]) == {"optimized-bf16"} and set(frame["precision"]) == {"bf16"}
+    assert (frame["native_bf16"] == False).all()  # noqa: E712
+    assert set(frame["machine"].str.split("/").str[1]) == {"avx2"}
+    assert "gemm_bf16_gflops" not in frame  # emulated bf16 is not a limit of the machine
+
+
+def test_studies_skip_cpu_bf16_variants_without_native_bf16(tmp_path, monkeypatch, capsys):
+    no_native_bf16(monkeypatch)
+    assert runnable(["reference", "optimized-bf16", "gpu-hbm"]) == (["reference", "gpu-hbm"], ["optimized-bf16"])
+    spec = sweep.Sweep(name="s", variants=["reference", "optimized-bf16"], repeats=1, steps=1, warmup=0,
+                       out=str(tmp_path / "s.csv"))  # fmt: skip
+    sweep.run(spec, progress=False)
+    err = capsys.readouterr().err
+    assert "no native bf16" in err and "optimized-bf16 not measured" in err
+    assert set(pd.read_csv(tmp_path / "s.csv")["variant"]) == {"reference"}

@@ -9,7 +9,7 @@ import pytest
 import torch
 from tests.conftest import ROOT
 
-from dlrm_study import plots, results, studies
+from dlrm_study import plots, results, studies, sweep
 from dlrm_study.gpu_check import sweeps
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
@@ -30,7 +30,8 @@ def test_dry_run_writes_every_record(tmp_path):
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
     assert set(grid["placement"]) >= {"hbm", "host", "uvm", "cached"}
     embedding = results.load(tmp_path / "gpu_embedding.csv")
-    assert sorted(embedding["placement"]) == ["cached", "hbm", "host", "uvm"]
+    assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
+    assert sorted(set(embedding["repeat"])) == [0, 1]
     assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
     text = (tmp_path / "summary.txt").read_text()
     assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
@@ -47,8 +48,9 @@ def test_dry_run_writes_every_record(tmp_path):
     drawn = {path.name for path in (tmp_path / "figures").glob("*.png")}
     assert {"05_placements.png", "05_placement-skew.png", "05_placement-size.png"} <= drawn
     # Notebook 03 draws GPU records only if measured on cuda; its heatmap, fed the dry run's:
-    cpu = results.load(tmp_path / "sweeps.csv").query("study == 'dense-sparse-grid-smoke'")
-    ratio = studies.gpu_over_cpu(cpu, grid[grid["study"] == "gpu-dense-sparse-grid-smoke"])
+    spec = studies.dense_sparse_grid("smoke", tmp_path)
+    cpu = sweep.records(spec)
+    ratio = studies.gpu_over_cpu(cpu, sweep.records(studies.on_gpu(spec, "cpu"), machine=None))
     assert ratio.shape == (2, 2) and (ratio > 0).all().all()
     plots.save(plots.heatmap(ratio, "dry run", cpu), "heatmap", tmp_path)
 

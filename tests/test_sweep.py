@@ -17,17 +17,19 @@ config: tiny
 set: [train.batch_size=16]
 grid:
   data.lookups_per_table: [1, 2, 3]
-  model.embedding_dim: [8, 16]
+  model.embedding_dim: {dims}
 variants: [reference, optimized-fp32]
+repeats: 2
 steps: 2
 warmup: 1
 out: {out}
 """
 
 
-def write_spec(tmp_path: Path, name: str = "s") -> Path:
+def write_spec(tmp_path: Path, name: str = "s", dims: str = "[8, 16]") -> Path:
+    """A sweep of 3 x 2 points (embedding dim 16 cannot run: its bottom MLP ends in 8), 2 variants, 2 repeats."""
     path = tmp_path / f"{name}.yaml"
-    path.write_text(SPEC.format(name=name, out=tmp_path / "sweeps.csv"))
+    path.write_text(SPEC.format(name=name, out=tmp_path / "sweeps.csv", dims=dims))
     return path
 
 
@@ -37,34 +39,44 @@ def test_points_cover_the_grid_and_variants(tmp_path):
     points = sweep.points(spec)
     assert points[0].grid == ["data.lookups_per_table=1", "model.embedding_dim=8"]
     assert len(points) == 3 * 2 * 2
-    assert points[0].overrides[-1] == "train.loop=reference" and points[1].variant == "optimized-fp32"
+    assert points[0].overrides[-2:] == ["train.loop=reference", "train.steps=2"]
+    assert points[1].variant == "optimized-fp32" and points[0].cfg.train.steps == 2  # the steps are in the hash
     assert len({(p.variant, p.cfg.hash()) for p in points}) == 12
 
 
 def test_failed_points_are_recorded_and_the_sweep_goes_on(tmp_path):
     spec = sweep.load(write_spec(tmp_path))
     counts = sweep.run(spec, progress=False)
-    assert counts == {"points": 12, "skipped": 0, "ran": 12, "failed": 6}  # embedding_dim 16 != bottom output 8
+    # 24 measurements: the 6 failing (point, variant) pairs fail once each, their second repeat is not tried.
+    assert (counts.tasks, counts.ran, counts.failed) == (24, 18, 12)
     frame = results.load(Path(spec.out))
     failed = frame[frame["error"].notna()]
-    assert set(failed["model.embedding_dim"]) == {16}
+    assert set(failed["model.embedding_dim"]) == {16} and len(failed) == 6
     assert failed["error"].str.contains("model.bottom_mlp").all()
     assert (frame[frame["error"].isna()]["samples_per_s"] > 0).all()
-    assert sweep.run(spec, progress=False)["ran"] == 0  # all recorded: nothing to do
-    assert sweep.run(spec, retry_errors=True, progress=False)["ran"] == 6
+    assert sweep.run(spec, progress=False).ran == 0  # all recorded: nothing to do
+    assert sweep.run(spec, retry_errors=True, progress=False).ran == 6
 
 
 def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
-    spec = sweep.load(write_spec(tmp_path))
-    assert sweep.run(spec, progress=False, limit=5)["ran"] == 5
+    spec = sweep.load(write_spec(tmp_path, dims="[8]"))
+    assert sweep.run(spec, progress=False, limit=5).ran == 5
     counts = sweep.run(spec, progress=False)
-    assert counts["skipped"] == 5 and counts["ran"] == 7
+    assert counts.skipped == 5 and counts.ran == 7
     frame = results.load(Path(spec.out))
-    assert len(frame) == 12 and not frame.duplicated(["variant", "sweep_point"]).any()
+    assert len(frame) == 12 and not frame.duplicated(["variant", "config_hash", "repeat"]).any()
+
+
+def test_a_point_two_sweeps_share_is_measured_once(tmp_path):
+    one = sweep.load(write_spec(tmp_path, "one", dims="[8]"))
+    other = sweep.Sweep(**{**vars(one), "name": "other", "grid": {"data.lookups_per_table": [3, 4]}})
+    sweep.run(one, progress=False)
+    assert sweep.run(other, progress=False).skipped == 4  # lookups 3: both variants, both repeats
+    assert set(sweep.records(other)["point"]) == {"data.lookups_per_table=3", "data.lookups_per_table=4"}
 
 
 def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
-    path = write_spec(tmp_path, "killed")
+    path = write_spec(tmp_path, "killed", dims="[8]")
     out = tmp_path / "sweeps.csv"
     command = [sys.executable, "-m", "dlrm_study", "sweep", str(path), "--no-progress"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -77,7 +89,7 @@ def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
     assert 3 <= before < 12
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     frame = results.load(out)
-    assert len(frame) == 12 and not frame.duplicated(["variant", "sweep_point"]).any()
+    assert len(frame) == 12 and not frame.duplicated(["variant", "config_hash", "repeat"]).any()
 
 
 @pytest.mark.parametrize(
@@ -88,6 +100,9 @@ def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
         ("name: x\nvariants: [turbo]\n", "unknown variant 'turbo'"),
         ("name: x\ngrid:\n  model.depth: [1]\n", "unknown config key 'model.depth'"),
         ("name: x\nsteps: 0\n", "steps must be positive"),
+        ("name: x\nrepeats: 0\n", "repeats and steps must be positive"),
+        ("name: x\nsteps: ten\n", "steps must be a whole number, got 'ten'"),
+        ("name: x\ngrid: {model.dense_features: 8}\n", "grid must map each field to a list"),
     ],
 )
 def test_bad_sweep_files(tmp_path, text, message):
@@ -99,7 +114,7 @@ def test_bad_sweep_files(tmp_path, text, message):
 
 def test_cli_dry_run_and_missing_file(tmp_path, capsys):
     assert main(["sweep", str(write_spec(tmp_path)), "--dry-run"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 12
+    assert len(capsys.readouterr().out.splitlines()) == 12  # points x variants (each measured in 2 repeats)
     assert main(["sweep", str(tmp_path / "none.yaml")]) == 2
     assert capsys.readouterr().err.strip() == f"dlrm-study: error: sweep file not found: {tmp_path / 'none.yaml'}"
 
@@ -125,7 +140,7 @@ def test_knob_values_for_the_axis():
 def test_records_hold_only_the_current_points(tmp_path):
     spec = sweep.load(write_spec(tmp_path))
     sweep.run(spec, progress=False, limit=2)
-    stale = {**results.read_rows(Path(spec.out))[1][0], "sweep_point": "0123456789ab"}  # a config since changed
+    stale = {**results.read_rows(Path(spec.out))[1][0], "config_hash": "0123456789ab"}  # a config since changed
     results.append(Path(spec.out), stale)
     frame = sweep.records(spec)
-    assert len(frame) == 2 and "0123456789ab" not in set(frame["sweep_point"])
+    assert len(frame) == 2 and "0123456789ab" not in set(frame["config_hash"])

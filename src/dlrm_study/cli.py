@@ -5,12 +5,14 @@ Bad input (a config, an option, a file) ends with one line on stderr and exit co
 
 import argparse
 import itertools
+import json
+import statistics
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
@@ -74,14 +76,19 @@ def build_parser() -> Parser:
     train.add_argument("--resume", type=Path, help="continue from this checkpoint up to --steps in total")
     train.add_argument("--log-every", type=int, default=50, metavar="N", help="print the loss every N steps")
 
-    bench = commands.add_parser("bench", help="time training steps, break them down per operator, write a record")
+    bench = commands.add_parser(
+        "bench", help="time training steps in repeats, break them down per operator, one record per repeat"
+    )
     common_options(bench, steps=20, out="results/bench.csv")
+    bench.add_argument("--repeats", type=int, default=3, help="measurements, each warmed up (default %(default)s)")
     bench.add_argument("--warmup", type=int, default=3, help="untimed steps first (default %(default)s)")
     bench.add_argument("--profile-steps", type=int, default=2, help="profiled steps for the breakdown")
     bench.add_argument("--study", default="bench", help="study name in the record")
     bench.add_argument(
         "--roofline", choices=("full", "quick", "off"), default="full", help="measure the bound first (default full)"
     )
+    # A study that launches this process reads one repeat's fields back from this file.
+    bench.add_argument("--fields-json", type=Path, help=argparse.SUPPRESS)
 
     roof = commands.add_parser("roofline", help="measure this machine's limits and a config's lower bound")
     roof.add_argument("--config", help="preset or YAML file (default: tiny)")
@@ -94,7 +101,9 @@ def build_parser() -> Parser:
     compare = commands.add_parser("compare", help="reference vs optimized fp32/bf16 vs torchrec, side by side")
     compare.add_argument("--configs", default="dlrm-benchmark,mlperf-scaled,kaggle", help="comma-separated presets")
     compare.add_argument("--variants", default=",".join(CPU_VARIANTS), help="comma-separated variants")
-    compare.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default %(default)s)")
+    compare.add_argument(
+        "--repeats", "--rounds", type=int, default=3, help="repeats, variants interleaved (default %(default)s)"
+    )
     compare.add_argument("--steps", type=int, default=10, help="timed steps per bench (default %(default)s)")
     compare.add_argument("--warmup", type=int, default=2)
     compare.add_argument("--out", default="results/bench.csv")
@@ -192,10 +201,7 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
     print(f"trained {run.step} steps, {samples_per_s:,.0f} samples/s (data included)")
     if args.out:
         tail = losses[-min(len(losses), 20) :] or [float("nan")]
-        record = {
-            "study": "train",
-            "config_name": cfg.name,
-            "config_hash": cfg.hash(),
+        fields = {
             "loop": cfg.train.loop,
             "precision": cfg.train.precision,
             "device": run.device.type,
@@ -203,23 +209,30 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
             "final_loss": sum(tail) / len(tail),
             **{f"eval_{key}": value for key, value in metrics.items()},
             "samples_per_s": samples_per_s,
-            **cfg.flat(),
-            **results.provenance(run.device),
         }
-        results.append(Path(args.out), record)
+        results.append(Path(args.out), results.record("train", fields, cfg, run.device))
         print(f"record appended to {args.out}")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    if args.warmup < 0 or args.profile_steps < 0:
-        raise UsageError("--warmup and --profile-steps must not be negative")
+    if args.warmup < 0 or args.profile_steps < 0 or args.repeats <= 0:
+        raise UsageError("--repeats must be positive, --warmup and --profile-steps not negative")
     cfg = load_config(args)
     if args.distributed:
         from dlrm_study.distributed.run import bench_main
 
         if args.route != "own":
             raise UsageError("bench --distributed measures the own route (--route own)")
-        bench_main(cfg, cfg.train.steps, args.warmup, Path(args.out), args.timeout_s, args.study)
+        bench_main(
+            cfg,
+            cfg.train.steps,
+            args.warmup,
+            args.repeats,
+            Path(args.out),
+            args.timeout_s,
+            args.study,
+            args.fields_json,
+        )
     elif args.remote_tables:
         from dlrm_study.distributed import remote
 
@@ -229,36 +242,62 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> None:
-    """The benchmark in this process (tables local, or remote through `make_arch`)."""
+    """The benchmark in this process (tables local, or remote through `make_arch`): repeats, one record each."""
+    import pandas as pd
+
     from dlrm_study.embeddings import make_sparse_arch
-    from dlrm_study.measure import OPERATORS, bench
+    from dlrm_study.measure import OPERATORS, bench, runner, stats
+    from dlrm_study.measure.compare import variant_name
 
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
         limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.roofline == "quick")
-    progress, make_arch = not args.no_progress, make_arch or make_sparse_arch
-    record = bench(cfg, cfg.train.steps, args.warmup, args.profile_steps, args.study, progress, limits, make_arch)
-    print(
-        f"{cfg.name} / {record['loop']} on {record['device_name']} ({record['threads']} threads), "
-        f"batch {cfg.train.batch_size}, {args.steps} steps"
+    make_arch = make_arch or make_sparse_arch
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        progress = not args.no_progress and not args.fields_json
+        return bench(task.cfg, cfg.train.steps, args.warmup, args.profile_steps, progress, limits, make_arch)
+
+    if args.fields_json:  # one repeat, handed back to the study that launched this process
+        args.fields_json.write_text(json.dumps(measure(runner.Task(cfg.name, "", 0, 0, cfg, ""))))
+        return
+    out = Path(args.out) if args.out else None
+    records: list[dict[str, object]] = []
+    tasks = runner.schedule([(cfg.name, {variant_name(cfg): cfg})], args.repeats, runner.machine_of)
+    runner.run(
+        tasks, measure, out, args.study, resume=False, record_errors=False, progress=False, on_record=records.append
     )
+    first = records[0]
     print(
-        f"  {record['samples_per_s']:,.0f} samples/s   {record['ms_median']:.1f} ms/it median "
-        f"(p10 {record['ms_p10']:.1f}, p90 {record['ms_p90']:.1f})   input {record['input_ms_median']:.1f} ms/batch"
+        f"{cfg.name} / {first['variant']} ({first['precision']}) on {first['machine']}, "
+        f"batch {cfg.train.batch_size}, {args.repeats} repeats of {cfg.train.steps} steps"
     )
-    if args.profile_steps:
-        print(f"  per operator, ms/it ({args.profile_steps} profiled steps):")
-        for name in OPERATORS:
-            print(f"    {name:<28}{record[f'op_{name}_ms']:10.2f}")
-    print(f"    {'data (input, not in ms/it)':<28}{record['input_ms_median']:10.2f}")
-    if limits:
+    for r in records:
+        flagged = f"   flagged: {r['flags']}" if r["flags"] else ""
         print(
-            f"  roofline bound {record['roofline_ms']:.1f} ms/it (embedding {record['roofline_embedding_ms']:.1f}, "
-            f"MLP {record['roofline_mlp_ms']:.1f}): achieved {record['roofline_fraction']:.0%} of it"
+            f"  repeat {r['repeat']}: {r['samples_per_s']:>12,.0f} samples/s   {r['ms_median']:.1f} ms/it median "
+            f"(p10 {r['ms_p10']:.1f}, p90 {r['ms_p90']:.1f})   input {r['input_ms_median']:.1f} ms/batch{flagged}"
         )
-    if args.out:
-        results.append(Path(args.out), record)
-        print(f"record appended to {args.out}")
+    clean, excluded = stats.usable(pd.DataFrame(records))
+    center, low, high = stats.interval(clean["samples_per_s"])
+    kind = " (95% interval)" if low == low else ""
+    note = f"; {excluded} flagged repeat(s) left out" if excluded else ""
+    print(f"  samples/s, median of repeats: {stats.describe(center, low, high, digits=0)}{kind}{note}")
+    if first["precision"] == "bf16" and first["native_bf16"] is False:
+        print("  bf16 ran emulated: this CPU has no native bf16 (native_bf16=False in the records)")
+    if args.profile_steps:
+        print(f"  per operator, ms/it ({args.profile_steps} profiled steps per repeat, median over repeats):")
+        for name in OPERATORS:
+            print(f"    {name:<28}{statistics.median(r[f'op_{name}_ms'] for r in records):10.2f}")
+    if limits:
+        bound = first["roofline_ms"]
+        achieved = stats.interval([bound / r["ms_median"] for r in records])
+        print(
+            f"  roofline bound {bound:.1f} ms/it (embedding {first['roofline_embedding_ms']:.1f}, "
+            f"MLP {first['roofline_mlp_ms']:.1f}): achieved {stats.describe(*achieved)} of it"
+        )
+    if out:
+        print(f"{len(records)} records appended to {out}")
 
 
 def cmd_roofline(args: argparse.Namespace) -> None:
@@ -266,18 +305,9 @@ def cmd_roofline(args: argparse.Namespace) -> None:
     limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.quick)
     print(roofline.roofline_report(cfg, limits))
     if args.out:
-        record = {
-            "study": "roofline",
-            "config_name": cfg.name,
-            "config_hash": cfg.hash(),
-            "quick": args.quick,
-            **limits,
-            **roofline.iteration_work(cfg),
-            **roofline.bound_ms(cfg, limits),
-            **cfg.flat(),
-            **results.provenance("cpu"),
-        }
-        results.append(Path(args.out), record)
+        fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}
+        fields["threads"] = int(fields["threads"])
+        results.append(Path(args.out), results.record("roofline", fields, cfg))
         print(f"record appended to {args.out}")
 
 
@@ -290,10 +320,10 @@ def cmd_compare(args: argparse.Namespace) -> None:
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise UsageError(f"unknown variant {unknown[0]!r} (choose from {', '.join(VARIANTS)})")
-    if args.rounds <= 0 or args.steps <= 0 or args.warmup < 0:
-        raise UsageError("--rounds and --steps must be positive, --warmup not negative")
+    if args.repeats <= 0 or args.steps <= 0 or args.warmup < 0:
+        raise UsageError("--repeats and --steps must be positive, --warmup not negative")
     out = Path(args.out) if args.out else None
-    records = compare(presets, variants, args.rounds, args.steps, args.warmup, out, not args.no_progress)
+    records = compare(presets, variants, args.repeats, args.steps, args.warmup, out, not args.no_progress)
     print(report(records))
     if out:
         print(f"{len(records)} records appended to {out}")
@@ -308,10 +338,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
             print(f"{point.variant:<16} {' '.join(point.overrides)}")
         return
     counts = sweeps.run(spec, retry_errors=args.retry_errors, progress=not args.no_progress)
-    print(
-        f"sweep {spec.name}: {counts['points']} points, {counts['skipped']} already recorded, "
-        f"{counts['ran']} run ({counts['failed']} failed) -> {spec.out}"
-    )
+    print(f"sweep {spec.name}: {counts} -> {spec.out}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

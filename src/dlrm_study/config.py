@@ -256,9 +256,14 @@ def parse_text(text: str) -> object:
 
 
 def set_field(cfg: Config, key: str, value: object) -> None:
+    if key == "name":  # a changed config names itself (records and captions say what ran)
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(f"name: {value!r} is not a valid name")
+        cfg.name = value.strip()
+        return
     section, _, name = key.partition(".")
     if section not in SECTIONS or not name:
-        raise UsageError(f"unknown config key {key!r} (expected model.*, data.* or train.*)")
+        raise UsageError(f"unknown config key {key!r} (expected name, model.*, data.* or train.*)")
     target = getattr(cfg, section)
     hints = typing.get_type_hints(type(target))
     if name not in hints:

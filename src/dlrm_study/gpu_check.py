@@ -23,7 +23,7 @@ import torch
 
 from dlrm_study import config, results, studies, sweep
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import gpu
+from dlrm_study.measure import gpu, runner
 from dlrm_study.sweep import Sweep
 
 PLACEMENT_VARIANTS = ["gpu-hbm", "gpu-cached", "gpu-cached-lfu", "gpu-uvm", "gpu-host"]
@@ -32,23 +32,33 @@ TARGET_COPY_FRACTION = 0.5  # dlrm-benchmark, hbm: embedding bytes / copy bandwi
 TARGET_CACHED_OVER_HBM = 0.7  # Zipf(1.05), 10% of rows cached
 
 
+REPEATS = 3  # every GPU point and placement, measured in interleaved repeats (measure.runner)
+
+
 def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
     """The grid, most needed first."""
     device, profile = ("cpu", "smoke") if dry_run else ("cuda", "quick")
     steps, warmup = (2, 1) if dry_run else (50, 10)
     records = str(out / studies.GPU_RECORDS)
+    repeats = 2 if dry_run else REPEATS
 
     def own(name: str, configs: list[str], variants: list[str], set_: list[str], grid: dict | None = None) -> Sweep:
         base = ["tiny"] if dry_run else configs
-        return Sweep(name, base, [*set_, f"train.device={device}"], grid or {}, variants, steps, warmup, 0, records)
+        set_ = [*set_, f"train.device={device}"]
+        return Sweep(name, base, set_, grid or {}, variants, repeats, steps, warmup, 0, records)
 
     zipf = ["data.id_distribution=zipf", "data.zipf_alpha=1.05", "train.cache_fraction=0.1"]
     if dry_run:  # tiny's 4 x 1,000 rows: a cache of 10% is smaller than one batch's rows
         zipf[-1] = "train.cache_fraction=0.5"
     presets = own("gpu-presets", ["mlperf-scaled", "dlrm-benchmark", "kaggle"], ["gpu-hbm", "gpu-hbm-fp32"], [])
     placements = own("gpu-placements", ["mlperf-scaled"], PLACEMENT_VARIANTS, zipf)
-    skew = own("gpu-placement-skew", ["mlperf-scaled"], PLACEMENT_VARIANTS, zipf[:1] + zipf[2:],
-               {"data.zipf_alpha": [0.8, 1.2] if dry_run else [0.6, 1.05, 1.4]})  # fmt: skip
+    skew = own(
+        "gpu-placement-skew",
+        ["mlperf-scaled"],
+        PLACEMENT_VARIANTS,
+        zipf[:1] + zipf[2:],
+        {"data.zipf_alpha": [0.8, 1.2] if dry_run else [0.6, 1.05, 1.4]},
+    )
     sizes = own(
         "gpu-placement-size",
         ["dlrm-benchmark"],
@@ -63,7 +73,7 @@ def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
     grid = studies.dense_sparse_grid(profile, cpu_out)
     mirrored = [studies.on_gpu(spec, device) for spec in [*sensitivity, grid, *shape]]
     for spec in mirrored:
-        spec.out = records
+        spec.out, spec.repeats = records, repeats
     return [presets, placements, *mirrored, skew, sizes]
 
 
@@ -82,43 +92,50 @@ def run_tests(dry_run: bool) -> str:
     return lines[-1] if lines else "tests: no output"
 
 
-def embedding_records(out: Path, dry_run: bool) -> list[dict[str, object]]:
-    """Copy bandwidths, then each placement's embedding-only benchmark on dlrm-benchmark."""
+def embedding_records(out: Path, dry_run: bool) -> None:
+    """Copy bandwidths, then each placement's embedding-only benchmark on dlrm-benchmark, in repeats."""
     device = torch.device("cpu" if dry_run else "cuda")
     limits = gpu.copy_bandwidth(device, mib=16 if dry_run else 2048)
     print(f"copy bandwidth: {limits['copy_gbps']:.0f} GB/s on the device, {limits['h2d_gbps']:.1f} GB/s host->device")
-    records = []
-    for placement in ("hbm", "uvm", "cached", "host"):
-        cfg = config.load(
+    configs = {
+        placement: config.load(
             "tiny" if dry_run else "dlrm-benchmark",
-            [f"train.device={device.type}", "train.loop=gpu", f"train.placement={placement}",
-             "data.id_distribution=zipf", "data.zipf_alpha=1.05", "train.cache_fraction=0.5"],
-        )  # fmt: skip
-        steps, warmup = (2, 1) if dry_run else (20, 5)
-        record = gpu.embedding_bench(cfg, steps, warmup, limits)
-        print(
-            f"embedding {placement:>6}: {record['embedding_ms_median']:8.2f} ms, {record['embedding_gbps']:7.1f} GB/s"
+            [
+                f"train.device={device.type}",
+                "train.loop=gpu",
+                f"train.placement={placement}",
+                "data.id_distribution=zipf",
+                "data.zipf_alpha=1.05",
+                "train.cache_fraction=0.5",
+            ],
         )
-        records.append(record)
-        results.append(out / "gpu_embedding.csv", record)
-        del cfg
+        for placement in ("hbm", "uvm", "cached", "host")
+    }
+    steps, warmup = (2, 1) if dry_run else (20, 5)
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        fields = gpu.embedding_bench(task.cfg, steps, warmup, limits)
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    return records
+        return fields
+
+    def say(record: dict[str, object]) -> None:
+        print(
+            f"embedding {record['placement']:>6}, repeat {record['repeat']}: "
+            f"{record['embedding_ms_median']:8.2f} ms, {record['embedding_gbps']:7.1f} GB/s"
+        )
+
+    points = [("dlrm-benchmark", {f"embedding-{name}": cfg for name, cfg in configs.items()})]
+    tasks = runner.schedule(points, 2 if dry_run else REPEATS, runner.machine_of)
+    runner.run(
+        tasks, measure, out / "gpu_embedding.csv", "gpu-embedding", record_errors=False, progress=False, on_record=say
+    )
 
 
 def run_sweep(spec: Sweep, deadline: float) -> str:
-    """Points one at a time until done or past the deadline; a line saying how far it got."""
-    counts = {"ran": 0, "failed": 0}
-    while time.monotonic() < deadline:
-        step = sweep.run(spec, progress=False, limit=1)
-        if step["ran"] == 0:
-            return f"{spec.name}: {step['points']} points, {counts['ran']} measured now ({counts['failed']} failed)"
-        counts["ran"] += 1
-        counts["failed"] += step["failed"]
-        if spec.out and torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    return f"{spec.name}: stopped at the time budget after {counts['ran']} new points (resumes next run)"
+    """The sweep's measurements until done or past the deadline; a line saying how far it got."""
+    counts = sweep.run(spec, progress=False, deadline=deadline)
+    return f"{spec.name}: {counts}"
 
 
 def summary(out: Path, dry_run: bool = False) -> list[str]:
@@ -127,7 +144,7 @@ def summary(out: Path, dry_run: bool = False) -> list[str]:
     frame = results.load(out / studies.GPU_RECORDS) if (out / studies.GPU_RECORDS).exists() else None
     lines = []
     if frame is not None and "error" in frame:
-        ok = frame[frame["error"].isna()]
+        ok = frame[frame["error"].isna()]  # the median of repeat medians
         rate = ok.groupby(["study", "config_name", "variant"])["samples_per_s"].median()
         mlperf = rate.get(("gpu-presets", presets.get("mlperf-scaled", "mlperf-scaled"), "gpu-hbm"))
         if mlperf is not None:
@@ -149,7 +166,7 @@ def summary(out: Path, dry_run: bool = False) -> list[str]:
         emb = results.load(path)
         hbm = emb[(emb["placement"] == "hbm") & (emb["config_name"] == presets.get("dlrm-benchmark", "dlrm-benchmark"))]
         if not hbm.empty:
-            fraction = hbm["embedding_copy_fraction"].iloc[-1]
+            fraction = hbm["embedding_copy_fraction"].median()
             verdict = "met" if fraction >= TARGET_COPY_FRACTION else "missed"
             lines.append(
                 f"dlrm-benchmark hbm embedding bytes / copy bandwidth: {fraction:.2f} (target 0.50: {verdict})"

@@ -1,9 +1,18 @@
-"""Tidy records: provenance, atomic append to CSV, loading.
+"""Tidy records: the one record builder, provenance, the machine key, the resume key, atomic CSV.
 
-A record is one flat dict, one measured point. `append` rewrites the CSV through a
-temporary file and `os.replace`, under a lock, so a run killed midway leaves either
-the old file or the new one, never a half-written row, and a record with new fields
-widens the header instead of breaking it.
+A record is one flat dict, one measurement. `record` builds every one of them: the study and
+its labels, the measured fields, the flattened config, provenance and the machine key.
+`append` rewrites the CSV through a temporary file and `os.replace`, under a lock, so a run
+killed midway leaves either the old file or the new one, never a half-written row, and a
+record with new fields widens the header instead of breaking it.
+
+The machine key (`machine_key`) names the hardware a record was measured on: CPU model, the
+instruction-set flags that change these timings (AVX-512, AVX512-BF16, AMX-BF16) and the
+thread count, plus the GPU where one ran. Records of several machines live side by side in
+one file; figures and findings select one machine. The resume key (`resume_key`) says
+"already measured": config hash, variant, machine, the versions of the libraries that
+change timing, and the repeat. Records written before machine keys existed are read with
+`machine` = `<cpu>/isa-unrecorded/<threads>t` (`load`): kept, and kept apart.
 """
 
 import csv
@@ -13,15 +22,28 @@ import functools
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import torch
 
 import dlrm_study
 
+if typing.TYPE_CHECKING:
+    from dlrm_study.config import Config
+
 PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu", "triton")
+# The provenance columns whose change makes an old timing stale (part of the resume key).
+TIMING_VERSIONS = tuple(f"{name.replace('-', '_')}_version" for name in PACKAGES)
+# CPU flags that change what these timings mean: AVX-512 kernels, bf16 dot products, AMX tiles.
+ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+UNRECORDED_ISA = "isa-unrecorded"
+# Columns read as text whatever they look like (a hash of digits only is not a number).
+TEXT_COLUMNS = ("config_hash", "sweep_point", "git_commit", "variant", "machine", "point", "flags", "error")
 
 
 @functools.cache
@@ -54,6 +76,42 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's instruction-set flags (Linux /proc/cpuinfo); empty where unknown."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def native_bf16() -> bool:
+    """Whether the CPU computes in bf16 in hardware (AVX512-BF16 or AMX-BF16); else bf16 is emulated."""
+    return any(flag in cpu_flags() for flag in BF16_FLAGS)
+
+
+def isa() -> str:
+    """The ISA_FLAGS this CPU has, joined by '+' (`avx2` or `baseline` when it has none of them)."""
+    flags = cpu_flags()
+    present = [flag for flag in ISA_FLAGS if flag in flags]
+    return "+".join(present) or ("avx2" if "avx2" in flags else "baseline")
+
+
+def slug(name: str) -> str:
+    """`Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz` -> `intel-xeon-platinum-8481c`."""
+    text = re.sub(r"\((r|tm)\)|@.*$|\bcpu\b|\bprocessor\b|\b\d+-core\b", " ", name.lower())
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"
+
+
+def machine_key(threads: int | None = None, gpu: str = "", cpu: str | None = None, isa_flags: str | None = None) -> str:
+    """`<cpu>/<isa>/<threads>t[/<gpu>]`: this machine, or one described by the arguments."""
+    key = f"{slug(cpu or cpu_model())}/{isa_flags or isa()}/{threads or torch.get_num_threads()}t"
+    return f"{key}/{slug(gpu)}" if gpu else key
+
+
 def package_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
@@ -79,6 +137,66 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+def record(
+    study: str,
+    fields: dict[str, object],
+    cfg: "Config | None" = None,
+    device: torch.device | str = "cpu",
+    machine: str | None = None,
+    **labels: object,
+) -> dict[str, object]:
+    """The one record builder: study and labels, measured fields, the config, provenance, machine.
+
+    `fields` may name the `threads` they ran with (a rank's, not this process's); the machine
+    key follows them. Labels (variant, repeat, point, ...) come first, for a readable CSV.
+    """
+    prov = provenance(device)
+    if fields.get("threads"):
+        prov["threads"] = fields["threads"]
+    described = {"config_name": cfg.name, "config_hash": cfg.hash()} if cfg is not None else {}
+    return {
+        "study": study,
+        **labels,
+        **described,
+        **fields,
+        "machine": machine or machine_key(int(prov["threads"]), str(prov["gpu_model"])),
+        **(cfg.flat() if cfg is not None else {}),
+        **{key: value for key, value in prov.items() if key not in fields},
+    }
+
+
+def versions() -> dict[str, str]:
+    """This process's TIMING_VERSIONS (what a stored record's must equal to be reused)."""
+    return {key: package_version(key.removesuffix("_version").replace("_", "-")) for key in TIMING_VERSIONS}
+
+
+def resume_key(config_hash: str, variant: str, machine: str, repeat: object, versions: dict[str, object]) -> str:
+    """What makes a stored record the measurement a run would make now."""
+    stamp = ",".join(f"{key}={text(versions.get(key))}" for key in TIMING_VERSIONS)
+    return f"{config_hash}|{variant}|{machine}|{stamp}|{text(repeat)}"
+
+
+def key_of(row: dict[str, object]) -> str:
+    """The resume key of a stored record (a row of `read_rows`, or a record dict)."""
+    return resume_key(
+        text(row.get("config_hash")), text(row.get("variant")), text(row.get("machine")), row.get("repeat"), row
+    )
+
+
+def text(value: object) -> str:
+    """A value as the CSV holds it: '' for None or NaN, integers without a trailing .0."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def stored_keys(path: Path, with_errors: bool = True) -> set[str]:
+    """Resume keys of the records in `path` (those that failed too, unless `with_errors` is False)."""
+    return {key_of(row) for row in read_rows(Path(path))[1] if with_errors or not row.get("error")}
 
 
 def append(path: Path, record: dict[str, object]) -> None:
@@ -117,7 +235,26 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def load(path: Path):  # -> pandas.DataFrame (pandas imported only when records are read)
-    """All records of a CSV as a pandas DataFrame."""
+    """All records of a CSV as a pandas DataFrame, older records given their machine and repeat."""
     import pandas as pd
 
-    return pd.read_csv(path)
+    frame = pd.read_csv(path, low_memory=False, dtype=dict.fromkeys(TEXT_COLUMNS, str))
+    if frame.empty or "cpu_model" not in frame:
+        return frame
+    if "machine" not in frame:
+        frame["machine"] = pd.NA
+    missing = frame["machine"].isna() & frame["cpu_model"].notna()
+    if missing.any():  # measured before the key existed: the ISA flags were not recorded
+        old = frame[missing]
+        gpus = old["gpu_model"] if "gpu_model" in old else pd.Series("", index=old.index)
+        frame.loc[missing, "machine"] = [
+            machine_key(int(threads) if threads == threads else 0, gpu if isinstance(gpu, str) else "", cpu,
+                        UNRECORDED_ISA)
+            for cpu, threads, gpu in zip(old["cpu_model"], old["threads"], gpus, strict=True)
+        ]  # fmt: skip
+    if "env_key" in frame:  # rows without provenance (a study's loss curve) share their run's env_key
+        known = frame.dropna(subset=["machine"]).drop_duplicates("env_key").set_index("env_key")["machine"]
+        frame["machine"] = frame["machine"].fillna(frame["env_key"].map(known))
+    rounds = frame.get("round", 0)  # `dlrm-study compare` called its repeats rounds
+    frame["repeat"] = frame["repeat"].fillna(rounds) if "repeat" in frame else rounds
+    return frame

@@ -8,33 +8,37 @@ A sweep file (YAML):
     grid:                           # field -> values; every combination is a point
       model.dense_features: [13, 64, 256]
     variants: [reference, optimized-fp32]   # see measure.compare.VARIANTS
-    steps: 10
+    repeats: 3                      # measurements of every variant at every point
+    steps: 10                       # timed steps of each, after warmup
     warmup: 2
     profile_steps: 1
     out: results/sweeps.csv
 
-Each finished point is appended to `out` at once (atomically), so a killed sweep loses
-at most the point it was running; run again, it skips every point already recorded for
-the same config and environment (hardware, threads, software versions). A point that
-fails (invalid, out of memory, unsupported here) becomes a record with its error, and
-the sweep goes on.
+The points and variants run through `measure.runner`: repeat after repeat, the variants of
+a point interleaved in a rotated order, one record per measurement appended at once. Run
+again, a sweep skips every measurement already recorded for the same config, variant,
+machine and library versions (`results.resume_key`), whichever sweep made it: a point two
+sweeps share (a sensitivity study's base point) is measured once. A variant that fails at a
+point (invalid, out of memory, unsupported here) is recorded with its error, and the sweep
+goes on. On a CPU without native bf16 the CPU loops' bf16 variants are skipped, with a note.
 """
 
-import hashlib
 import itertools
-import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
+from dlrm_study.measure import runner
 from dlrm_study.measure.bench import bench
-from dlrm_study.measure.compare import VARIANTS
+from dlrm_study.measure.compare import VARIANTS, runnable, skip_note
 
-KEYS = {"name", "config", "set", "grid", "variants", "steps", "warmup", "profile_steps", "out"}
+KEYS = {"name", "config", "set", "grid", "variants", "repeats", "steps", "warmup", "profile_steps", "out"}
+COUNTS = ("repeats", "steps", "warmup", "profile_steps")
 
 
 @dataclass
@@ -44,6 +48,7 @@ class Sweep:
     set: list[str] = field(default_factory=list)
     grid: dict[str, list] = field(default_factory=dict)
     variants: list[str] = field(default_factory=lambda: ["reference"])
+    repeats: int = 3
     steps: int = 10
     warmup: int = 2
     profile_steps: int = 0
@@ -57,34 +62,45 @@ class Point:
     cfg: config.Config
     grid: list[str]  # this point's grid assignments (what varies across the sweep)
 
+    @property
+    def label(self) -> str:
+        return " ".join(self.grid) or self.cfg.name
+
 
 def load(path: Path) -> Sweep:
-    """A sweep from YAML; unknown keys, variants or config fields are refused up front."""
+    """A sweep from YAML; unknown keys, variants, wrong types or config fields are refused up front."""
     doc = config.read_yaml(path, "sweep")
     if "name" not in doc:
         raise UsageError(f"{path}: a sweep is a mapping with at least a name")
     unknown = set(doc) - KEYS
     if unknown:
         raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}")
+    for key in COUNTS:
+        if key in doc and (isinstance(doc[key], bool) or not isinstance(doc[key], int)):
+            raise UsageError(f"{path}: {key} must be a whole number, got {doc[key]!r}")
+    if not isinstance(doc.get("grid", {}), dict) or not all(isinstance(v, list) for v in doc.get("grid", {}).values()):
+        raise UsageError(f"{path}: grid must map each field to a list of values")
+    if not isinstance(doc.get("variants", []), list) or not isinstance(doc.get("set", []), list):
+        raise UsageError(f"{path}: variants and set must be lists")
     sweep = Sweep(**doc)
     bad = [v for v in sweep.variants if v not in VARIANTS]
     if bad:
         raise UsageError(f"{path}: unknown variant {bad[0]!r} (choose from {', '.join(VARIANTS)})")
-    if sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
-        raise UsageError(f"{path}: steps must be positive, warmup and profile_steps not negative")
+    if sweep.repeats <= 0 or sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
+        raise UsageError(f"{path}: repeats and steps must be positive, warmup and profile_steps not negative")
     points(sweep)  # every point's config must load (unknown fields fail here, before anything runs)
     return sweep
 
 
 def points(sweep: Sweep) -> list[Point]:
-    """Every (grid combination, variant), in a fixed order."""
+    """Every (grid combination, variant), in a fixed order; the timed steps are part of each config."""
     fields = list(sweep.grid)
     bases = [sweep.config] if isinstance(sweep.config, str) else list(sweep.config)
     out = []
     for base, values in itertools.product(bases, itertools.product(*(sweep.grid[f] for f in fields))):
         grid = [item for f, v in zip(fields, values, strict=True) for item in assignments(f, v)]
         for variant in sweep.variants:
-            overrides = [*sweep.set, *grid, *VARIANTS[variant]]
+            overrides = [*sweep.set, *grid, *VARIANTS[variant], f"train.steps={sweep.steps}"]
             out.append(Point(variant, overrides, config.load(base, overrides), grid))
     return out
 
@@ -98,91 +114,83 @@ def assignments(key: str, value: object) -> list[str]:
     return [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
 
 
-def environment(device: str = "cpu", threads: int | None = None) -> dict[str, object]:
-    """What makes two measurements of one config comparable: hardware, threads, software.
-
-    `threads`: the intra-op threads the measurement runs with, where not this process's (a rank's).
-    """
-    prov = results.provenance(device)
-    keys = ("device_name", "gpu_model", "threads", "torch_version", "torchrec_version", "fbgemm_gpu_cpu_version")
-    env = {k: prov[k] for k in keys}
-    if threads is not None:
-        env["threads"] = threads
-    env_key = hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:12]
-    return {"env_key": env_key, **env}
+def plan(sweep: Sweep) -> tuple[list[runner.Point], list[str]]:
+    """The runner's points (label -> {variant: config}) and the variants this CPU skips."""
+    kept, skipped = runnable(sweep.variants)
+    grouped: dict[str, dict[str, config.Config]] = {}
+    for point in points(sweep):
+        if point.variant in kept:
+            grouped.setdefault(point.label, {})[point.variant] = point.cfg
+    return list(grouped.items()), skipped
 
 
-def recorded(sweep: Sweep, retry_errors: bool = False) -> set[tuple[str, str, str]]:
-    """(study, point, environment) of the points `out` already holds (failed ones too, unless `retry_errors`)."""
-    _, rows = results.read_rows(Path(sweep.out))
-    return {
-        (r.get("study", ""), r.get("sweep_point", ""), r.get("env_key", ""))
-        for r in rows
-        if not (retry_errors and r.get("error"))
-    }
+def tasks(sweep: Sweep) -> list[runner.Task]:
+    return runner.schedule(plan(sweep)[0], sweep.repeats, runner.machine_of)
 
 
-def run(sweep: Sweep, retry_errors: bool = False, progress: bool = True, limit: int | None = None) -> dict[str, int]:
-    """Bench the points not yet recorded; returns counts of done, skipped and failed points.
-
-    `limit` stops after that many new points (tests use it to stand for a killed sweep).
-    """
-    done = recorded(sweep, retry_errors)
-    planned = points(sweep)
-    devices = {point_device(p) for p in planned}
+def run(
+    sweep: Sweep,
+    retry_errors: bool = False,
+    progress: bool = True,
+    limit: int | None = None,
+    deadline: float | None = None,
+) -> runner.Counts:
+    """Measure what is not yet recorded; `limit` and `deadline` stop early (see `runner.run`)."""
+    points_, skipped = plan(sweep)
+    if skipped:
+        print(skip_note(skipped), file=sys.stderr)
+    devices = {cfg.train.device for _, cfgs in points_ for cfg in cfgs.values()}
     if "cuda" in devices and not torch.cuda.is_available():
         raise UsageError(f"sweep {sweep.name} runs on cuda but no CUDA GPU is available (set train.device=cpu)")
-    envs = {device: environment(device) for device in devices}
-    todo = [p for p in planned if (sweep.name, p.cfg.hash(), envs[point_device(p)]["env_key"]) not in done]
-    counts = {"points": len(planned), "skipped": len(planned) - len(todo), "ran": 0, "failed": 0}
-    for point in tqdm(todo[:limit], desc=f"sweep {sweep.name}", unit="point", disable=not progress):
-        # The point is keyed by the config it asked for (build may adjust it, e.g. bf16 -> fp32).
-        key = point.cfg.hash()
-        record = measure(sweep, point)
-        record.update(variant=point.variant, sweep_point=key, grid=" ".join(point.grid), **envs[point_device(point)])
-        results.append(Path(sweep.out), record)
-        counts["ran"] += 1
-        counts["failed"] += bool(record["error"])
-    return counts
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        fields = bench(task.cfg, sweep.steps, sweep.warmup, sweep.profile_steps, progress=False)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # the next point starts from an empty cache, as a fresh process would
+        return fields
+
+    schedule = runner.schedule(points_, sweep.repeats, runner.machine_of)
+    return runner.run(
+        schedule,
+        measure,
+        Path(sweep.out),
+        sweep.name,
+        retry_errors=retry_errors,
+        progress=progress,
+        limit=limit,
+        deadline=deadline,
+    )
 
 
-def point_device(point: Point) -> str:
-    """The device a point runs on (`auto` resolved as the loop would)."""
-    device = point.cfg.train.device
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+def records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
+    """The stored measurements of the sweep's current points (errors left out), on one machine.
 
-
-def measure(sweep: Sweep, point: Point) -> dict[str, object]:
-    """One point's bench record, or a record of why it could not be measured."""
-    cfg = config.Config.from_dict(point.cfg.to_dict())  # bench may adjust its copy
-    try:
-        return bench(cfg, sweep.steps, sweep.warmup, sweep.profile_steps, study=sweep.name, progress=False)
-    except (UsageError, RuntimeError, MemoryError) as err:
-        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return {
-            "study": sweep.name,
-            "config_name": cfg.name,
-            "config_hash": cfg.hash(),
-            "loop": cfg.train.loop,
-            "precision": cfg.train.precision,
-            "error": f"{type(err).__name__}: {message}",
-            **cfg.flat(),
-            **results.provenance(point_device(point)),
-        }
-
-
-def records(sweep: Sweep):  # -> pandas.DataFrame
-    """The sweep's measured points (errors left out), the latest record of each current point."""
+    `machine`: "this" (the default: this machine's key), a key, or None for every machine.
+    Whichever study measured a record, it carries this sweep's `point` label here. Records of
+    a config since changed stay in the file, out of the frame.
+    """
     path = Path(sweep.out)
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run the sweep, or measure=True)")
+    labels = {(cfg.hash(), variant): label for label, cfgs in plan(sweep)[0] for variant, cfg in cfgs.items()}
     frame = results.load(path)
-    # This spec's points only: records of a config since changed (a new field, say) are kept
-    # in the file but not mixed into the figure.
-    wanted = {point.cfg.hash() for point in points(sweep)}
-    frame = frame[(frame["study"] == sweep.name) & frame["sweep_point"].isin(wanted)]
+    if frame.empty:
+        return frame
+    pairs = list(zip(frame["config_hash"].astype(str), frame["variant"].astype(str), strict=True))
+    frame = frame[[pair in labels for pair in pairs]].copy()
+    frame["point"] = [labels[pair] for pair in zip(frame["config_hash"], frame["variant"], strict=True)]
+    frame["grid"] = frame["point"]
+    if machine is not None:
+        frame = frame[frame["machine"] == machine_key(machine, sweep)]
     if "error" in frame:
         frame = frame[frame["error"].isna()]
-    return frame.sort_values("timestamp").drop_duplicates(["variant", "sweep_point"], keep="last")
+    keys = ["variant", "config_hash", "machine", "repeat"]
+    return frame.sort_values("timestamp").drop_duplicates(keys, keep="last")
+
+
+def machine_key(machine: str, sweep: Sweep) -> str:
+    """`this` resolved to the key this machine gives the sweep's points."""
+    if machine != "this":
+        return machine
+    first = points(sweep)[0].cfg if sweep.variants else config.load("tiny")
+    return runner.machine_of(first)

@@ -5,6 +5,7 @@ A failure on any rank (a dead or hung peer, a bad config) ends every rank non-ze
 no record is written: a record is appended only after the last collective succeeded.
 """
 
+import json
 import os
 import statistics
 import sys
@@ -20,8 +21,8 @@ from dlrm_study.data import make_data
 from dlrm_study.distributed import hybrid
 from dlrm_study.distributed.launch import fail, init, inject_fault, shutdown
 from dlrm_study.errors import UsageError
-from dlrm_study.measure.bench import elapsed_ms
-from dlrm_study.sweep import environment
+from dlrm_study.measure import runner
+from dlrm_study.measure.bench import elapsed_ms, quantile
 from dlrm_study.train import checkpoint as ckpt
 
 CPU = torch.device("cpu")  # the ranks are CPU processes (see launch.init)
@@ -57,8 +58,16 @@ def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, rout
     return run
 
 
-def train_main(cfg: Config, steps: int, out: Path, timeout_s: float, checkpoint: Path | None = None,
-               resume: Path | None = None, route: str = "own", log_every: int = 50) -> None:  # fmt: skip
+def train_main(
+    cfg: Config,
+    steps: int,
+    out: Path,
+    timeout_s: float,
+    checkpoint: Path | None = None,
+    resume: Path | None = None,
+    route: str = "own",
+    log_every: int = 50,
+) -> None:
     run = start(cfg, timeout_s, resume, route)
     world, cfg = run.world, run.cfg
     try:
@@ -78,10 +87,7 @@ def train_main(cfg: Config, steps: int, out: Path, timeout_s: float, checkpoint:
         fail(world, collective_error(err))
     if world.is_main:
         rate = (run.step - first) * cfg.train.batch_size / seconds if seconds > 0 else float("nan")
-        record = {
-            "study": "train-distributed",
-            "config_name": cfg.name,
-            "config_hash": cfg.hash(),
+        fields = {
             "loop": cfg.train.loop,
             "route": route,
             "world_size": world.size,
@@ -89,10 +95,8 @@ def train_main(cfg: Config, steps: int, out: Path, timeout_s: float, checkpoint:
             "final_loss": run.losses[-1] if run.losses else float("nan"),
             "samples_per_s": rate,
             "error": "",
-            **cfg.flat(),
-            **results.provenance("cpu"),
         }
-        results.append(out, record)
+        results.append(out, results.record("train-distributed", fields, cfg))
         print(
             f"trained {run.step - first} steps on {world.size} ranks, {rate:,.0f} samples/s; record appended to {out}"
         )
@@ -121,64 +125,99 @@ def save_checkpoint(run: hybrid.DistRun, path: Path) -> None:
     ckpt.save(whole, path)
 
 
-def bench_main(cfg: Config, steps: int, warmup: int, out: Path, timeout_s: float, study: str) -> None:
-    """Timed steps with their phases, the same steps without the network, then the network alone."""
+def bench_main(
+    cfg: Config,
+    steps: int,
+    warmup: int,
+    repeats: int,
+    out: Path,
+    timeout_s: float,
+    study: str,
+    fields_json: Path | None = None,
+) -> None:
+    """Repeats of timed steps through `measure.runner` (rank 0 writes the records).
+
+    With `fields_json`, one repeat whose fields rank 0 writes there as JSON instead: a study
+    that launched this process group makes the record (`distributed.scaling`).
+    """
     run = start(cfg, timeout_s)
-    world, arch = run.world, run.dlrm.sparse_arch
+    world = run.world
+    variant = f"{world.size} rank" + ("s" if world.size > 1 else "")
     try:
-        batches = make_data(cfg).batches()
-        timed_steps(run, batches, warmup)
-        arch.wait_s = arch.ex.backward_s = 0.0
-        phases: dict[str, float] = {}
-        step_ms = timed_steps(run, batches, steps, phases)
-        wait, exchange_back = arch.wait_s, arch.ex.backward_s
-        arch.exchange = False  # compute alone: the exchange done locally, no dense allreduce
-        with run.model.no_sync():
-            timed_steps(run, batches, warmup)
-            compute_ms = timed_steps(run, batches, steps)
-        arch.exchange = True
-        comm = communication_alone(run)
-        # Per-step medians can differ by rank; the slowest rank sets the pace.
-        summary = torch.tensor([statistics.median(step_ms), statistics.median(compute_ms)])
-        dist.all_reduce(summary, op=dist.ReduceOp.MAX)
+        if fields_json:
+            fields = measure_once(run, steps, warmup)
+            if world.is_main:
+                fields_json.write_text(json.dumps(fields))
+        else:
+            tasks = runner.schedule([(cfg.name, {variant: cfg})], repeats, lambda _: results.machine_key())
+            runner.run(
+                tasks,
+                lambda _: measure_once(run, steps, warmup),
+                out,
+                study,
+                resume=False,
+                record_errors=False,
+                emit=world.is_main,
+                progress=False,
+                on_record=say,
+            )
     except Exception as err:
         fail(world, collective_error(err))
-    if world.is_main:
-        step, compute = summary.tolist()
-        record = {
-            "study": study,
-            "config_name": cfg.name,
-            "config_hash": cfg.hash(),
-            "loop": cfg.train.loop,
-            "route": "own",
-            "sparse_arch": arch.local.name,
-            "world_size": world.size,
-            "threads_per_rank": torch.get_num_threads(),
-            "batch_size": cfg.train.batch_size,
-            "local_batch": run.local_batch,
-            "steps": steps,
-            "warmup": warmup,
-            "ms_median": step,
-            "ms_p10": sorted(step_ms)[len(step_ms) // 10],
-            "ms_p90": sorted(step_ms)[(9 * len(step_ms)) // 10],
-            "samples_per_s": cfg.train.batch_size / (step / 1e3),
-            "compute_ms_median": compute,
-            "exposed_comm_ms": max(0.0, step - compute),
-            "exchange_wait_ms": 1e3 * wait / steps,
-            "exchange_backward_ms": 1e3 * exchange_back / steps,
-            **{f"phase_{name}_ms": 1e3 * phases.get(name, 0.0) / steps for name in PHASES},
-            **comm,
-            "error": "",
-            **environment(),
-            **cfg.flat(),
-            **results.provenance("cpu"),
-        }
-        results.append(out, record)
-        print(
-            f"{world.size} ranks: {step:.1f} ms/step ({record['samples_per_s']:,.0f} samples/s), compute alone "
-            f"{compute:.1f} ms, exposed communication {record['exposed_comm_ms']:.1f} ms; record appended to {out}"
-        )
     shutdown(world)
+
+
+def say(record: dict[str, object]) -> None:
+    print(
+        f"repeat {record['repeat']}, {record['world_size']} ranks: {record['ms_median']:.1f} ms/step "
+        f"({record['samples_per_s']:,.0f} samples/s), compute alone {record['compute_ms_median']:.1f} ms, "
+        f"exposed communication {record['exposed_comm_ms']:.1f} ms",
+        flush=True,
+    )
+
+
+def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, object]:
+    """Timed steps with their phases, the same steps without the network, then the network alone."""
+    world, arch, cfg = run.world, run.dlrm.sparse_arch, run.cfg
+    batches = make_data(cfg).batches()
+    timed_steps(run, batches, warmup)
+    arch.wait_s = arch.ex.backward_s = 0.0
+    phases: dict[str, float] = {}
+    step_ms = timed_steps(run, batches, steps, phases)
+    wait, exchange_back = arch.wait_s, arch.ex.backward_s
+    arch.exchange = False  # compute alone: the exchange done locally, no dense allreduce
+    with run.model.no_sync():
+        timed_steps(run, batches, warmup)
+        compute_ms = timed_steps(run, batches, steps)
+    arch.exchange = True
+    comm = communication_alone(run)
+    # Per-step medians can differ by rank; the slowest rank sets the pace.
+    summary = torch.tensor([statistics.median(step_ms), statistics.median(compute_ms)])
+    dist.all_reduce(summary, op=dist.ReduceOp.MAX)
+    step, compute = summary.tolist()
+    return {
+        "loop": cfg.train.loop,
+        "route": "own",
+        "sparse_arch": arch.local.name,
+        "precision": cfg.train.precision,
+        "device": "cpu",
+        "world_size": world.size,
+        "threads": torch.get_num_threads(),
+        "threads_per_rank": torch.get_num_threads(),
+        "batch_size": cfg.train.batch_size,
+        "local_batch": run.local_batch,
+        "steps": steps,
+        "warmup": warmup,
+        "ms_median": step,
+        "ms_p10": quantile(step_ms, 0.1),
+        "ms_p90": quantile(step_ms, 0.9),
+        "samples_per_s": cfg.train.batch_size / (step / 1e3),
+        "compute_ms_median": compute,
+        "exposed_comm_ms": max(0.0, step - compute),
+        "exchange_wait_ms": 1e3 * wait / steps,
+        "exchange_backward_ms": 1e3 * exchange_back / steps,
+        **{f"phase_{name}_ms": 1e3 * phases.get(name, 0.0) / steps for name in PHASES},
+        **comm,
+    }
 
 
 def timed_steps(run: hybrid.DistRun, batches, count: int, phases: dict[str, float] | None = None) -> list[float]:

@@ -1,68 +1,81 @@
 """The scaling study on this machine: 1 and 2 ranks under torchrun, one core per rank.
 
-Points (all on `SCALING_BASE`): strong scaling keeps the global batch (1 and 2 ranks at
-batch B); weak scaling keeps the batch per rank (1 rank at B / 2, 2 ranks at B); and one
-more single-rank point with twice the lookups lets the model tell dense work from sparse
-work. Each point is one `dlrm-study bench --distributed` run appending one record; points
-already recorded for this environment are skipped, so an interrupted study resumes.
+Points (all on `SCALING_BASE`, named `dlrm-benchmark-scaled`): strong scaling keeps the
+global batch (1 and 2 ranks at batch B, measured side by side in each repeat); weak scaling
+keeps the batch per rank (1 rank at B / 2 against 2 ranks at B); and one more single-rank
+point with twice the lookups lets the model tell dense work from sparse work. Every
+measurement is one `dlrm-study bench --distributed` process group, through `measure.runner`:
+repeats, interleaved, resumable, one record each (machine key at one thread: one core per rank).
 """
 
+import json
+import math
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
-from dlrm_study.sweep import environment
+from dlrm_study.measure import runner, stats
+from dlrm_study.studies.profiles import RANKS
 
-SCALING_BASE = ["model.table_rows=8x100000", "data.lookups_per_table=20", "train.loop=optimized"]
-SIZES = {  # profile -> (global batch B, timed steps, warm-up steps)
-    "smoke": (64, 2, 1),
-    "quick": (1024, 10, 3),
-    "full": (2048, 30, 5),
-}
+SCALING_BASE = ["name=dlrm-benchmark-scaled", "model.table_rows=8x100000", "data.lookups_per_table=20"]
+SMOKE_BASE = ["model.table_rows=4x1000", "data.lookups_per_table=4"]
+BATCH = {"smoke": 64, "quick": 1024, "full": 2048}  # the global batch B
 
 
-def points(profile: str) -> list[tuple[int, list[str]]]:
-    """(ranks, overrides) of every point."""
-    batch = SIZES[profile][0]
-    base = ["model.table_rows=4x1000", "data.lookups_per_table=4"] if profile == "smoke" else SCALING_BASE[:2]
-    lookups = int(base[1].split("=")[1])
-    return [
-        (1, [*base, f"train.batch_size={batch}"]),
-        (2, [*base, f"train.batch_size={batch}"]),
-        (1, [*base, f"train.batch_size={batch // 2}"]),
-        (1, [base[0], f"data.lookups_per_table={2 * lookups}", f"train.batch_size={batch}"]),
-    ]
+def ranks_variant(ranks: int) -> str:
+    return f"{ranks} rank" + ("s" if ranks > 1 else "")
 
 
 def preset(profile: str) -> str:
     return "tiny" if profile == "smoke" else "dlrm-benchmark"
 
 
+def points(profile: str) -> list[tuple[str, dict[int, list[str]]]]:
+    """(label, {ranks: overrides}) of every point."""
+    batch, p = BATCH[profile], RANKS[profile]
+    base = SMOKE_BASE if profile == "smoke" else SCALING_BASE
+    lookups = int(base[-1].split("=")[1])
+    common = [*base[:-1], "train.loop=optimized", f"train.steps={p.steps}"]
+    at = [*common, f"data.lookups_per_table={lookups}"]
+    return [
+        (f"batch {batch}", {1: [*at, f"train.batch_size={batch}"], 2: [*at, f"train.batch_size={batch}"]}),
+        (f"batch {batch // 2}", {1: [*at, f"train.batch_size={batch // 2}"]}),
+        (f"batch {batch}, {2 * lookups} lookups",
+         {1: [*common, f"data.lookups_per_table={2 * lookups}", f"train.batch_size={batch}"]}),
+    ]  # fmt: skip
+
+
+def plan(profile: str) -> list[runner.Point]:
+    return [
+        (label, {ranks_variant(r): config.load(preset(profile), overrides) for r, overrides in by_ranks.items()})
+        for label, by_ranks in points(profile)
+    ]
+
+
 def measure(profile: str, out: Path, progress: bool = True) -> pd.DataFrame:
-    """Run the points not yet recorded (each in its own torchrun), then return the study's records."""
-    path, study = out / "scaling.csv", f"scaling-{profile}"
-    env_key = environment(threads=1)["env_key"]
-    steps, warmup = SIZES[profile][1:]
-    done = {(r["config_hash"], r["world_size"], r["env_key"]) for r in results.read_rows(path)[1] if "env_key" in r}
-    for ranks, overrides in points(profile):
-        cfg = config.load(preset(profile), ["train.loop=optimized", *overrides])
-        if (cfg.hash(), str(ranks), env_key) in done:
-            continue
-        if progress:
-            print(f"scaling: {ranks} rank(s), {' '.join(overrides)}", flush=True)
-        run_point(ranks, preset(profile), ["train.loop=optimized", *overrides], steps, warmup, path, study)
+    """Measure the points not yet recorded (each in its own torchrun), then return the study's records."""
+    path, study, p = out / "scaling.csv", f"scaling-{profile}", RANKS[profile]
+    overrides = {(label, ranks_variant(r)): o for label, by_ranks in points(profile) for r, o in by_ranks.items()}
+
+    def measure_one(task: runner.Task) -> dict[str, object]:
+        ranks = int(task.variant.split()[0])
+        args = ["bench", "--distributed", "--config", preset(profile), "--steps", str(p.steps)]
+        args += [
+            "--warmup",
+            str(p.warmup),
+            *(item for o in overrides[task.point, task.variant] for item in ("--set", o)),
+        ]
+        return launch_fields(ranks, args)
+
+    tasks = runner.schedule(plan(profile), p.repeats, lambda _: results.machine_key(1))
+    runner.run(tasks, measure_one, path, study, record_errors=False, progress=progress)
     return records(profile, out)
-
-
-def run_point(ranks: int, base: str, overrides: list[str], steps: int, warmup: int, path: Path, study: str) -> None:
-    args = ["bench", "--distributed", "--config", base, "--steps", str(steps), "--warmup", str(warmup)]
-    args += ["--study", study, "--out", str(path), *(item for o in overrides for item in ("--set", o))]
-    launch(ranks, args)
 
 
 def launch(ranks: int, args: list[str]) -> None:
@@ -81,20 +94,55 @@ def launch(ranks: int, args: list[str]) -> None:
         )
 
 
-def records(profile: str, out: Path) -> pd.DataFrame:
+def launch_fields(ranks: int, args: list[str]) -> dict[str, object]:
+    """The measured fields of one repeat of `dlrm-study bench ARGS`, run as `launch` runs it."""
+    with tempfile.TemporaryDirectory(prefix="dlrm-study-") as scratch:
+        handback = Path(scratch) / "fields.json"
+        launch(ranks, [*args, "--fields-json", str(handback), "--no-progress"])
+        return json.loads(handback.read_text())
+
+
+def records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """The study's stored records for its current points, on one machine (one thread per rank)."""
     path = out / "scaling.csv"
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    labels = {(cfg.hash(), v): label for label, cfgs in plan(profile) for v, cfg in cfgs.items()}
     frame = results.load(path)
-    frame = frame[frame["study"] == f"scaling-{profile}"]
-    return frame.sort_values("timestamp").drop_duplicates(["config_hash", "world_size"], keep="last")
+    pairs = list(zip(frame["config_hash"], frame["variant"].astype(str), strict=True))
+    frame = frame[[pair in labels for pair in pairs]].copy()
+    frame["point"] = [labels[pair] for pair in zip(frame["config_hash"], frame["variant"], strict=True)]
+    if machine is not None:
+        frame = frame[frame["machine"] == (results.machine_key(1) if machine == "this" else machine)]
+    return frame.sort_values("timestamp").drop_duplicates(["config_hash", "variant", "repeat"], keep="last")
 
 
-def measured_efficiency(frame: pd.DataFrame) -> dict[str, float]:
-    """Strong and weak scaling from 1 to 2 ranks, from the measured points of `points`."""
-    base = frame[frame["data.lookups_per_table"] == frame["data.lookups_per_table"].min()]
-    rate = base.set_index(["world_size", "batch_size"])["samples_per_s"]
-    big = int(base["batch_size"].max())
-    strong = rate[(2, big)] / rate[(1, big)]
-    weak = rate[(2, big)] / (2 * rate[(1, big // 2)])
-    return {"strong_speedup": strong, "strong_efficiency": strong / 2, "weak_efficiency": weak}
+def calibration_records(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The single-rank records the model is fitted on: the unflagged ones, else all of them (said so)."""
+    single = frame[frame["world_size"] == 1]
+    clean, excluded = stats.usable(single)
+    if clean.empty:
+        return single, f"every single-rank record is flagged: the model is fitted on all {len(single)} of them"
+    return clean, f"{excluded} flagged single-rank record(s) left out of the fit" if excluded else ""
+
+
+def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
+    """Strong and weak scaling from 1 to 2 ranks, paired within repeats: (center, low, high) each.
+
+    From unflagged records only; NaN where no repeat pairs up.
+    """
+    clean, _ = stats.usable(frame)
+    none = (math.nan, math.nan, math.nan)
+    if clean.empty:
+        return {"strong_speedup": none, "strong_efficiency": none, "weak_efficiency": none}
+    batch = int(frame["batch_size"].max())
+    base = clean[clean["data.lookups_per_table"] == frame["data.lookups_per_table"].min()]
+    speedup = stats.paired_ratio(base[base["batch_size"] == batch], "2 ranks", "1 rank")[:3]
+    rate = base.pivot_table(index="repeat", columns=["world_size", "batch_size"], values="samples_per_s")
+    pairs = [(2, batch), (1, batch // 2)]
+    weak = (rate[pairs[0]] / (2 * rate[pairs[1]])).dropna() if all(p in rate for p in pairs) else []
+    return {
+        "strong_speedup": speedup,
+        "strong_efficiency": tuple(value / 2 for value in speedup),
+        "weak_efficiency": stats.interval(weak),
+    }

@@ -54,6 +54,9 @@ class SparseArch(nn.Module):
         """Counters worth a column in the record (a cache's hit rate, say); reset by the call."""
         return {}
 
+    def close(self) -> None:
+        """Release what the arch holds outside this process (a parameter server's shards)."""
+
 
 def batched_ids(
     indices: list[torch.Tensor], offsets: list[torch.Tensor], table_starts: list[int]

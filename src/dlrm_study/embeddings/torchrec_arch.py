@@ -5,6 +5,8 @@ deduplicates the ids and applies the optimizer (exact SGD or exact row-wise Adag
 to the touched rows in place, so no gradient tensor is made and `update()` is a no-op.
 """
 
+import logging
+
 import torch
 
 from dlrm_study.data.batch import to_kjt
@@ -19,6 +21,10 @@ try:
 except Exception as err:  # not only ImportError: a CUDA fbgemm-gpu build fails to load its libraries on CPU
     reason = str(err).partition("\n")[0] or type(err).__name__
     raise UsageError(f"--loop torchrec needs torchrec and fbgemm-gpu-cpu installed ({reason})") from None
+
+# torchrec asks torch.fx whether it is tracing, which warns once per process about that API's
+# meaning under torch.export; nothing here traces, so the warning is noise in every output.
+logging.getLogger("torch.fx._symbolic_trace").setLevel(logging.ERROR)
 
 ADAGRAD_EPS = 1e-8
 # torchrec's compute kernels for the gpu loop's torchrec placements -> where fbgemm keeps the tables.

@@ -1,4 +1,4 @@
-"""Benchmark runner: time training steps, break them down per operator, emit a record.
+"""The benchmark of one run: time training steps, break them down per operator.
 
 Timed span = one training step (forward, loss, backward, update), the span
 facebookresearch/dlrm reports as ms/it; making the batch is timed beside it as input
@@ -9,20 +9,22 @@ waits for them), and there is no per-operator breakdown: the CPU profiler would 
 kernel launches, not kernels.
 """
 
+import contextlib
+import os
 import resource
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
-from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
-from dlrm_study.train.loop import Run, build, place, train_step
+from dlrm_study.train.loop import Run, build, native_bf16, place, train_step
 
 # Columns of the breakdown, in the order a step runs them.
 OPERATORS = (
@@ -44,15 +46,16 @@ def bench(
     steps: int,
     warmup: int = 3,
     profile_steps: int = 2,
-    study: str = "bench",
     progress: bool = True,
     limits: dict[str, float] | None = None,
     make_arch: Callable[..., SparseArch] = make_sparse_arch,
 ) -> dict[str, object]:
-    """Build the config's run, time `steps` training steps after `warmup`, return one record.
+    """Build the config's run, time `steps` training steps after `warmup`: the measured fields.
 
-    With the machine's measured `limits` (`roofline.measure_limits`) the record also carries
-    the roofline bound and the achieved fraction of it.
+    The fields say what ran (loop, sparse arch, precision, whether bf16 was native) and how
+    long it took; `results.record` (through `measure.runner`) turns them into a record. With
+    the machine's measured `limits` (`roofline.measure_limits`) they carry the roofline bound
+    and the achieved fraction of it.
     """
     run = build(cfg, make_arch)
     if run.device.type == "cuda":
@@ -73,22 +76,22 @@ def bench(
         bar.update()
     counters = arch.stats()
     operators = breakdown(run, batches, profile_steps, bar)
+    arch.close()
     bar.close()
     median = statistics.median(step_ms)
     bound = roofline.bound_ms(cfg, limits) if limits else {}
     if bound:
         bound["roofline_fraction"] = bound["roofline_ms"] / median
     return {
-        "study": study,
-        "config_name": cfg.name,
-        "config_hash": cfg.hash(),
         "loop": cfg.train.loop,
-        "sparse_arch": run.model.sparse_arch.name,
-        "placement": run.model.sparse_arch.placement,
-        "kernel_path": run.model.sparse_arch.kernel_path,
+        "sparse_arch": arch.name,
+        "placement": arch.placement,
+        "kernel_path": arch.kernel_path,
         "optimizer": cfg.train.optimizer,
-        "precision": cfg.train.precision,
+        "precision": cfg.train.precision,  # what ran: build() refuses rather than changes it
+        "native_bf16": native_bf16(run.device) if cfg.train.precision == "bf16" else None,
         "device": run.device.type,
+        "threads": torch.get_num_threads(),
         "batch_size": cfg.train.batch_size,
         "steps": steps,
         "warmup": warmup,
@@ -101,9 +104,6 @@ def bench(
         **{f"op_{name}_ms": ms for name, ms in operators.items()},
         **peak_memory(run.device),
         **bound,
-        "error": "",
-        **cfg.flat(),
-        **results.provenance(run.device),
     }
 
 
@@ -140,8 +140,10 @@ def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict
         return {}  # no columns rather than zeros that would read as measured
     totals = dict.fromkeys(OPERATORS, 0.0)
     wall = 0.0
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    with torch.profiler.profile(activities=activities) as prof:
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    with quiet_stderr():  # the profiler's C++ side logs its start and stop there
+        prof.start()
+    try:
         for _ in range(steps):
             batch, _ = timed_batch(batches, run)
             start = time.perf_counter()
@@ -150,6 +152,9 @@ def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict
             synchronize(run.device)
             wall += time.perf_counter() - start
             bar.update()
+    finally:
+        with quiet_stderr():
+            prof.stop()
     backward_node = run.model.sparse_arch.backward_node
     for event in prof.events():
         if event.cpu_parent is not None and event.cpu_parent.name != "dlrm:step":
@@ -159,6 +164,20 @@ def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict
             totals[name] += event.cpu_time_total / 1e3
     totals["other"] = max(0.0, wall * 1e3 - sum(totals.values()))
     return {name: ms / steps for name, ms in totals.items()}
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 to /dev/null for the block (log lines written by C++ code, not Python's)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def operator_of(event: str, backward_node: str) -> str | None:

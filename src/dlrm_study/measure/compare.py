@@ -1,16 +1,18 @@
 """Side-by-side CPU comparison: reference, optimized fp32 / bf16 and torchrec, in one run.
 
-Variants are interleaved round by round (each round benches every variant of every
-config once), so slow drifts of a shared machine hit them all alike; ratios are taken
-between medians over rounds. Every bench is one record in `results/`.
+The presets are the points and the loops the variants of one `measure.runner` schedule:
+repeats, variants interleaved and rotated within each, one record per measurement. The
+speedups are paired ratios within repeats, with their 95% intervals (`measure.stats`).
 """
 
-import statistics
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from dlrm_study import config, results
-from dlrm_study.measure import roofline
+from dlrm_study.measure import roofline, runner, stats
 from dlrm_study.measure.bench import bench
 
 VARIANTS = {
@@ -38,72 +40,123 @@ SPEEDUPS = [
 ROOFLINE_TARGET = 1.3  # time per iteration within 1.3x of the bound
 
 
+def variant_name(cfg: config.Config) -> str:
+    """The variant label of a config: what runs (loop, precision, placement), as in VARIANTS."""
+    t = cfg.train
+    if t.loop in ("reference", "torchrec"):
+        return t.loop
+    if t.loop == "optimized":
+        return f"optimized-{t.precision}"
+    name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
+    return name if t.precision == "bf16" else f"{name}-fp32"
+
+
+def runnable(variants: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(kept, skipped): a CPU without native bf16 skips the CPU loops' bf16 variants.
+
+    They would run emulated, so their timings would say nothing about bf16 training; a
+    study states what it skipped (`skip_note`) instead of drawing them.
+    """
+    if results.native_bf16():
+        return list(variants), []
+    cpu_bf16 = [v for v in variants if v in VARIANTS and "train.precision=bf16" in VARIANTS[v] and is_cpu(v)]
+    return [v for v in variants if v not in cpu_bf16], cpu_bf16
+
+
+def is_cpu(variant: str) -> bool:
+    return not any(o == "train.loop=gpu" for o in VARIANTS[variant])
+
+
+def skip_note(skipped: Sequence[str]) -> str:
+    return (
+        f"note: this CPU has no native bf16 (no avx512_bf16 or amx_bf16): {', '.join(skipped)} not measured "
+        "(emulated bf16 timings would not stand for bf16 training)"
+    )
+
+
 def compare(
     presets: Sequence[str],
     variants: Sequence[str] = CPU_VARIANTS,
-    rounds: int = 3,
+    repeats: int = 3,
     steps: int = 10,
     warmup: int = 2,
     out: Path | None = None,
     progress: bool = True,
     limits: dict[str, float] | None = None,
 ) -> list[dict[str, object]]:
-    """Bench every variant of every preset, `rounds` times interleaved; return the records.
+    """Bench every variant of every preset in `repeats` interleaved repeats; return the records.
 
     The machine's limits are measured first (full mode) unless given.
     """
-    configs = {(p, v): config.load(p, VARIANTS[v]) for p in presets for v in variants}
+    kept, skipped = runnable(variants)
+    if skipped:
+        print(skip_note(skipped), file=sys.stderr)
+    points = [(p, {v: config.load(p, [*VARIANTS[v], f"train.steps={steps}"]) for v in kept}) for p in presets]
     if limits is None:
-        sizes = sorted({size for cfg in configs.values() for size in roofline.row_sizes(cfg)})
+        sizes = sorted({size for _, cfgs in points for cfg in cfgs.values() for size in roofline.row_sizes(cfg)})
         limits = roofline.measure_limits(sizes)
-    records = []
-    for round_number in range(rounds):
-        for (_preset, variant), cfg in configs.items():
-            cfg = config.Config.from_dict(cfg.to_dict())  # build() may adjust its config
-            record = bench(
-                cfg,
-                steps,
-                warmup,
-                profile_steps=1 if round_number == 0 else 0,
-                study="cpu-compare",
-                progress=progress,
-                limits=limits,
-            )
-            record.update(variant=variant, round=round_number)
-            records.append(record)
-            if out:
-                results.append(out, record)
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        return bench(task.cfg, steps, warmup, profile_steps=0, progress=False, limits=limits)
+
+    records: list[dict[str, object]] = []
+    tasks = runner.schedule(points, repeats, runner.machine_of)
+    runner.run(
+        tasks,
+        measure,
+        out,
+        "cpu-compare",
+        resume=False,
+        record_errors=False,
+        progress=progress,
+        on_record=records.append,
+    )
     return records
 
 
-def median_by(records: Sequence[dict[str, object]], key: str) -> dict[tuple[str, str], float]:
-    """Median of `key` over rounds, per (config, variant)."""
-    groups: dict[tuple[str, str], list[float]] = {}
-    for r in records:
-        groups.setdefault((str(r["config_name"]), str(r["variant"])), []).append(float(r[key]))
-    return {group: statistics.median(values) for group, values in groups.items()}
-
-
 def report(records: Sequence[dict[str, object]]) -> str:
-    """The speedups and roofline fractions against their targets, one block per config."""
-    rate, ms, bound = (median_by(records, k) for k in ("samples_per_s", "ms_median", "roofline_ms"))
+    """Medians with 95% intervals, the paired speedups and roofline fractions against their targets."""
+    frame = pd.DataFrame(records)
+    rate = stats.summarize(frame, ["config_name", "variant"]).set_index(["config_name", "variant"])
+    ms = stats.summarize(frame, ["config_name", "variant"], "ms_median").set_index(["config_name", "variant"])
     lines = []
-    for preset in dict.fromkeys(str(r["config_name"]) for r in records):
+    for preset in dict.fromkeys(frame["config_name"]):
         lines.append(f"{preset}:")
         for variant in VARIANTS:
-            if (preset, variant) in rate:
-                lines.append(
-                    f"  {variant:<16}{rate[preset, variant]:>12,.0f} samples/s {ms[preset, variant]:>9.1f} ms/it"
-                    f"   roofline {bound[preset, variant]:7.1f} ms"
-                )
+            if (preset, variant) in rate.index:
+                r, m = rate.loc[(preset, variant)], ms.loc[(preset, variant)]
+                line = f"  {variant:<16}{stats.describe(r.center, r.low, r.high, digits=0):>32} samples/s"
+                line += f"   {m.center:9.1f} ms/it"
+                if "roofline_ms" in frame:
+                    bound = frame[(frame.config_name == preset) & (frame.variant == variant)]["roofline_ms"].median()
+                    line += f"   roofline {bound:7.1f} ms"
+                lines.append(line)
+        here = frame[frame["config_name"] == preset]
         for name, top, bottom, target in SPEEDUPS:
-            if (preset, top) in rate and (preset, bottom) in rate:
-                ratio = rate[preset, top] / rate[preset, bottom]
-                verdict = "meets" if ratio >= target else "misses"
-                lines.append(f"  {name:<32}{ratio:6.2f}x   target >= {target}x: {verdict}")
+            ratio = stats.paired_ratios(here, ["config_name"], top, bottom)
+            if not ratio.empty:
+                r = ratio.iloc[0]
+                lines.append(
+                    f"  {name:<28}{stats.describe(r.center, r.low, r.high, 'x'):>24}   "
+                    f"target >= {target}x: {verdict(r.low, r.high, target)}"
+                )
         for variant in ("optimized-fp32", "optimized-bf16"):
-            if (preset, variant) in rate:
-                over = ms[preset, variant] / bound[preset, variant]
-                verdict = "meets" if over <= ROOFLINE_TARGET else "misses"
-                lines.append(f"  {variant + ' time / bound':<32}{over:6.2f}x   target <= {ROOFLINE_TARGET}x: {verdict}")
+            if (preset, variant) in ms.index and "roofline_ms" in here:
+                rows = here[here["variant"] == variant]
+                over = stats.interval(rows["ms_median"] / rows["roofline_ms"])
+                lines.append(
+                    f"  {variant + ' time / bound':<28}{stats.describe(*over, 'x'):>24}   "
+                    f"target <= {ROOFLINE_TARGET}x: {verdict(-over[2], -over[1], -ROOFLINE_TARGET)}"
+                )
     return "\n".join(lines)
+
+
+def verdict(low: float, high: float, target: float) -> str:
+    """Against a target to reach or exceed: met when the whole interval is, missed when none of it is."""
+    if low != low:
+        return "one repeat: no verdict"
+    if low >= target:
+        return "meets"
+    if high < target:
+        return "misses"
+    return "inconclusive (the interval spans the target)"

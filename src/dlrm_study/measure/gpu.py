@@ -13,11 +13,10 @@ import statistics
 
 import torch
 
-from dlrm_study import results
 from dlrm_study.config import Config, validate
 from dlrm_study.data import make_data
 from dlrm_study.embeddings import make_sparse_arch
-from dlrm_study.measure.bench import elapsed_ms
+from dlrm_study.measure.bench import elapsed_ms, quantile
 from dlrm_study.train.loop import resolve_device
 
 
@@ -33,9 +32,9 @@ def copy_bandwidth(device: torch.device, mib: int = 1024, repeats: int = 10) -> 
 
 
 def embedding_bench(
-    cfg: Config, steps: int = 20, warmup: int = 5, limits: dict[str, float] | None = None, study: str = "gpu-embedding"
+    cfg: Config, steps: int = 20, warmup: int = 5, limits: dict[str, float] | None = None
 ) -> dict[str, object]:
-    """One record: the sparse arch's forward + fused backward/update alone, and its bandwidth."""
+    """The measured fields of the sparse arch's forward + fused backward/update alone, and its bandwidth."""
     validate(cfg)
     device = resolve_device(cfg.train.device)
     arch = make_sparse_arch(cfg, torch.Generator().manual_seed(cfg.train.seed), device)
@@ -62,21 +61,20 @@ def embedding_bench(
     moved = 3 * (ids / steps) * cfg.model.embedding_dim * 4
     limits = limits or {}
     record = {
-        "study": study,
-        "config_name": cfg.name,
-        "config_hash": cfg.hash(),
         "loop": cfg.train.loop,
         "placement": arch.placement,
         "kernel_path": arch.kernel_path,
         "device": device.type,
         "batch_size": cfg.train.batch_size,
         "steps": steps,
+        "threads": torch.get_num_threads(),
         "embedding_ms_median": median,
+        "ms_median": median,
+        "ms_p10": quantile(ms, 0.1),
+        "ms_p90": quantile(ms, 0.9),
         "embedding_gbps": moved / median / 1e6,
         **limits,
         **arch.stats(),
-        **cfg.flat(),
-        **results.provenance(device),
     }
     if "copy_gbps" in limits:
         record["embedding_copy_fraction"] = record["embedding_gbps"] / limits["copy_gbps"]

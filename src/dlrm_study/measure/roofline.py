@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.embeddings import hugepages
 
@@ -60,7 +61,13 @@ def measure_limits(row_bytes: list[int] | None = None, quick: bool = False) -> d
 
 def row_sizes(cfg: Config) -> list[int]:
     """Row sizes (bytes) that `bound_ms` needs for this config."""
-    return [embedding_row_bytes(cfg)]
+    return [measured_row_bytes(cfg)]
+
+
+def measured_row_bytes(cfg: Config) -> int:
+    """The row size whose measured rates stand for this config's rows: rounded up to 4 bytes
+    (an odd bf16 dimension has 2-byte-aligned rows; the measurement gathers fp32 words)."""
+    return -(-embedding_row_bytes(cfg) // 4) * 4
 
 
 @functools.cache
@@ -94,7 +101,7 @@ def gemm_limits(repeats: int) -> dict[str, float]:
     """GFLOP/s of torch.matmul in fp32, and in bf16 where the CPU supports it."""
     m, k, n = GEMM_SHAPE
     dtypes = {"fp32": torch.float32}
-    if torch.ops.mkldnn._is_mkldnn_bf16_supported():
+    if results.native_bf16():  # emulated bf16 GEMM is not a limit of the machine
         dtypes["bf16"] = torch.bfloat16
     limits = {}
     for name, dtype in dtypes.items():
@@ -197,12 +204,12 @@ def rate(limits: dict[str, float], key: str) -> float:
 def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
     """Lower bound on ms per iteration: embedding bytes at the row rates + FLOPs at GEMM peak."""
     work = iteration_work(cfg)
-    forward = work["embedding_forward_bytes"] / rate(limits, f"gather_gbps_{embedding_row_bytes(cfg)}B") / 1e6
+    size = measured_row_bytes(cfg)
+    forward = work["embedding_forward_bytes"] / rate(limits, f"gather_gbps_{size}B") / 1e6
 
     # A random read-modify-write cannot beat reading its rows at the gather rate, nor moving
     # all its bytes at the streaming rate. (Torch's scatter ops, the measured `update_gbps`,
     # are slower than the fused kernel, so they would not bound it from below.)
-    size = embedding_row_bytes(cfg)
     update_bytes = work["embedding_update_bytes"]
     update = (
         max(update_bytes / 2 / rate(limits, f"gather_gbps_{size}B"), update_bytes / rate(limits, "stream_gbps")) / 1e6
@@ -223,7 +230,7 @@ def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
 def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
     """A few human-readable lines: the limits used, the work, the bound."""
     work, ms = iteration_work(cfg), bound_ms(cfg, limits)
-    size = embedding_row_bytes(cfg)
+    size = measured_row_bytes(cfg)
     gemm = "bf16" if cfg.train.precision == "bf16" and "gemm_bf16_gflops" in limits else "fp32"
     t = cfg.train
     return "\n".join(

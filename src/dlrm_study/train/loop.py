@@ -16,6 +16,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.nn import functional as F
 
+from dlrm_study import results
 from dlrm_study.config import Config, check_fits, resolve_placement, validate
 from dlrm_study.data import Batch
 from dlrm_study.data.loader import Prefetcher, device_feed
@@ -62,9 +63,15 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
     check_fits(cfg, device.type)
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
-    if cfg.train.precision == "bf16" and not bf16_supported(device):
-        print(f"dlrm-study: {device.type} has no bf16 support here; running fp32 instead", file=sys.stderr)
-        cfg.train.precision = "fp32"
+    if cfg.train.precision == "bf16" and not native_bf16(device):
+        if device.type == "cuda":
+            raise UsageError(f"train.precision bf16: {torch.cuda.get_device_name(device)} has no bf16; use fp32")
+        # Run what was asked, and say so: a bf16 label on an fp32 run would be a false record.
+        print(
+            "dlrm-study: this CPU has no native bf16 (no avx512_bf16 or amx_bf16): bf16 runs emulated, "
+            "and its records say native_bf16=False",
+            file=sys.stderr,
+        )
     generator = torch.Generator().manual_seed(cfg.train.seed)
     sparse_arch = make_arch(cfg, generator, device)
     interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
@@ -79,11 +86,11 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
     return Run(cfg, model, optimizer, device)
 
 
-def bf16_supported(device: torch.device) -> bool:
-    """bf16 matrix math in hardware: AVX512-BF16 / AMX on the CPU (via oneDNN), or a bf16 GPU."""
+def native_bf16(device: torch.device) -> bool:
+    """bf16 math in hardware: AVX512-BF16 or AMX-BF16 on the CPU, or a GPU with bf16."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
-    return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return results.native_bf16()
 
 
 def place(run: Run, batch: Batch) -> Batch:

@@ -1,0 +1,199 @@
+"""Summaries of repeated measurements, made when records are read: intervals, paired ratios, flags.
+
+The unit of evidence is a repeat: one record, the median of its timed steps. Per point:
+
+- **center**: the median of the repeat medians (one disturbed repeat cannot move it far);
+- **95% interval**: Student's t on the logarithms of the repeat medians, back-transformed,
+  `exp(mean(log x) +- t(0.975, n-1) * sd(log x) / sqrt(n))`. Timings are positive and their
+  noise on a shared machine is multiplicative (another job slows every step by a factor),
+  so logs are the natural scale; for log-normal noise the interval covers the true median
+  95% of the time (tested on synthetic timings). With one repeat there is no interval (NaN).
+- **paired ratio** of variant A over baseline B (a speedup): per repeat, A's value over B's
+  measured side by side in that repeat; then the same center and interval over those
+  per-repeat ratios. Drift between repeats cancels in each ratio, so the paired interval is
+  narrower than one computed from A's and B's intervals.
+
+A record is **flagged** (`flags`, `;`-separated, empty when clean) when its profiled
+operators sum to more than 15% away from its timed median (`profile-vs-timed`: the profiler
+distorted the steps it broke down, or the machine changed between them), or its p90/p10 over
+the timed steps exceeds 1.5 (`spread`: the timed steps themselves were disturbed). A flag
+rules out the quantities it puts in doubt: `spread` every finding of the record,
+`profile-vs-timed` its breakdown (its timed steps ran unprofiled). Findings use `usable`
+records only and say how many were left out; figures draw flagged repeats hollow.
+"""
+
+import math
+import statistics
+import typing
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+
+SUMMARY = ("n", "center", "low", "high", "half_width")
+PROFILE_TOLERANCE = 0.15  # |profiled sum - timed median| / timed median
+SPREAD_LIMIT = 1.5  # p90 / p10 of the timed steps
+
+# Two-sided 95% quantiles of Student's t, t(0.975, df), df = 1..30 (the standard table).
+T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t975(df: int) -> float:
+    """t(0.975, df): the table to 30 degrees of freedom, then the Cornish-Fisher expansion."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    if df <= len(T975):
+        return T975[df - 1]
+    z = 1.959964
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def interval(values: Iterable[float]) -> tuple[float, float, float]:
+    """(center, low, high) of positive repeat values: their median and the 95% interval above."""
+    xs = [float(v) for v in values if v == v]
+    if not xs:
+        return math.nan, math.nan, math.nan
+    if min(xs) <= 0:
+        raise ValueError("repeat values must be positive (times, rates or ratios)")
+    center = statistics.median(xs)
+    if len(xs) < 2:
+        return center, math.nan, math.nan
+    logs = [math.log(x) for x in xs]
+    mean, half = statistics.fmean(logs), t975(len(xs) - 1) * statistics.stdev(logs) / math.sqrt(len(xs))
+    return center, math.exp(mean - half), math.exp(mean + half)
+
+
+def summarize(records: pd.DataFrame, by: Sequence[str], value: str = "samples_per_s") -> pd.DataFrame:
+    """Per group of `by`: repeats `n`, `center`, `low`, `high` and `half_width` (relative, +-)."""
+    rows = []
+    for group, frame in records.groupby(list(by), sort=True, dropna=False):
+        center, low, high = interval(frame[value])
+        row = dict(zip(by, group, strict=True))
+        row.update(n=int(frame[value].notna().sum()), center=center, low=low, high=high)
+        row["half_width"] = half_width(center, low, high)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, *SUMMARY])
+
+
+def paired_ratios(
+    records: pd.DataFrame,
+    by: Sequence[str],
+    variant: object,
+    baseline: object,
+    value: str = "samples_per_s",
+    between: str = "variant",
+) -> pd.DataFrame:
+    """Per group of `by`: `variant`'s value over `baseline`'s within each repeat, as a `summarize` table.
+
+    `between` names the column the two are values of: two variants of a point (a speedup), or
+    two values of a knob (`x`) for one variant, measured in the same repeat of one sweep. Only
+    repeats where both were measured pair up; `n` counts those pairs.
+    """
+    pick = records[records[between].isin([variant, baseline])]
+    wide = pick.pivot_table(index=[*by, "repeat"], columns=between, values=value, aggfunc="median")
+    if variant not in wide or baseline not in wide:
+        return pd.DataFrame(columns=[*by, *SUMMARY])
+    ratios = (wide[variant] / wide[baseline]).dropna().rename("ratio").reset_index()
+    return summarize(ratios, by, "ratio")
+
+
+class Ratio(typing.NamedTuple):
+    center: float
+    low: float
+    high: float
+    n: int
+    half_width: float
+
+
+def paired_ratio(
+    records: pd.DataFrame, variant: object, baseline: object, value: str = "samples_per_s", between: str = "variant"
+) -> Ratio:
+    """One paired ratio over all the records (see `paired_ratios`); NaN with n = 0 where nothing pairs."""
+    table = paired_ratios(records.assign(_all=""), ["_all"], variant, baseline, value, between)
+    if table.empty:
+        return Ratio(math.nan, math.nan, math.nan, 0, math.nan)
+    row = table.iloc[0]
+    return Ratio(row.center, row.low, row.high, int(row.n), row.half_width)
+
+
+def half_width(center: float, low: float, high: float) -> float:
+    """The interval's larger distance from the center, relative to it (0.05 means +-5%)."""
+    if not (center == center and low == low and high == high) or center == 0:
+        return math.nan
+    return max(center - low, high - center) / center
+
+
+def flags(fields: dict[str, object]) -> str:
+    """The self-check flags of one record's measured fields (see the module docstring)."""
+    out = []
+    median, p10, p90 = (as_float(fields.get(k)) for k in ("ms_median", "ms_p10", "ms_p90"))
+    operators = [as_float(v) for k, v in fields.items() if k.startswith("op_") and k.endswith("_ms")]
+    if operators and median and abs(sum(operators) - median) > PROFILE_TOLERANCE * median:
+        out.append("profile-vs-timed")
+    if p10 and p90 and p90 / p10 > SPREAD_LIMIT:
+        out.append("spread")
+    return ";".join(out)
+
+
+def as_float(value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number else 0.0
+
+
+def with_flags(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with a `flags` column (computed for records stored before it existed)."""
+    frame = records.copy()
+    computed = frame.apply(lambda row: flags(row.to_dict()), axis=1) if len(frame) else pd.Series(dtype=str)
+    if "flags" in frame:
+        frame["flags"] = frame["flags"].fillna(computed)
+    else:
+        frame["flags"] = computed
+    frame["flags"] = frame["flags"].fillna("").astype(str)
+    return frame
+
+
+# The flags that rule a record out of a finding about each quantity.
+DOUBTS = {"throughput": {"spread"}, "breakdown": {"spread", "profile-vs-timed"}}
+
+
+def flagged(records: pd.DataFrame, quantity: str = "throughput") -> pd.Series:
+    """Whether each record's flags put the quantity (`throughput` or `breakdown`) in doubt."""
+    frame = with_flags(records)
+    return frame["flags"].map(lambda text: bool(set(filter(None, text.split(";"))) & DOUBTS[quantity]))
+
+
+def usable(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.DataFrame, int]:
+    """The records a finding about `quantity` may use, and how many flagged ones were left out."""
+    frame = with_flags(records)
+    doubtful = flagged(frame, quantity)
+    return frame[~doubtful], int(doubtful.sum())
+
+
+def direction(low: float, high: float, up: str = "higher", down: str = "lower") -> str:
+    """A directional word only where the interval of a ratio excludes 1 (no effect)."""
+    if low != low:
+        return "one repeat: no interval"
+    if low > 1:
+        return up
+    if high < 1:
+        return down
+    return "no clear effect at this size"
+
+
+def describe(center: float, low: float, high: float, unit: str = "", digits: int = 2, percent: bool = False) -> str:
+    """`1.42x [1.35, 1.49]`, `27% [24%, 31%]`, or `1.42x (one repeat: no interval)`."""
+
+    def number(value: float) -> str:
+        return f"{value:.{max(0, digits - 2)}%}" if percent else f"{value:,.{digits}f}"
+
+    if center != center:
+        return "not measured (no usable repeat)"
+    if low != low:
+        return f"{number(center)}{unit} (one repeat: no interval)"
+    return f"{number(center)}{unit} [{number(low)}, {number(high)}]"

@@ -1,0 +1,80 @@
+"""Notebook 07: the CPU loops trained from one seed; windowed losses and held-out AUC."""
+
+import itertools
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study import config, results
+from dlrm_study.errors import UsageError
+from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, runnable
+from dlrm_study.studies.profiles import CONVERGENCE_STEPS, LOSS_WINDOW
+
+
+def convergence_config(profile: str) -> list[str]:
+    """Overrides of `tiny` for the convergence study: bigger tables, Zipf ids, 256 per batch."""
+    if profile == "smoke":
+        return ["train.batch_size=32", f"train.steps={CONVERGENCE_STEPS[profile]}"]
+    return [
+        "model.table_rows=8x100000",
+        "model.embedding_dim=16",
+        "model.bottom_mlp=64-16",
+        "model.top_mlp=64-1",
+        "train.batch_size=256",
+        f"train.steps={CONVERGENCE_STEPS[profile]}",
+    ]
+
+
+def variant_config(profile: str, variant: str) -> config.Config:
+    return config.load("tiny", [*convergence_config(profile), *VARIANTS[variant]])
+
+
+def run_convergence(
+    profile: str, out: Path, variants: list[str] | None = None, machine: str | None = "this"
+) -> pd.DataFrame:
+    """Train each variant from the same seed; record windowed losses and held-out AUC.
+
+    A variant's rows are appended together, so an interrupted study resumes at the first
+    variant not yet recorded (`results.resume_key`). bf16 runs only where it is native: an
+    emulated run would train the same numbers, so it says nothing the fp32 run does not.
+    """
+    from dlrm_study.data import make_data
+    from dlrm_study.train import build, evaluate, train
+
+    path, study = out / "convergence.csv", f"convergence-{profile}"
+    steps, window = CONVERGENCE_STEPS[profile], LOSS_WINDOW[profile]
+    stored = results.stored_keys(path)
+    for variant in runnable(variants or list(CPU_VARIANTS))[0]:
+        cfg = variant_config(profile, variant)
+        if results.resume_key(cfg.hash(), variant, results.machine_key(), 0, results.versions()) in stored:
+            continue
+        run = build(cfg)
+        losses = train(run, make_data(cfg).batches(), steps)
+        metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))
+        rows = [
+            results.record(
+                study,
+                {"kind": "loss", "step": end, "loss": sum(losses[end - window : end]) / window},
+                cfg,
+                variant=variant,
+                repeat=0,
+            )
+            for end in range(window, steps + 1, window)
+        ]
+        evaluation = {"kind": "eval", "step": steps, **{f"eval_{k}": v for k, v in metrics.items()}}
+        rows.append(results.record(study, evaluation, cfg, variant=variant, repeat=0))
+        results.append_many(path, rows)
+    return convergence_records(profile, out, machine)
+
+
+def convergence_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """The stored convergence records of a profile, for the variants' current configs, on one machine."""
+    path = out / "convergence.csv"
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    frame = results.load(path)
+    current = {variant_config(profile, v).hash() for v in CPU_VARIANTS}
+    frame = frame[frame["config_hash"].isin(current)]
+    if machine is not None:
+        frame = frame[frame["machine"] == (results.machine_key() if machine == "this" else machine)]
+    return frame.sort_values("timestamp").drop_duplicates(["variant", "kind", "step"], keep="last")

@@ -1,0 +1,86 @@
+"""Notebooks 01 and 02: the reference loop's breakdown, and the CPU loops side by side."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study.measure import stats
+from dlrm_study.measure.bench import OPERATORS
+from dlrm_study.studies.profiles import PRESETS
+from dlrm_study.sweep import Sweep
+
+CPU_PRESETS = ["dlrm-benchmark", "mlperf-scaled", "kaggle"]
+CPU_LOOPS = ["reference", "torchrec", "optimized-fp32", "optimized-bf16"]
+
+
+def cpu_loops(profile: str, out: Path) -> Sweep:
+    """Every CPU loop on every CPU preset, interleaved, profiled after the timed steps.
+
+    Notebook 01 draws the reference's records of it and notebook 02 all of them: one sweep,
+    so the loops of a preset are always measured side by side in each repeat.
+    """
+    p = PRESETS[profile]
+    smoke = profile == "smoke"
+    return Sweep(
+        name=f"cpu-loops-{profile}",
+        config=["tiny"] if smoke else CPU_PRESETS,
+        set=["train.batch_size=32"] if smoke else [],
+        variants=CPU_LOOPS,
+        repeats=p.repeats,
+        steps=p.steps,
+        warmup=p.warmup,
+        profile_steps=p.profile_steps,
+        out=str(out / "sweeps.csv"),
+    )
+
+
+def embedding_share(records: pd.DataFrame) -> pd.DataFrame:
+    """Per config: the share of the profiled iteration in embedding forward and backward/update.
+
+    A summary table (`stats.summarize`): median share over repeats and its 95% interval.
+    """
+    ops = records[[f"op_{name}_ms" for name in OPERATORS]].sum(axis=1)
+    share = (records["op_embedding_forward_ms"] + records["op_embedding_backward_update_ms"]) / ops
+    return stats.summarize(records.assign(share=share), ["config_name"], "share")
+
+
+def speedups(records: pd.DataFrame, baseline: str = "reference") -> pd.DataFrame:
+    """Every variant's samples/s over the baseline's, paired within repeats, per config."""
+    parts = [
+        stats.paired_ratios(records, ["config_name"], variant, baseline).assign(variant=variant)
+        for variant in records["variant"].unique()
+        if variant != baseline
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def fused_matches_reference(steps: int = 3) -> bool:
+    """The optimized fp32 loop ends where the reference does (tiny, repeated ids, 1e-5)."""
+    import torch
+
+    from dlrm_study import config
+    from dlrm_study.data import SyntheticData
+    from dlrm_study.train import build, train_step
+
+    cfg = config.load("tiny", ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=50-70-30-90"])
+    optimized = config.Config.from_dict(cfg.to_dict())
+    optimized.train.loop = "optimized"
+    runs = [build(cfg), build(optimized)]
+    for i in range(steps):
+        for run in runs:
+            train_step(run, SyntheticData(cfg).batch(i))
+    tables = [torch.cat(run.model.sparse_arch.tables()) for run in runs]
+    return bool(torch.allclose(tables[0], tables[1], rtol=0, atol=1e-5))
+
+
+def split_sgd_exact() -> bool:
+    """Split-SGD's halves reassemble bit for bit to fp32 SGD on the same gradients."""
+    import torch
+
+    from dlrm_study.embeddings.kernels import torch_ops
+
+    gen = torch.Generator().manual_seed(0)
+    weight, grad = torch.randn(1000, generator=gen), torch.randn(1000, generator=gen).bfloat16()
+    hi, lo = torch_ops.split(weight)
+    torch_ops.split_sgd_dense(hi, lo, grad.view(torch.int16), 0.1)
+    return bool(torch.equal(torch_ops.join(hi, lo), weight - 0.1 * grad.float()))

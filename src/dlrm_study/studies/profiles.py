@@ -1,0 +1,70 @@
+"""Profiles: how much every study measures, in one place.
+
+- `smoke`: seconds; what nbval runs in CI. Tiny configs, two repeats (so every interval
+  code path runs), records in a scratch folder.
+- `quick`: what `make reproduce` runs, every notebook within 30 minutes on a 2-core CPU.
+  Sized so that at the sensitivity base point, on an idle machine, the 95% interval of
+  each variant's samples/s is within +-10% and that of the paired ratio optimized over
+  reference within +-5% (notebook 03 prints them). To afford the repeats it measures
+  fewer points than `full`; each notebook says what it left out.
+- `full`: paper-grade: more repeats and steps, every point.
+"""
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlrm_study import results
+from dlrm_study.errors import UsageError
+
+PROFILES = ("smoke", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How one point is measured: repeats, each a warm-up then timed (and profiled) steps."""
+
+    repeats: int
+    steps: int
+    warmup: int
+    profile_steps: int = 0
+
+
+# Timed studies at small configs (the sensitivity sweeps, the dense x sparse grid).
+SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 10, 2), "full": Protocol(10, 30, 5)}
+# The CPU presets (notebooks 01, 02): big tables take seconds to build, so fewer repeats.
+PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(3, 5, 2, 2), "full": Protocol(7, 20, 3, 3)}
+# Distributed points (notebook 06) and local against remote tables (notebook 05), one process each.
+RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 10, 3), "full": Protocol(7, 30, 5)}
+
+# Convergence (notebook 07): steps trained and the window the loss is averaged over.
+CONVERGENCE_STEPS = {"smoke": 40, "quick": 1500, "full": 20000}
+LOSS_WINDOW = {"smoke": 10, "quick": 50, "full": 500}
+
+# The cache study (notebook 05): Zipf exponents, cache sizes, (warm-up, measured) batches.
+CACHE_ALPHAS = {"smoke": [0.8, 1.2], "quick": [0.6, 0.8, 1.05, 1.2, 1.4], "full": [0.4, 0.6, 0.8, 1.0, 1.05, 1.2, 1.4]}
+CACHE_FRACTIONS = {"smoke": [0.3, 0.5], "quick": [0.01, 0.05, 0.1, 0.2], "full": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2]}
+CACHE_BATCHES = {"smoke": (2, 3), "quick": (50, 50), "full": (500, 500)}
+
+
+def profile(value: str | None = None) -> str:
+    """The profile asked for, else $DLRM_STUDY_PROFILE, else quick."""
+    chosen = value or os.environ.get("DLRM_STUDY_PROFILE") or "quick"
+    if chosen not in PROFILES:
+        raise UsageError(f"profile {chosen!r} is not one of {', '.join(PROFILES)}")
+    return chosen
+
+
+def results_dir(profile: str, value: str | None = None) -> Path:
+    """Where records and figures go: the given folder; a scratch folder for smoke runs."""
+    if value:
+        return Path(value)
+    if profile == "smoke":
+        return Path(tempfile.mkdtemp(prefix="dlrm-study-smoke-"))
+    return Path("../results")
+
+
+def machine(value: str = "this", threads: int | None = None) -> str:
+    """A notebook's `machine` parameter as a key: `this` is this machine (at `threads`, else torch's)."""
+    return results.machine_key(threads) if value == "this" else value

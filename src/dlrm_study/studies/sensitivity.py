@@ -1,0 +1,280 @@
+"""Notebooks 03 and 04: one knob at a time around a base config, CPU loops and (mirrored) GPU.
+
+The base is `dlrm-benchmark` scaled to 8 x 100,000 rows, 20 lookups per table and batch
+1,024, named `dlrm-benchmark-scaled` in records and captions. Every one-knob sweep contains
+the base point, so the base is measured once (the sweeps share it through the resume key)
+and every curve passes through the same measurement.
+"""
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study import results, sweep
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import stats
+from dlrm_study.measure.compare import runnable
+from dlrm_study.studies.profiles import SWEEP
+from dlrm_study.sweep import Sweep
+
+BASE_NAME = "dlrm-benchmark-scaled"
+SENSITIVITY_BASE = [
+    f"name={BASE_NAME}",
+    "model.table_rows=8x100000",
+    "data.lookups_per_table=20",
+    "train.batch_size=1024",
+]
+BASE_DESCRIPTION = (
+    f"{BASE_NAME}: dlrm-benchmark (512 dense features, bottom 512-512-64, top 1024-1024-1024-1, dim 64) "
+    "with 8 x 100,000 rows, 20 lookups per table, batch 1,024"
+)
+SENSITIVITY_VARIANTS = ["reference", "optimized-fp32", "optimized-bf16"]
+
+# Knobs, one at a time around the base: name -> (grid key, values, axis label, the base's value).
+KNOBS = {
+    "dense_features": ("model.dense_features", [16, 64, 512, 1024], "dense features", 512),
+    "tables": ("model.table_rows", ["2x100000", "8x100000", "32x100000"], "sparse features (tables)", "8x100000"),
+    "rows": ("model.table_rows", ["8x10000", "8x100000", "8x1000000"], "rows per table", "8x100000"),
+    "lookups": ("data.lookups_per_table", [1, 20, 100], "lookups per table (pooling factor)", 20),
+    "embedding_dim": (
+        "model.embedding_dim+model.bottom_mlp",
+        [[16, "512-16"], [64, "512-64"], [128, "512-128"]],  # the bottom MLP ends in the dimension
+        "embedding dimension",
+        [64, "512-64"],
+    ),
+    "mlp_width": (
+        "model.top_mlp",
+        ["256-256-256-1", "1024-1024-1024-1", "4096-4096-4096-1"],
+        "top-MLP width (3 hidden layers, as the base)",
+        "1024-1024-1024-1",
+    ),
+    "batch_size": ("train.batch_size", [256, 1024, 4096], "batch size", 1024),
+}
+# What the quick profile leaves out to afford its repeats (`full` measures every value).
+QUICK_DROPS: dict[str, list] = {"mlp_width": ["4096-4096-4096-1"], "rows": ["8x1000000"]}
+SMOKE_KNOBS = {  # the same knobs on `tiny`, small enough for CI; the first value is tiny's own
+    "dense_features": [13, 4],
+    "tables": ["4x1000", "2x1000"],
+    "rows": ["4x1000", "4x100"],
+    "lookups": [4, 1],
+    "embedding_dim": [[8, "16-8"], [16, "16-16"]],
+    "mlp_width": ["16-1", "8-1"],
+    "batch_size": [32, 16],
+}
+
+
+def values(knob: str, profile: str) -> list:
+    """The knob's values measured in a profile."""
+    if profile == "smoke":
+        return SMOKE_KNOBS[knob]
+    kept = KNOBS[knob][1]
+    return [v for v in kept if v not in QUICK_DROPS.get(knob, [])] if profile == "quick" else kept
+
+
+def dropped(knob: str, profile: str) -> list:
+    """The knob's values the profile leaves out (the notebook says so)."""
+    return [v for v in KNOBS[knob][1] if v not in values(knob, profile)] if profile != "smoke" else []
+
+
+def sized(name: str, profile: str, variants: list[str], grid: dict, out: Path) -> Sweep:
+    p = SWEEP[profile]
+    smoke = profile == "smoke"
+    return Sweep(
+        name=f"{name}-{profile}",
+        config="tiny" if smoke else "dlrm-benchmark",
+        set=["train.batch_size=32"] if smoke else list(SENSITIVITY_BASE),
+        grid=grid,
+        variants=variants,
+        repeats=p.repeats,
+        steps=p.steps,
+        warmup=p.warmup,
+        profile_steps=0,
+        out=str(out / "sweeps.csv"),
+    )
+
+
+def sensitivity(knob: str, profile: str, out: Path) -> Sweep:
+    """One knob varied around the base (tiny in the smoke profile), the CPU loops at every value."""
+    key = KNOBS[knob][0]
+    return sized(
+        f"sensitivity-{knob.replace('_', '-')}", profile, SENSITIVITY_VARIANTS, {key: values(knob, profile)}, out
+    )
+
+
+def knob_value(knob: str, grid: str) -> float:
+    """The x of a record's grid assignment: `model.table_rows=8x100000` is 8 tables or 1e5 rows."""
+    first = grid.split()[0].split("=", 1)[1]
+    if knob == "tables":
+        return float(first.split("x")[0]) if "x" in first else float(len(first.split("-")))
+    if knob == "rows":
+        return float(first.split("x")[-1].split("-")[0])
+    if knob == "mlp_width":
+        return float(first.split("-")[0])
+    return float(first)
+
+
+def sensitivity_records(knob: str, spec: Sweep, machine: str | None = "this") -> pd.DataFrame:
+    """A sensitivity sweep's records on one machine, with `x` (the knob's value) and `knob` (its label)."""
+    return with_knob(knob, sweep.records(spec, machine))
+
+
+def with_knob(knob: str, records: pd.DataFrame) -> pd.DataFrame:
+    """The records with `x`, the knob's value at each point, and `knob`, its axis label."""
+    frame = records.copy()
+    frame["x"] = frame["point"].map(lambda grid: knob_value(knob, grid))
+    frame["knob"] = KNOBS[knob][2]
+    return frame
+
+
+def base_point(records: pd.DataFrame, knob: str, profile: str) -> pd.DataFrame:
+    """The knob sweep's records at the base point."""
+    base = SMOKE_KNOBS[knob][0] if profile == "smoke" else KNOBS[knob][3]
+    label = " ".join(sweep.assignments(KNOBS[knob][0], base))
+    return records[records["point"] == label]
+
+
+def base_intervals(records: pd.DataFrame) -> list[str]:
+    """The base point's 95% intervals: each variant's samples/s, and optimized over reference (paired)."""
+    clean, excluded = stats.usable(records)
+    lines = []
+    for _, row in stats.summarize(clean, ["variant"]).iterrows():
+        described = stats.describe(row.center, row.low, row.high, digits=0)
+        lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n} repeats)")
+    for variant in ("optimized-fp32", "optimized-bf16"):
+        r = stats.paired_ratio(clean, variant, "reference")
+        if r.n:
+            lines.append(
+                f"{variant} / reference (paired): {stats.describe(r.center, r.low, r.high, 'x')}, "
+                f"+-{r.half_width:.1%} ({r.n} pairs)"
+            )
+    if excluded:
+        lines.append(f"({excluded} flagged repeat(s) left out)")
+    return lines
+
+
+def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
+    """One sentence per variant: samples/s at the knob's largest value over its smallest, paired within repeats."""
+    clean, excluded = stats.usable(records)
+    if clean.empty:
+        return ["no unflagged records"]
+    low_x, high_x = clean["x"].min(), clean["x"].max()
+    lines = []
+    for variant in dict.fromkeys(clean["variant"]):
+        r = stats.paired_ratio(clean[clean["variant"] == variant], high_x, low_x, between="x")
+        if not r.n:
+            continue
+        word = stats.direction(r.low, r.high)
+        lines.append(
+            f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s x "
+            f"{stats.describe(r.center, r.low, r.high)} ({r.n} paired repeats): {word}"
+        )
+    if excluded:
+        lines.append(f"({excluded} flagged repeat(s) left out)")
+    return lines
+
+
+def rates_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Thousand samples/s per knob value and variant: median of unflagged repeats [95% interval]."""
+    clean, _ = stats.usable(records)
+    if clean.empty:
+        return pd.DataFrame()
+    summary = stats.summarize(clean, ["x", "variant"])
+    summary["k samples/s"] = [
+        stats.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
+    ]
+    return summary.pivot(index="x", columns="variant", values="k samples/s")
+
+
+# --- the dense x sparse grid, and the same points on a GPU ---------------------------------------
+
+GPU_RECORDS = "gpu_sweeps.csv"
+DENSE_SPARSE_GRID = {
+    "model.dense_features": [16, 512, 1024],
+    "model.table_rows": ["2x100000", "8x100000", "32x100000"],
+}
+SMOKE_DENSE_SPARSE_GRID = {"model.dense_features": [4, 13], "model.table_rows": ["2x1000", "4x1000"]}
+
+
+def best_cpu_variant() -> str:
+    """The fastest CPU loop this CPU measures honestly: bf16 where it is native, else fp32."""
+    kept, _ = runnable(["optimized-bf16"])
+    return kept[0] if kept else "optimized-fp32"
+
+
+def dense_sparse_grid(profile: str, out: Path) -> Sweep:
+    """Notebook 03's heatmap: dense x sparse features, the best CPU loop at every point."""
+    grid = SMOKE_DENSE_SPARSE_GRID if profile == "smoke" else DENSE_SPARSE_GRID
+    return sized("dense-sparse-grid", profile, [best_cpu_variant()], dict(grid), out)
+
+
+def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = ("gpu-hbm",)) -> Sweep:
+    """The same points on the gpu loop: GPU variants, records in GPU_RECORDS beside the CPU ones.
+
+    More steps than on the CPU: a GPU step takes milliseconds, and the first ones compile kernels.
+    """
+    steps, warmup = (spec.steps, spec.warmup) if device == "cpu" else (max(spec.steps, 20), max(spec.warmup, 5))
+    return dataclasses.replace(
+        spec,
+        name=f"gpu-{spec.name}",
+        set=[*spec.set, f"train.device={device}"],
+        variants=list(variants),
+        steps=steps,
+        warmup=warmup,
+        profile_steps=0,
+        out=str(Path(spec.out).with_name(GPU_RECORDS)),
+    )
+
+
+def gpu_records(spec: Sweep) -> pd.DataFrame:
+    """A GPU sweep's stored records on every GPU machine, or an empty frame where none were measured."""
+    try:
+        return sweep.records(spec, machine=None)
+    except UsageError:
+        return pd.DataFrame()
+
+
+def with_gpu(knob: str, cpu_spec: Sweep, machine: str | None = "this") -> pd.DataFrame:
+    """A sensitivity sweep's CPU records and, where measured, its GPU records (plotted as one)."""
+    frame = sensitivity_records(knob, cpu_spec, machine)
+    gpu = gpu_records(on_gpu(cpu_spec))
+    if gpu.empty:
+        return frame
+    return pd.concat([frame, with_knob(knob, gpu)], ignore_index=True)
+
+
+def gpu_over_cpu(cpu: pd.DataFrame, gpu: pd.DataFrame) -> pd.DataFrame:
+    """samples/s of the GPU over the CPU at each (dense features, tables) point of the grid.
+
+    Medians of repeats on each side: the two ran on different machines, so nothing pairs them.
+    """
+
+    def rates(frame: pd.DataFrame) -> pd.Series:
+        tables = frame["model.table_rows"].map(lambda rows: len(str(rows).split("-")))
+        return frame.groupby([frame["model.dense_features"], tables])["samples_per_s"].median()
+
+    ratio = (rates(gpu) / rates(cpu)).dropna()
+    ratio.index.names = ["dense features", "tables"]
+    return ratio.unstack("dense features")
+
+
+def gpu_here(device: str) -> bool:
+    """Whether a notebook's `device` parameter lets it measure on a GPU now."""
+    import torch
+
+    return device in ("auto", "cuda") and torch.cuda.is_available()
+
+
+def gpu_status(out: Path) -> str:
+    """Which GPU records this results folder holds: where and when they were measured."""
+    path = out / GPU_RECORDS
+    frame = results.load(path) if path.exists() else pd.DataFrame()
+    gpu = frame[frame["device"] == "cuda"] if "device" in frame else frame.iloc[0:0]
+    if gpu.empty:
+        return (
+            "GPU: not yet measured (no GPU records in this results folder; `bash scripts/gpu_check.sh` on a GPU "
+            "makes them); no GPU curve or heatmap is drawn."
+        )
+    first = gpu.iloc[0]
+    when = str(gpu["timestamp"].min())[:10]
+    return f"GPU: {len(gpu)} records measured on {first['gpu_model']} ({when}, commit {str(first['git_commit'])[:7]})."

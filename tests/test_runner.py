@@ -1,0 +1,121 @@
+"""The one runner: interleaved, rotated repeats; resumable without loss or duplicates; machines apart."""
+
+import itertools
+
+import pytest
+
+from dlrm_study import config, results, sweep
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import runner
+
+
+def point(label: str, *variants: str) -> runner.Point:
+    """A point of the label's own config (batch size), each variant a different seed."""
+    batch = 16 * (1 + ord(label[0]) % 8)
+    return label, {
+        v: config.load("tiny", [f"train.seed={i}", f"train.batch_size={batch}"]) for i, v in enumerate(variants)
+    }
+
+
+def fake_measure(log: list | None = None, fail: str = ""):
+    """Fields as a measurement returns them, without training: fast, and deterministic."""
+    counter = itertools.count(1)
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        if log is not None:
+            log.append((task.repeat, task.point, task.variant))
+        if task.variant == fail:
+            raise UsageError(f"{fail} cannot run here")
+        ms = 10.0 + next(counter) % 3
+        return {"device": "cpu", "ms_median": ms, "ms_p10": ms * 0.9, "ms_p90": ms * 1.1, "samples_per_s": 1e3 / ms}
+
+    return measure
+
+
+def test_variants_interleave_and_rotate_between_repeats():
+    tasks = runner.schedule([point("p", "a", "b", "c"), point("q", "a", "b", "c")], 4, lambda _: "m")
+    order = [(t.repeat, t.point, t.variant) for t in tasks]
+    assert order[:6] == [(0, "p", "a"), (0, "p", "b"), (0, "p", "c"), (0, "q", "a"), (0, "q", "b"), (0, "q", "c")]
+    by_repeat = {r: [t.variant for t in tasks if t.repeat == r and t.point == "p"] for r in range(4)}
+    assert by_repeat == {0: ["a", "b", "c"], 1: ["b", "c", "a"], 2: ["c", "a", "b"], 3: ["a", "b", "c"]}
+    assert [t.order for t in tasks if t.repeat == 1 and t.point == "p"] == [0, 1, 2]
+    assert len({t.key for t in tasks}) == 24  # every measurement has its own resume key
+    with pytest.raises(UsageError, match="repeats must be at least 1"):
+        runner.schedule([point("p", "a")], 0, lambda _: "m")
+
+
+def test_each_measurement_is_one_record_with_its_repeat_and_machine(tmp_path):
+    out = tmp_path / "r.csv"
+    tasks = runner.schedule([point("p", "a", "b")], 3, lambda _: "cpu-x/avx2/2t")
+    counts = runner.run(tasks, fake_measure(), out, "s", progress=False)
+    assert (counts.ran, counts.skipped, counts.failed) == (6, 0, 0)
+    frame = results.load(out)
+    assert sorted(zip(frame["variant"], frame["repeat"], strict=True)) == [(v, r) for v in "ab" for r in range(3)]
+    assert set(frame["machine"]) == {"cpu-x/avx2/2t"} and set(frame["study"]) == {"s"}
+    assert frame["flags"].isna().all() and frame["error"].isna().all()
+
+
+def test_a_stopped_run_resumes_and_loses_and_duplicates_nothing(tmp_path):
+    out, log = tmp_path / "r.csv", []
+    tasks = runner.schedule([point("p", "a", "b"), point("q", "a", "b")], 3, lambda _: "m")
+    first = runner.run(tasks, fake_measure(log), out, "s", progress=False, limit=5)  # stands for a kill
+    assert (first.ran, first.left) == (5, 7)
+    second = runner.run(tasks, fake_measure(log), out, "s", progress=False)
+    assert (second.skipped, second.ran) == (5, 7)
+    assert log == [(t.repeat, t.point, t.variant) for t in tasks]  # each measured once, in schedule order
+    frame = results.load(out)
+    assert len(frame) == 12 and not frame.duplicated(["config_hash", "variant", "repeat"]).any()
+    assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0
+
+
+def test_two_machines_records_stay_apart(tmp_path):
+    out = tmp_path / "r.csv"
+    tasks_a = runner.schedule([point("p", "a")], 2, lambda _: "xeon/avx512f/2t")
+    tasks_b = runner.schedule([point("p", "a")], 2, lambda _: "epyc/avx2/2t")
+    runner.run(tasks_a, fake_measure(), out, "s", progress=False)
+    assert runner.run(tasks_b, fake_measure(), out, "s", progress=False).ran == 2  # not taken for A's
+    frame = results.load(out)
+    assert frame.groupby("machine").size().to_dict() == {"epyc/avx2/2t": 2, "xeon/avx512f/2t": 2}
+
+
+def test_sweep_records_select_one_machine(tmp_path):
+    spec = sweep.Sweep(name="m", variants=["reference"], repeats=2, steps=1, warmup=0, out=str(tmp_path / "s.csv"))
+    sweep.run(spec, progress=False)
+    other = [{**row, "machine": "amd-epyc-7b13/avx2/2t"} for row in results.read_rows(tmp_path / "s.csv")[1]]
+    results.append_many(tmp_path / "s.csv", other)
+    assert len(sweep.records(spec)) == 2  # this machine's
+    assert len(sweep.records(spec, "amd-epyc-7b13/avx2/2t")) == 2
+    assert len(sweep.records(spec, None)) == 4
+
+
+def test_a_failing_variant_is_recorded_once_and_the_rest_go_on(tmp_path):
+    out, log = tmp_path / "r.csv", []
+    tasks = runner.schedule([point("p", "ok", "broken")], 3, lambda _: "m")
+    counts = runner.run(tasks, fake_measure(log, fail="broken"), out, "s", progress=False)
+    assert counts.ran == 4 and counts.failed == 3  # 3 ok, 1 broken measured; its other repeats not tried
+    assert [entry[2] for entry in log].count("broken") == 1
+    frame = results.load(out)
+    assert frame[frame["variant"] == "broken"]["error"].str.contains("cannot run here").all()
+    assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0  # resumed: nothing to do
+    assert runner.run(tasks, fake_measure(), out, "s", progress=False, retry_errors=True).ran == 3
+    with pytest.raises(UsageError):
+        runner.run(tasks, fake_measure(fail="ok"), None, "s", progress=False, resume=False, record_errors=False)
+
+
+def test_old_records_get_a_machine_that_says_the_isa_was_not_recorded(tmp_path):
+    path = tmp_path / "old.csv"
+    results.append_many(path, [
+        {"study": "x", "cpu_model": "Intel(R) Xeon(R) Processor", "threads": 2, "gpu_model": "", "round": 1},
+        {"study": "x", "cpu_model": "AMD EPYC 7B13 64-Core Processor", "threads": 1, "gpu_model": "", "round": 0},
+    ])  # fmt: skip
+    frame = results.load(path)
+    assert list(frame["machine"]) == ["intel-xeon/isa-unrecorded/2t", "amd-epyc-7b13/isa-unrecorded/1t"]
+    assert list(frame["repeat"]) == [1, 0]
+
+
+def test_machine_key_names_cpu_isa_threads_and_gpu(monkeypatch):
+    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert results.machine_key(2, cpu="AMD EPYC 7B13 64-Core Processor") == "amd-epyc-7b13/avx2/2t"
+    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "avx512f", "amx_bf16", "avx512_bf16"}))
+    key = results.machine_key(4, "NVIDIA H200", cpu="Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz")
+    assert key == "intel-xeon-platinum-8480/avx512f+avx512_bf16+amx_bf16/4t/nvidia-h200"

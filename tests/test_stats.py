@@ -1,0 +1,141 @@
+"""Intervals and paired ratios on synthetic timings of known spread; flags; findings without flagged records."""
+
+import math
+import random
+
+import pandas as pd
+import pytest
+
+from dlrm_study import studies
+from dlrm_study.measure import stats
+
+
+def lognormal_repeats(rng: random.Random, median: float, sigma: float, n: int) -> list[float]:
+    return [median * math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_the_interval_covers_the_true_median_95_percent_of_the_time(n):
+    rng, trials, covered = random.Random(7), 4000, 0
+    for _ in range(trials):
+        _, low, high = stats.interval(lognormal_repeats(rng, 100.0, 0.08, n))
+        covered += low <= 100.0 <= high
+    assert 0.935 <= covered / trials <= 0.965
+
+
+def test_the_interval_width_follows_the_spread_and_the_repeats():
+    rng = random.Random(3)
+
+    def mean_log_half_width(sigma: float, n: int) -> float:
+        widths = []
+        for _ in range(2000):
+            _, low, high = stats.interval(lognormal_repeats(rng, 50.0, sigma, n))
+            widths.append(math.log(high / low) / 2)
+        return sum(widths) / len(widths)
+
+    # On the log scale the half width is t(0.975, n-1) * s / sqrt(n), and E[s] = c4(n) * sigma.
+    assert mean_log_half_width(0.02, 5) == pytest.approx(2.776 * 0.940 * 0.02 / math.sqrt(5), rel=0.05)
+    assert mean_log_half_width(0.04, 5) == pytest.approx(2 * mean_log_half_width(0.02, 5), rel=0.05)
+    assert mean_log_half_width(0.04, 20) < mean_log_half_width(0.04, 5) / 2
+    # The reported +- is the interval's larger distance from the center (the median of repeats).
+    assert stats.half_width(100.0, 95.0, 108.0) == pytest.approx(0.08)
+
+
+def test_one_repeat_has_a_center_and_no_interval():
+    center, low, high = stats.interval([42.0])
+    assert center == 42.0 and math.isnan(low) and math.isnan(high)
+    assert "no interval" in stats.describe(center, low, high)
+    with pytest.raises(ValueError, match="positive"):
+        stats.interval([1.0, -2.0])
+
+
+def test_student_t_quantiles():
+    assert stats.t975(1) == 12.706 and stats.t975(4) == 2.776 and stats.t975(30) == 2.042
+    assert stats.t975(60) == pytest.approx(2.000, abs=2e-3) and stats.t975(120) == pytest.approx(1.980, abs=2e-3)
+
+
+def drifting_pairs(rng: random.Random, repeats: int, ratio: float, drift: float, noise: float) -> pd.DataFrame:
+    """Two variants per repeat; each repeat's machine speed drifts a lot, the variants alike."""
+    rows = []
+    for repeat in range(repeats):
+        speed = math.exp(rng.gauss(0.0, drift))
+        base = 1000 * speed * math.exp(rng.gauss(0.0, noise))
+        fast = ratio * 1000 * speed * math.exp(rng.gauss(0.0, noise))
+        rows += [
+            {"point": "p", "repeat": repeat, "variant": "reference", "samples_per_s": base},
+            {"point": "p", "repeat": repeat, "variant": "optimized", "samples_per_s": fast},
+        ]
+    return pd.DataFrame(rows)
+
+
+def test_the_paired_ratio_cancels_drift_and_covers_the_true_ratio():
+    rng, trials, covered, narrower = random.Random(11), 1000, 0, 0
+    for _ in range(trials):
+        frame = drifting_pairs(rng, repeats=5, ratio=1.5, drift=0.15, noise=0.02)
+        paired = stats.paired_ratios(frame, ["point"], "optimized", "reference").iloc[0]
+        covered += paired.low <= 1.5 <= paired.high
+        each = stats.summarize(frame, ["variant"]).set_index("variant")
+        narrower += paired.half_width < min(each["half_width"])
+        assert paired.n == 5
+    assert 0.93 <= covered / trials <= 0.97
+    assert narrower / trials > 0.95  # pairing within repeats removes the shared drift
+
+
+def test_unpaired_repeats_do_not_pair():
+    frame = drifting_pairs(random.Random(1), repeats=3, ratio=2.0, drift=0.0, noise=0.01)
+    frame = frame[~((frame["variant"] == "reference") & (frame["repeat"] == 2))]
+    assert stats.paired_ratios(frame, ["point"], "optimized", "reference").iloc[0].n == 2
+
+
+def test_flags_name_what_is_wrong():
+    clean = {"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0, "op_a_ms": 60.0, "op_b_ms": 45.0}
+    assert stats.flags(clean) == ""
+    assert stats.flags({**clean, "op_b_ms": 70.0}) == "profile-vs-timed"  # 130 against 100
+    assert stats.flags({**clean, "ms_p90": 150.0}) == "spread"  # 150 / 95 > 1.5
+    assert stats.flags({**clean, "op_b_ms": 0.0, "ms_p10": 60.0}) == "profile-vs-timed;spread"
+    assert stats.flags({"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0}) == ""  # no breakdown: no check
+
+
+def test_a_flagged_record_is_left_out_of_a_finding_and_counted():
+    rows = [
+        {"variant": v, "repeat": r, "ms_median": 10.0, "ms_p10": 9.5, "ms_p90": 10.5, "samples_per_s": rate}
+        for r in range(3)
+        for v, rate in (("reference", 1000.0 + r), ("optimized-fp32", 2000.0 + r))
+    ]
+    rows.append({"variant": "reference", "repeat": 3, "ms_median": 10.0, "ms_p10": 5.0, "ms_p90": 20.0,
+                 "samples_per_s": 9e9})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    clean, excluded = stats.usable(frame)
+    assert excluded == 1 and len(clean) == 6
+    lines = studies.base_intervals(frame)
+    assert lines[0].startswith("optimized-fp32: 2,001") and lines[1].startswith("reference: 1,001")
+    assert "(3 repeats)" in lines[1]  # the flagged fourth is not among them
+    assert lines[2].startswith("optimized-fp32 / reference (paired): 2.00x")
+    assert lines[-1] == "(1 flagged repeat(s) left out)"
+
+
+def test_a_flag_rules_out_what_it_puts_in_doubt():
+    frame = pd.DataFrame([
+        {"flags": "", "samples_per_s": 1.0},
+        {"flags": "profile-vs-timed", "samples_per_s": 1.0},  # the breakdown is in doubt, not the timed steps
+        {"flags": "spread", "samples_per_s": 1.0},
+        {"flags": "profile-vs-timed;spread", "samples_per_s": 1.0},
+    ])  # fmt: skip
+    assert stats.usable(frame)[1] == 2 and stats.usable(frame, "breakdown")[1] == 3
+    assert list(stats.flagged(frame, "breakdown")) == [False, True, True, True]
+
+
+def test_findings_and_figures_survive_every_repeat_flagged(tmp_path):
+    from dlrm_study import plots
+
+    frame = pd.DataFrame([
+        {"variant": v, "repeat": r, "x": x, "knob": "dense features", "ms_median": 10.0, "ms_p10": 5.0,
+         "ms_p90": 20.0, "samples_per_s": 100.0, "machine": "m", "timestamp": "2026", "device_name": "cpu",
+         "torch_version": "2", "git_commit": "abc", "config_name": "c"}
+        for v in ("reference", "optimized-fp32") for r in range(2) for x in (4.0, 13.0)
+    ])  # fmt: skip
+    assert studies.knob_findings(frame, "dense_features") == ["no unflagged records"]
+    assert studies.base_intervals(frame) == ["(8 flagged repeat(s) left out)"]
+    assert studies.rates_table(frame).empty
+    plots.save(plots.sensitivity(frame, "all flagged"), "flagged", tmp_path)
+    plots.save(plots.speedup(frame, "reference", "all flagged"), "flagged-speedup", tmp_path)
