@@ -35,7 +35,8 @@ def fake_measure(log: list | None = None, fail: str = ""):
 def test_variants_interleave_and_rotate_between_repeats():
     tasks = runner.schedule([point("p", "a", "b", "c"), point("q", "a", "b", "c")], 4, lambda _: "m")
     order = [(t.repeat, t.point, t.variant) for t in tasks]
-    assert order[:6] == [(0, "p", "a"), (0, "p", "b"), (0, "p", "c"), (0, "q", "a"), (0, "q", "b"), (0, "q", "c")]
+    assert order[:6] == [(0, "p", "a"), (0, "p", "b"), (0, "p", "c"), (1, "p", "b"), (1, "p", "c"), (1, "p", "a")]
+    assert [point for _, point, _ in order] == ["p"] * 12 + ["q"] * 12  # point by point
     by_repeat = {r: [t.variant for t in tasks if t.repeat == r and t.point == "p"] for r in range(4)}
     assert by_repeat == {0: ["a", "b", "c"], 1: ["b", "c", "a"], 2: ["c", "a", "b"], 3: ["a", "b", "c"]}
     assert [t.order for t in tasks if t.repeat == 1 and t.point == "p"] == [0, 1, 2]
@@ -119,3 +120,30 @@ def test_machine_key_names_cpu_isa_threads_and_gpu(monkeypatch):
     monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "avx512f", "amx_bf16", "avx512_bf16"}))
     key = results.machine_key(4, "NVIDIA H200", cpu="Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz")
     assert key == "intel-xeon-platinum-8480/avx512f+avx512_bf16+amx_bf16/4t/nvidia-h200"
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_a_points_runs_are_built_once_where_they_fit_together(tmp_path, monkeypatch, fits):
+    monkeypatch.setattr(runner, "fits_together", lambda configs: fits)
+    built, released = [], []
+    points = [point("p", "a", "b"), point("q", "a", "b")]
+
+    def build(cfg):
+        built.append(cfg.hash())
+        return len(built)
+
+    def measure_run(run, task):
+        ms = 10.0
+        return {"device": "cpu", "ms_median": ms, "ms_p10": ms, "ms_p90": ms, "samples_per_s": 100.0, "run": run}
+
+    measure, kept = runner.with_kept_runs(points, build, released.append, measure_run)
+    tasks = runner.schedule(points, 3, lambda _: "m")
+    runner.run(tasks, measure, tmp_path / "r.csv", "s", progress=False)
+    kept.clear()
+    frame = results.load(tmp_path / "r.csv")
+    if fits:  # 4 builds (2 points x 2 variants), each run measured in all 3 repeats
+        assert len(built) == 4 and frame.groupby(["point", "variant"])["run"].nunique().eq(1).all()
+        assert set(frame["builds"]) == {"once per point"}
+    else:
+        assert len(built) == 12 and frame["run"].nunique() == 12 and set(frame["builds"]) == {"every repeat"}
+    assert sorted(released) == sorted(set(frame["run"]))  # every run released, none twice

@@ -139,3 +139,15 @@ def test_findings_and_figures_survive_every_repeat_flagged(tmp_path):
     assert studies.rates_table(frame).empty
     plots.save(plots.sensitivity(frame, "all flagged"), "flagged", tmp_path)
     plots.save(plots.speedup(frame, "reference", "all flagged"), "flagged-speedup", tmp_path)
+
+
+def test_a_repeat_far_from_its_points_median_is_an_outlier():
+    def rows(ms_values, variant="a"):
+        return [{"config_hash": "h", "variant": variant, "machine": "m", "repeat": r, "ms_median": ms,
+                 "ms_p10": ms, "ms_p90": ms, "samples_per_s": 1e3 / ms} for r, ms in enumerate(ms_values)]  # fmt: skip
+
+    frame = pd.DataFrame(rows([100, 102, 98, 101, 180]) + rows([50, 80], "b"))  # b: too few to judge
+    flagged = stats.with_flags(frame)
+    assert list(flagged["flags"]) == ["", "", "", "", "outlier", "", ""]
+    clean, excluded = stats.usable(frame)
+    assert excluded == 1 and stats.interval(clean[clean.variant == "a"]["ms_median"])[2] < 105

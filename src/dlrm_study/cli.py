@@ -246,27 +246,32 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
     import pandas as pd
 
     from dlrm_study.embeddings import make_sparse_arch
-    from dlrm_study.measure import OPERATORS, bench, runner, stats
+    from dlrm_study.measure import OPERATORS, runner, stats
+    from dlrm_study.measure.bench import measure_prepared, prepare
     from dlrm_study.measure.compare import variant_name
 
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
         limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.roofline == "quick")
-    make_arch = make_arch or make_sparse_arch
+
+    progress = not args.no_progress and not args.fields_json
+    prepared = prepare(cfg, make_arch or make_sparse_arch)  # one build: every repeat warms up and times it
 
     def measure(task: runner.Task) -> dict[str, object]:
-        progress = not args.no_progress and not args.fields_json
-        return bench(task.cfg, cfg.train.steps, args.warmup, args.profile_steps, progress, limits, make_arch)
+        fields = measure_prepared(prepared, cfg.train.steps, args.warmup, args.profile_steps, progress, limits)
+        return {**fields, "builds": "once"}
 
-    if args.fields_json:  # one repeat, handed back to the study that launched this process
-        args.fields_json.write_text(json.dumps(measure(runner.Task(cfg.name, "", 0, 0, cfg, ""))))
-        return
-    out = Path(args.out) if args.out else None
-    records: list[dict[str, object]] = []
-    tasks = runner.schedule([(cfg.name, {variant_name(cfg): cfg})], args.repeats, runner.machine_of)
-    runner.run(
-        tasks, measure, out, args.study, resume=False, record_errors=False, progress=False, on_record=records.append
-    )
+    try:
+        if args.fields_json:  # one repeat, handed back to the study that launched this process
+            args.fields_json.write_text(json.dumps(measure(runner.Task(cfg.name, "", 0, 0, cfg, ""))))
+            return
+        out = Path(args.out) if args.out else None
+        records: list[dict[str, object]] = []
+        tasks = runner.schedule([(cfg.name, {variant_name(cfg): cfg})], args.repeats, runner.machine_of)
+        runner.run(tasks, measure, out, args.study, resume=False, record_errors=False, progress=False,
+                   on_record=records.append)  # fmt: skip
+    finally:
+        prepared.close()
     first = records[0]
     print(
         f"{cfg.name} / {first['variant']} ({first['precision']}) on {first['machine']}, "

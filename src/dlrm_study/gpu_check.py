@@ -114,7 +114,7 @@ def embedding_records(out: Path, dry_run: bool) -> None:
     steps, warmup = (2, 1) if dry_run else (20, 5)
 
     def measure(task: runner.Task) -> dict[str, object]:
-        fields = gpu.embedding_bench(task.cfg, steps, warmup, limits)
+        fields = {**gpu.embedding_bench(task.cfg, steps, warmup, limits), "builds": "every repeat"}
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return fields

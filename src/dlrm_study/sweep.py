@@ -34,7 +34,7 @@ import torch
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
-from dlrm_study.measure.bench import bench
+from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
 from dlrm_study.measure.compare import VARIANTS, runnable, skip_note
 
 KEYS = {"name", "config", "set", "grid", "variants", "repeats", "steps", "warmup", "profile_steps", "out"}
@@ -143,23 +143,22 @@ def run(
     if "cuda" in devices and not torch.cuda.is_available():
         raise UsageError(f"sweep {sweep.name} runs on cuda but no CUDA GPU is available (set train.device=cpu)")
 
-    def measure(task: runner.Task) -> dict[str, object]:
-        fields = bench(task.cfg, sweep.steps, sweep.warmup, sweep.profile_steps, progress=False)
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()  # the next point starts from an empty cache, as a fresh process would
-        return fields
+    def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
+        return measure_prepared(prepared, sweep.steps, sweep.warmup, sweep.profile_steps, progress=False)
 
+    measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run)
     schedule = runner.schedule(points_, sweep.repeats, runner.machine_of)
-    return runner.run(
-        schedule,
-        measure,
-        Path(sweep.out),
-        sweep.name,
-        retry_errors=retry_errors,
-        progress=progress,
-        limit=limit,
-        deadline=deadline,
-    )
+    try:
+        return runner.run(schedule, measure, Path(sweep.out), sweep.name, retry_errors=retry_errors,
+                          progress=progress, limit=limit, deadline=deadline)  # fmt: skip
+    finally:
+        kept.clear()
+
+
+def release(prepared: Prepared) -> None:
+    prepared.close()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the next run starts from an empty cache, as a fresh process would
 
 
 def records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:

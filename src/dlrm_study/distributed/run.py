@@ -152,7 +152,7 @@ def bench_main(
             tasks = runner.schedule([(cfg.name, {variant: cfg})], repeats, lambda _: results.machine_key())
             runner.run(
                 tasks,
-                lambda _: measure_once(run, steps, warmup),
+                lambda _: {**measure_once(run, steps, warmup), "builds": "once"},
                 out,
                 study,
                 resume=False,

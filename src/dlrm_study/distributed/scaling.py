@@ -71,7 +71,7 @@ def measure(profile: str, out: Path, progress: bool = True) -> pd.DataFrame:
             str(p.warmup),
             *(item for o in overrides[task.point, task.variant] for item in ("--set", o)),
         ]
-        return launch_fields(ranks, args)
+        return {**launch_fields(ranks, args), "builds": "every repeat (own processes)"}
 
     tasks = runner.schedule(plan(profile), p.repeats, lambda _: results.machine_key(1))
     runner.run(tasks, measure_one, path, study, record_errors=False, progress=progress)

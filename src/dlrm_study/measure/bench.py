@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
@@ -41,6 +42,23 @@ OPERATORS = (
 BACKWARD = "autograd::engine::evaluate_function: "
 
 
+@dataclass
+class Prepared:
+    """A built run and its batch stream: what repeats of one measurement share."""
+
+    cfg: Config
+    run: Run
+    batches: Iterator[Batch]
+
+    def close(self) -> None:
+        self.run.model.sparse_arch.close()
+
+
+def prepare(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) -> Prepared:
+    """Build the config's run (validated, fitted, initialised) and its synthetic or Criteo batches."""
+    return Prepared(cfg, build(cfg, make_arch), make_data(cfg).batches())
+
+
 def bench(
     cfg: Config,
     steps: int,
@@ -50,18 +68,33 @@ def bench(
     limits: dict[str, float] | None = None,
     make_arch: Callable[..., SparseArch] = make_sparse_arch,
 ) -> dict[str, object]:
-    """Build the config's run, time `steps` training steps after `warmup`: the measured fields.
+    """Build the config's run and measure it once (`measure_prepared`): the measured fields."""
+    prepared = prepare(cfg, make_arch)
+    try:
+        return measure_prepared(prepared, steps, warmup, profile_steps, progress, limits)
+    finally:
+        prepared.close()
+
+
+def measure_prepared(
+    prepared: Prepared,
+    steps: int,
+    warmup: int = 3,
+    profile_steps: int = 2,
+    progress: bool = True,
+    limits: dict[str, float] | None = None,
+) -> dict[str, object]:
+    """Warm the run up, time `steps` training steps, profile a few more: the measured fields.
 
     The fields say what ran (loop, sparse arch, precision, whether bf16 was native) and how
     long it took; `results.record` (through `measure.runner`) turns them into a record. With
     the machine's measured `limits` (`roofline.measure_limits`) they carry the roofline bound
-    and the achieved fraction of it.
+    and the achieved fraction of it. A run measured again (the next repeat) warms up again.
     """
-    run = build(cfg, make_arch)
+    cfg, run, batches = prepared.cfg, prepared.run, prepared.batches
     if run.device.type == "cuda":
         profile_steps = 0  # the CPU profiler would time kernel launches, not kernels
     reset_peak_memory(run.device)
-    batches = make_data(cfg).batches()
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
     step_ms, input_ms = [], []
     arch = run.model.sparse_arch
@@ -76,7 +109,6 @@ def bench(
         bar.update()
     counters = arch.stats()
     operators = breakdown(run, batches, profile_steps, bar)
-    arch.close()
     bar.close()
     median = statistics.median(step_ms)
     bound = roofline.bound_ms(cfg, limits) if limits else {}

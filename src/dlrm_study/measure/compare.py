@@ -13,7 +13,7 @@ import pandas as pd
 
 from dlrm_study import config, results
 from dlrm_study.measure import roofline, runner, stats
-from dlrm_study.measure.bench import bench
+from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
 
 VARIANTS = {
     "reference": ["train.loop=reference"],
@@ -96,21 +96,17 @@ def compare(
         sizes = sorted({size for _, cfgs in points for cfg in cfgs.values() for size in roofline.row_sizes(cfg)})
         limits = roofline.measure_limits(sizes)
 
-    def measure(task: runner.Task) -> dict[str, object]:
-        return bench(task.cfg, steps, warmup, profile_steps=0, progress=False, limits=limits)
+    def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
+        return measure_prepared(prepared, steps, warmup, profile_steps=0, progress=False, limits=limits)
 
+    measure, kept = runner.with_kept_runs(points, prepare, Prepared.close, measure_run)
     records: list[dict[str, object]] = []
     tasks = runner.schedule(points, repeats, runner.machine_of)
-    runner.run(
-        tasks,
-        measure,
-        out,
-        "cpu-compare",
-        resume=False,
-        record_errors=False,
-        progress=progress,
-        on_record=records.append,
-    )
+    try:
+        runner.run(tasks, measure, out, "cpu-compare", resume=False, record_errors=False, progress=progress,
+                   on_record=records.append)  # fmt: skip
+    finally:
+        kept.clear()
     return records
 
 

@@ -1,28 +1,31 @@
 """The one runner of timed studies: points x variants x repeats, interleaved, resumable.
 
 Every timed study goes through `run`: `dlrm-study bench` and `compare`, sweeps, the studies
-behind the notebooks, distributed bench and the GPU script. Order (`schedule`) is
-repeat-major: in repeat r every point runs each of its variants once, back to back, in an
-order rotated by r (ABC, BCA, CAB, ...). A slow drift of a shared machine is then spread over
-every point's repeats instead of landing on one point, no variant always runs first, and a
-speedup is a ratio of two variants measured side by side within one repeat
-(`stats.paired_ratios`).
+behind the notebooks, distributed bench and the GPU script. Order (`schedule`): point by
+point, R repeats each; within a repeat the point's variants run back to back, in an order
+rotated between repeats (ABC, BCA, CAB, ...), so no variant always runs first and a speedup
+is a ratio of two variants measured side by side within one repeat (`stats.paired_ratios`).
 
-A measurement (the `measure` function a study passes) builds its own run, warms it up and
-times its steps; its fields become one record (`results.record`), appended at once. Started
-again after a kill, `run` skips every task whose record is stored (`results.resume_key`),
-so it loses at most the task it was measuring and duplicates nothing.
+A measurement (the `measure` function a study passes) warms its run up and times its steps;
+its fields become one record (`results.record`), appended at once. The runs of a point are
+built once and kept across its repeats where they fit in memory together (`KeptRuns`), so
+a repeat's spread is the machine's, not a rebuild's; where they do not fit, each repeat
+builds its own (records say which, `builds`). Started again after a kill, `run` skips every
+task whose record is stored (`results.resume_key`), so it loses at most the task it was
+measuring and duplicates nothing.
 """
 
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
-from dlrm_study import results
+from dlrm_study import config, results
 from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
@@ -50,18 +53,20 @@ class Task:
         return self.cfg.hash(), self.variant, self.machine
 
 
+R = TypeVar("R")
+
 # A point: its label and its variants' configs, in the order of the first repeat.
 Point = tuple[str, dict[str, Config]]
 Measure = Callable[[Task], dict[str, object]]
 
 
 def schedule(points: Sequence[Point], repeats: int, machine: Callable[[Config], str]) -> list[Task]:
-    """Every task in run order: repeat-major, each point's variants rotated by the repeat."""
+    """Every task in run order: point by point, its repeats in turn, the variants rotated by the repeat."""
     if repeats < 1:
         raise UsageError(f"repeats must be at least 1, got {repeats}")
     tasks = []
-    for repeat in range(repeats):
-        for label, configs in points:
+    for label, configs in points:
+        for repeat in range(repeats):
             names = list(configs)
             shift = repeat % len(names) if names else 0
             for order, variant in enumerate(names[shift:] + names[:shift]):
@@ -149,6 +154,80 @@ def measured(task: Task, measure: Measure, study: str, record_errors: bool) -> d
         return results.record(study, fields, task.cfg, record_device(cfg), task.machine, **labels)
     fields = {**fields, "flags": stats.flags(fields), "error": ""}
     return results.record(study, fields, task.cfg, str(fields.get("device", "cpu")), task.machine, **labels)
+
+
+class KeptRuns(Generic[R]):
+    """The built runs of the point being measured, kept across its repeats where they all fit.
+
+    `get(task)` returns the task's run (built on first use) and what the record says of it;
+    `done(task)` releases it unless it is kept. A new point releases the previous one's runs.
+    They are kept when the point's variants together need at most half of the memory free
+    when the point starts (host memory, and GPU memory for runs on a GPU), by the configs'
+    own estimates; otherwise every repeat builds its run anew.
+    """
+
+    def __init__(self, build: Callable[[Config], R], release: Callable[[R], None]) -> None:
+        self.build, self.release = build, release
+        self.point: str | None = None
+        self.keep = False
+        self.runs: dict[str, R] = {}
+
+    def start(self, task: Task, configs: Sequence[Config]) -> None:
+        if task.point == self.point:
+            return
+        self.clear()
+        self.point, self.keep = task.point, fits_together(configs)
+
+    def get(self, task: Task) -> tuple[R, dict[str, object]]:
+        if task.variant not in self.runs:
+            self.runs[task.variant] = self.build(task.cfg)
+        return self.runs[task.variant], {"builds": "once per point" if self.keep else "every repeat"}
+
+    def done(self, task: Task) -> None:
+        if not self.keep and task.variant in self.runs:
+            self.release(self.runs.pop(task.variant))
+
+    def clear(self) -> None:
+        for run in self.runs.values():
+            self.release(run)
+        self.runs.clear()
+        gc.collect()
+
+
+def with_kept_runs(
+    points: Sequence[Point],
+    build: Callable[[Config], R],
+    release: Callable[[R], None],
+    measure_run: Callable[[R, Task], dict[str, object]],
+) -> tuple[Measure, KeptRuns[R]]:
+    """A `measure` for `run` that keeps each point's runs across its repeats (`KeptRuns`).
+
+    Clear the returned `KeptRuns` when the run is over: it holds the last point's runs.
+    """
+    runs: KeptRuns[R] = KeptRuns(build, release)
+    configs = {label: list(cfgs.values()) for label, cfgs in points}
+
+    def measure(task: Task) -> dict[str, object]:
+        runs.start(task, configs[task.point])
+        run, said = runs.get(task)
+        try:
+            return {**measure_run(run, task), **said}
+        finally:
+            runs.done(task)
+
+    return measure, runs
+
+
+def fits_together(configs: Sequence[Config]) -> bool:
+    """Whether the configs' runs together need at most half the host (and GPU) memory free now."""
+    host = device = 0
+    for cfg in configs:
+        on_gpu = cfg.train.loop == "gpu" and record_device(cfg) == "cuda"
+        gpu_bytes, host_bytes = config.split_memory(cfg) if on_gpu else (0, config.estimate_memory(cfg).total)
+        host, device = host + host_bytes, device + gpu_bytes
+    if device and device > config.available_memory("cuda") / 2:
+        return False
+    return host <= config.available_memory("cpu") / 2
 
 
 def failed(out: Path) -> set[tuple[str, str, str]]:

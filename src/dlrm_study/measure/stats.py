@@ -16,8 +16,11 @@ The unit of evidence is a repeat: one record, the median of its timed steps. Per
 A record is **flagged** (`flags`, `;`-separated, empty when clean) when its profiled
 operators sum to more than 15% away from its timed median (`profile-vs-timed`: the profiler
 distorted the steps it broke down, or the machine changed between them), or its p90/p10 over
-the timed steps exceeds 1.5 (`spread`: the timed steps themselves were disturbed). A flag
-rules out the quantities it puts in doubt: `spread` every finding of the record,
+the timed steps exceeds 1.5 (`spread`: the timed steps themselves were disturbed). Both are
+written with the record. When records are read, a repeat whose median is more than 1.25x
+away from the median of its point's repeats (at least three of them) is flagged `outlier`:
+a whole repeat slowed by another job on the machine, which `spread` cannot see. A flag rules
+out the quantities it puts in doubt: `spread` and `outlier` every finding of the record,
 `profile-vs-timed` its breakdown (its timed steps ran unprofiled). Findings use `usable`
 records only and say how many were left out; figures draw flagged repeats hollow.
 """
@@ -32,6 +35,9 @@ import pandas as pd
 SUMMARY = ("n", "center", "low", "high", "half_width")
 PROFILE_TOLERANCE = 0.15  # |profiled sum - timed median| / timed median
 SPREAD_LIMIT = 1.5  # p90 / p10 of the timed steps
+OUTLIER_FACTOR = 1.25  # a repeat's median against the median of its point's repeats
+OUTLIER_MIN_REPEATS = 3
+POINT_KEYS = ("config_hash", "variant", "machine")  # what one point's repeats share
 
 # Two-sided 95% quantiles of Student's t, t(0.975, df), df = 1..30 (the standard table).
 T975 = (
@@ -147,7 +153,8 @@ def as_float(value: object) -> float:
 
 
 def with_flags(records: pd.DataFrame) -> pd.DataFrame:
-    """The records with a `flags` column (computed for records stored before it existed)."""
+    """The records with a `flags` column: the stored ones (computed for records stored before
+    they existed), plus `outlier` for repeats far from their point's median."""
     frame = records.copy()
     computed = frame.apply(lambda row: flags(row.to_dict()), axis=1) if len(frame) else pd.Series(dtype=str)
     if "flags" in frame:
@@ -155,11 +162,25 @@ def with_flags(records: pd.DataFrame) -> pd.DataFrame:
     else:
         frame["flags"] = computed
     frame["flags"] = frame["flags"].fillna("").astype(str)
+    far = outliers(frame)
+    frame.loc[far, "flags"] = [";".join(filter(None, [text, "outlier"])) for text in frame.loc[far, "flags"]]
     return frame
 
 
+def outliers(records: pd.DataFrame) -> pd.Series:
+    """Repeats more than OUTLIER_FACTOR away from the median of their point's repeats."""
+    if records.empty or "ms_median" not in records or not set(POINT_KEYS) <= set(records):
+        return pd.Series(False, index=records.index)
+    ms = records["ms_median"].astype(float)
+    groups = records.groupby(list(POINT_KEYS), dropna=False)["ms_median"]
+    median = groups.transform("median").astype(float)
+    enough = groups.transform("count") >= OUTLIER_MIN_REPEATS
+    ratio = ms / median
+    return (enough & ((ratio > OUTLIER_FACTOR) | (ratio < 1 / OUTLIER_FACTOR))).fillna(False)
+
+
 # The flags that rule a record out of a finding about each quantity.
-DOUBTS = {"throughput": {"spread"}, "breakdown": {"spread", "profile-vs-timed"}}
+DOUBTS = {"throughput": {"spread", "outlier"}, "breakdown": {"spread", "outlier", "profile-vs-timed"}}
 
 
 def flagged(records: pd.DataFrame, quantity: str = "throughput") -> pd.Series:

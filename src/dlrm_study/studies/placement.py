@@ -136,9 +136,9 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
             args = ["bench", "--config", base, "--loop", "optimized", "--steps", str(p.steps)]
             args += ["--warmup", str(p.warmup), "--profile-steps", "0", "--roofline", "off"]
             args += [item for o in REMOTE_BASE[profile] for item in ("--set", o)]
-            if task.variant == "remote":
-                return launch_fields(2, [*args, "--remote-tables"])  # a trainer and one parameter server
-            return launch_fields(0, args)
+            if task.variant == "remote":  # a trainer and one parameter server
+                return {**launch_fields(2, [*args, "--remote-tables"]), "builds": "every repeat (own processes)"}
+            return {**launch_fields(0, args), "builds": "every repeat (own process)"}
 
         tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, lambda _: here)
         runner.run(tasks, measure_one, path, study, record_errors=False, progress=False)

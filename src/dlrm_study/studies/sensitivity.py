@@ -52,7 +52,12 @@ KNOBS = {
     "batch_size": ("train.batch_size", [256, 1024, 4096], "batch size", 1024),
 }
 # What the quick profile leaves out to afford its repeats (`full` measures every value).
-QUICK_DROPS: dict[str, list] = {"mlp_width": ["4096-4096-4096-1"], "rows": ["8x1000000"]}
+QUICK_DROPS: dict[str, list] = {
+    "dense_features": [64],
+    "rows": ["8x1000000"],
+    "mlp_width": ["4096-4096-4096-1"],
+    "batch_size": [4096],
+}
 SMOKE_KNOBS = {  # the same knobs on `tiny`, small enough for CI; the first value is tiny's own
     "dense_features": [13, 4],
     "tables": ["4x1000", "2x1000"],
