@@ -151,3 +151,9 @@ def test_a_repeat_far_from_its_points_median_is_an_outlier():
     assert list(flagged["flags"]) == ["", "", "", "", "outlier", "", ""]
     clean, excluded = stats.usable(frame)
     assert excluded == 1 and stats.interval(clean[clean.variant == "a"]["ms_median"])[2] < 105
+
+
+def test_a_record_without_a_breakdown_is_not_checked_against_one():
+    # Read back from a CSV that also holds profiled records, its operator cells are empty (NaN).
+    fields = {"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0, "op_bottom_mlp_ms": float("nan"), "op_other_ms": ""}
+    assert stats.flags(fields) == ""

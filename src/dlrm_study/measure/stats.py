@@ -136,12 +136,17 @@ def flags(fields: dict[str, object]) -> str:
     """The self-check flags of one record's measured fields (see the module docstring)."""
     out = []
     median, p10, p90 = (as_float(fields.get(k)) for k in ("ms_median", "ms_p10", "ms_p90"))
-    operators = [as_float(v) for k, v in fields.items() if k.startswith("op_") and k.endswith("_ms")]
+    operators = [as_float(v) for k, v in fields.items() if k.startswith("op_") and k.endswith("_ms") and present(v)]
     if operators and median and abs(sum(operators) - median) > PROFILE_TOLERANCE * median:
         out.append("profile-vs-timed")
     if p10 and p90 and p90 / p10 > SPREAD_LIMIT:
         out.append("spread")
     return ";".join(out)
+
+
+def present(value: object) -> bool:
+    """Whether a field holds a value (a record without a breakdown has empty operator cells)."""
+    return value is not None and value == value and value != ""
 
 
 def as_float(value: object) -> float:

@@ -36,7 +36,7 @@ class Protocol:
 # a repeat times 20 of them; notebook 03 prints the intervals this gives at the base point.
 SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 20, 2), "full": Protocol(10, 30, 5)}
 # The CPU presets (notebooks 01, 02): big tables take seconds to build, so fewer repeats.
-PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(4, 10, 2, 3), "full": Protocol(7, 20, 3, 3)}
+PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(4, 20, 2, 5), "full": Protocol(7, 30, 3, 5)}
 # Distributed points (notebook 06) and local against remote tables (notebook 05), one process each.
 RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 10, 3), "full": Protocol(7, 30, 5)}
 

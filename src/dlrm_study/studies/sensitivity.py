@@ -145,7 +145,7 @@ def base_intervals(records: pd.DataFrame) -> list[str]:
     lines = []
     for _, row in stats.summarize(clean, ["variant"]).iterrows():
         described = stats.describe(row.center, row.low, row.high, digits=0)
-        lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n} repeats)")
+        lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)")
     for variant in ("optimized-fp32", "optimized-bf16"):
         r = stats.paired_ratio(clean, variant, "reference")
         if r.n:
