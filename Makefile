@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks reproduce bench compare-upstream gpu-check gpu-wheels lock clean
+.PHONY: env test lint notebooks reproduce readme bench compare-upstream gpu-check gpu-wheels lock clean
 
 env: $(STAMP)
 
@@ -34,10 +34,11 @@ notebooks: env
 	$(BIN)/python scripts/notebook_outputs.py $(sort $(wildcard notebooks/*.ipynb))
 
 # The study's main job: a short training run, then every notebook executed by papermill
-# into results/notebooks/ (rendered with outputs; figures in results/figures/).
-# PROFILE=quick (default, about 30 minutes on 2 cores at most) or full (paper-grade).
+# into results/notebooks/ (rendered with outputs; figures in results/figures/), the summary
+# last (it reads what the others measured), then the README's generated section.
+# PROFILE=quick (default, within 30 minutes on 2 cores) or full (paper-grade).
 PROFILE ?= quick
-NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+NOTEBOOKS := $(filter-out notebooks/00_summary.ipynb,$(sort $(wildcard notebooks/*.ipynb))) notebooks/00_summary.ipynb
 reproduce: env data/criteo_sample.tsv
 	$(BIN)/dlrm-study train --config tiny --steps 300 --out results/train.csv
 	mkdir -p results/notebooks
@@ -45,12 +46,17 @@ reproduce: env data/criteo_sample.tsv
 	  $(BIN)/papermill $$nb results/notebooks/$$(basename $$nb) -k python3 --cwd notebooks \
 	    --execution-timeout 1800 -p profile $(PROFILE) || exit 1; \
 	done
+	$(BIN)/dlrm-study readme --profile $(PROFILE)
+
+# The README's generated section (gallery and claim ledger) from the records as they are.
+readme: env
+	$(BIN)/dlrm-study readme --profile $(PROFILE)
 
 # The CPU comparison: reference vs optimized fp32 / bf16 vs torchrec, interleaved, with
 # the roofline; prints the speedups against their targets, appends records to results/.
-ROUNDS ?= 3
+REPEATS ?= 3
 bench: env
-	$(BIN)/dlrm-study compare --configs dlrm-benchmark,mlperf-scaled,kaggle --rounds $(ROUNDS) --out results/bench.csv
+	$(BIN)/dlrm-study compare --configs dlrm-benchmark,mlperf-scaled,kaggle --repeats $(REPEATS) --out results/bench.csv
 
 data/criteo_sample.tsv: data/make_criteo_sample.py | $(STAMP)
 	$(BIN)/python data/make_criteo_sample.py --out $@

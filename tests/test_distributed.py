@@ -153,7 +153,8 @@ def fake_records(cal, points) -> pd.DataFrame:
         record = {**config.load("tiny", ["model.table_rows=8x100"]).flat(), "world_size": world, "batch_size": batch}
         record["data.lookups_per_table"] = lookups
         shape = perf_model.Shape.of(record)
-        record["compute_ms_median"] = perf_model.step_ms(cal, shape, world, perf_model.OMNI_PATH_100G)["compute_ms"]
+        times = perf_model.step_ms(cal, shape, world, perf_model.OMNI_PATH_100G)
+        record["compute_ms_median"], record["ms_median"] = times["compute_ms"], times["step_ms"]
         rows.append(record)
     return pd.DataFrame(rows)
 
@@ -164,19 +165,37 @@ def test_the_model_recovers_its_rates_from_single_rank_points():
     fitted = perf_model.fit(records)
     for got, want in zip(vars(fitted).values(), vars(truth).values(), strict=True):
         assert got == pytest.approx(want, rel=1e-6)
-    assert perf_model.check(fitted, fake_records(truth, [(2, 1024, 20)]))["error"].abs().max() < 1e-9
+    checked = perf_model.check(fitted, fake_records(truth, [(2, 1024, 20)]), perf_model.OMNI_PATH_100G)
+    assert checked["compute_error"].abs().max() < 1e-9 and checked["step_error"].abs().max() < 1e-9
 
 
 def test_projection_with_a_free_network_and_dense_work_only_scales_perfectly():
     free = perf_model.Network("free", bandwidth_gbps=float("inf"), latency_us=0.0)
     dense_only = perf_model.Calibration(0.0, 0.01, 0.0)
     shape = perf_model.Shape(batch=1024, tables=8, lookups=20, dim=16, dense_params=10_000)
-    projection = perf_model.project(dense_only, shape, free, [1, 2, 8, 64])
+    projection = perf_model.project(dense_only, shape, free, [1, 2, 8, 64], per_rank_batch=512)
     assert projection["efficiency"].to_numpy() == pytest.approx(1.0)
     # Sparse work placed whole per table: beyond 8 ranks the busiest rank keeps a whole table.
     sparse_only = perf_model.Calibration(0.0, 0.0, 0.001)
-    strong = perf_model.project(sparse_only, shape, free, [8, 64]).query("mode == 'strong'")
+    strong = perf_model.project(sparse_only, shape, free, [8, 64], per_rank_batch=512).query("mode == 'strong'")
     assert strong["step_ms"].iloc[0] == pytest.approx(strong["step_ms"].iloc[1])
+
+
+def test_the_link_is_recovered_from_the_collectives_timed_alone():
+    truth = perf_model.Network("truth", bandwidth_gbps=2.0, latency_us=50.0)  # 2e6 bytes per ms, 0.05 ms
+    a2a_bytes, ar_bytes = 300_000, 10_000_000
+    records = pd.DataFrame([{
+        "world_size": 2, "comm_alltoall_bytes": a2a_bytes, "comm_allreduce_bytes": ar_bytes,
+        "comm_alltoall_ms": 0.05 + a2a_bytes / 2e6, "comm_allreduce_ms": 2 * 0.05 + ar_bytes / 2e6,
+    }])  # fmt: skip
+    fitted = perf_model.fit_network(records)
+    assert fitted.bandwidth_gbps == pytest.approx(truth.bandwidth_gbps) and fitted.latency_us == pytest.approx(50.0)
+
+
+def test_weak_scaling_keeps_the_batch_per_rank_as_measured():
+    shape = perf_model.Shape(batch=1024, tables=8, lookups=20, dim=16, dense_params=10_000)
+    weak = perf_model.project(perf_model.Calibration(1.0, 0.01, 0.0), shape, perf_model.OMNI_PATH_100G, [1, 2], 512)
+    assert list(weak.query("mode == 'weak'")["batch"]) == [512, 1024]  # 2 ranks: the measured point's batch
 
 
 def test_communication_terms_follow_the_stated_formulas():

@@ -7,7 +7,12 @@ from dlrm_study import config
 from dlrm_study.data import SyntheticData
 from dlrm_study.embeddings import kernels
 from dlrm_study.embeddings.kernels import torch_ops
+from dlrm_study.errors import UsageError
+from dlrm_study.model import DotInteraction
 from dlrm_study.train import build, train, train_step
+
+# conftest's `small`: fixed bags of 6 ids over small tables, so ids repeat within and across bags.
+SMALL = ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=50-70-30-90", "train.batch_size=32"]
 
 CPP = kernels.load()
 PATHS = [
@@ -129,6 +134,30 @@ def test_fused_fp32_loop_equals_reference(small, ops, optimizer):
     torch.testing.assert_close(fused_tables, ref_tables, rtol=0, atol=1e-5)
     for a, b in zip(fused_dense, ref_dense, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("step", ["fused-update", "+table-batching", "+huge-pages"])
+def test_each_ablation_step_trains_what_the_reference_trains(small, step):
+    """Notebook 02's ablation switches techniques off; each step still computes the reference's numbers."""
+    from dlrm_study.measure.compare import VARIANTS
+
+    reference = build(small)
+    ablated_cfg = config.load("tiny", [*SMALL, *VARIANTS[step]])
+    ablated = build(ablated_cfg)
+    arch = ablated.model.sparse_arch
+    assert arch.table_batching == ablated_cfg.train.table_batching
+    assert isinstance(ablated.model.interaction, DotInteraction)  # the fused interaction comes last
+    data = SyntheticData(small)
+    for i in range(4):
+        batch = data.batch(i)
+        torch.testing.assert_close(train_step(ablated, batch), train_step(reference, batch), rtol=0, atol=1e-5)
+    torch.testing.assert_close(params(ablated)[0], params(reference)[0], rtol=0, atol=1e-5)
+
+
+def test_optimized_switches_apply_to_the_optimized_loop_only(small):
+    small.train.huge_pages = False
+    with pytest.raises(UsageError, match=r"train\.huge_pages switches a technique of the optimized loop"):
+        config.validate(small)
 
 
 def test_bf16_split_sgd_tracks_fp32_loss():

@@ -109,6 +109,11 @@ def build_parser() -> Parser:
     compare.add_argument("--out", default="results/bench.csv")
     compare.add_argument("--no-progress", action="store_true")
 
+    readme = commands.add_parser("readme", help="rewrite the README's generated section from the records")
+    readme.add_argument("--readme", type=Path, default=Path("README.md"))
+    readme.add_argument("--results", type=Path, default=Path("results"), help="records folder (default results)")
+    readme.add_argument("--profile", default="quick", help="whose studies' records (default quick)")
+
     sweep = commands.add_parser("sweep", help="run a sweep file: resumable, one record per point")
     sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.sweep)")
     sweep.add_argument("--retry-errors", action="store_true", help="run again the points that failed")
@@ -334,6 +339,13 @@ def cmd_compare(args: argparse.Namespace) -> None:
         print(f"{len(records)} records appended to {out}")
 
 
+def cmd_readme(args: argparse.Namespace) -> None:
+    from dlrm_study.studies import profile, summary
+
+    changed = summary.write_readme(args.readme, args.results, profile(args.profile))
+    print(f"{args.readme}: generated section {'rewritten' if changed else 'unchanged'}")
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
     from dlrm_study import sweep as sweeps
 
@@ -355,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "roofline": cmd_roofline,
             "compare": cmd_compare,
             "sweep": cmd_sweep,
+            "readme": cmd_readme,
         }
         commands[args.command](args)
     except UsageError as err:

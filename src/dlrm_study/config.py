@@ -28,6 +28,7 @@ DEVICES = ("cpu", "cuda", "auto")
 PLACEMENTS = ("hbm", "host", "uvm", "cached")
 TORCHREC_PLACEMENTS = ("torchrec-fused", "torchrec-fused_uvm", "torchrec-fused_uvm_caching")
 CACHE_POLICIES = ("lru", "lfu")
+OPTIMIZED_SWITCHES = ("table_batching", "huge_pages", "fused_interaction")
 
 
 @dataclass
@@ -96,6 +97,10 @@ class TrainConfig:
     placement: str = "hbm"  # gpu loop: hbm | host | uvm | cached | torchrec-* | auto, or one per table "hbm,host,..."
     cache_fraction: float = 0.1  # cached placement: share of all rows the device cache holds
     cache_policy: str = "lru"  # cached placement: lru | lfu
+    # The optimized loop's techniques, each on by default; notebook 02's ablation adds them one at a time.
+    table_batching: bool = True  # one kernel call for all tables (false: one call per table)
+    huge_pages: bool = True  # tables on transparent huge pages where the OS allows
+    fused_interaction: bool = True  # the fused dot-interaction kernel (false: bmm, as the reference)
 
 
 @dataclass
@@ -121,12 +126,23 @@ class Config:
         return out
 
     def hash(self) -> str:
-        """Short stable hash of everything that defines a measured point."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        """Short stable hash of everything that defines a measured point.
+
+        A field added after records were first written is left out at the default that does
+        what ran before it existed (LATER_FIELDS), so those records keep their identity.
+        """
+        doc = self.to_dict()
+        for key, default in LATER_FIELDS.items():
+            section, name = key.split(".")
+            if doc[section][name] == default:
+                del doc[section][name]
+        blob = json.dumps(doc, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
 SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig}
+# Fields added later, each with the default that reproduces what ran before it (see Config.hash).
+LATER_FIELDS = {"train.table_batching": True, "train.huge_pages": True, "train.fused_interaction": True}
 
 
 def format_value(value: object) -> object:
@@ -361,6 +377,11 @@ def validate(cfg: Config) -> Config:
     if t.loop in ("optimized", "torchrec") and t.device == "cuda":
         raise UsageError(f"train.loop {t.loop} runs on the CPU; use train.device=cpu (or train.loop=gpu)")
     validate_placement(cfg)
+    switched_off = [name for name in OPTIMIZED_SWITCHES if not getattr(t, name)]
+    if switched_off and t.loop != "optimized":
+        raise UsageError(
+            f"train.{switched_off[0]} switches a technique of the optimized loop (set train.loop=optimized)"
+        )
     if t.precision == "bf16" and t.loop == "reference":
         raise UsageError("train.precision bf16 needs the optimized loop (the reference is fp32, as in dlrm)")
     if d.id_distribution == "zipf" and d.zipf_alpha <= 0:

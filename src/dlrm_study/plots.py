@@ -23,6 +23,9 @@ from dlrm_study.measure.bench import OPERATORS
 
 VARIANT_ORDER = [
     "reference",
+    "fused-update",
+    "+table-batching",
+    "+huge-pages",
     "torchrec",
     "optimized-fp32",
     "optimized-bf16",
@@ -91,10 +94,12 @@ def save(fig: plt.Figure, name: str, results_dir: Path) -> list[Path]:
 
 
 def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
-    """Stacked bars: ms per iteration of each operator (median over repeats), one bar per config.
+    """Per config (and variant): time per sample of each operator, and each operator's share.
 
-    From the repeats whose breakdown is not flagged; a config with none is drawn from its
-    flagged ones, hollow and labelled so.
+    Per sample, so a batch of 128 sits beside batches of 2,048; the medians of the repeats
+    whose breakdown is not flagged (a config with none is drawn from its flagged ones, hollow
+    and labelled so). The black bar on each row is the timed median per sample with its 95%
+    interval: the profiled operators add up to about it where the breakdown is sound.
     """
     ops = [f"op_{name}_ms" for name in OPERATORS if f"op_{name}_ms" in records]
     rows = stats.with_flags(records.dropna(subset=ops))
@@ -104,24 +109,75 @@ def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     for label, group in rows.groupby("label", sort=False):
         clean = group[~group["doubtful"]]
         hollow = clean.empty
-        bars.append((label + (" (flagged)" if hollow else ""), (group if hollow else clean)[ops].median(), hollow))
-    fig, ax = plt.subplots(figsize=(9, 0.6 * len(bars) + 2))
+        per_sample = (group if hollow else clean)[ops].div(group["batch_size"].iloc[0] / 1e3)  # us per sample
+        timed = stats.interval(stats.usable(group)[0]["ms_median"] / group["batch_size"].iloc[0] * 1e3)
+        bars.append((label + (" (flagged)" if hollow else ""), per_sample.median(), hollow, timed))
+    fig, (ax, share_ax) = plt.subplots(1, 2, figsize=(13, 0.5 * len(bars) + 2.2), sharey=True,
+                                       gridspec_kw={"width_ratios": [3, 2]})  # fmt: skip
     colors = sns.color_palette(n_colors=len(ops))
-    for y, (_, times, hollow) in enumerate(bars):
-        left = 0.0
+    for y, (_, times, hollow, timed) in enumerate(bars):
+        left = share_left = 0.0
         for op, color in zip(ops, colors, strict=True):
             style = {"facecolor": "none", "edgecolor": color, "hatch": "//"} if hollow else {"color": color}
             ax.barh(y, times[op], left=left, height=0.7, **style, label=op if y == 0 else None)
-            left += times[op]
-    ax.set_yticks(range(len(bars)), [label for label, _, _ in bars])
+            share = times[op] / times.sum()
+            share_ax.barh(y, share, left=share_left, height=0.7, **style)
+            left, share_left = left + times[op], share_left + share
+        if timed[0] == timed[0]:
+            low = timed[0] - timed[1] if timed[1] == timed[1] else 0
+            high = timed[2] - timed[0] if timed[2] == timed[2] else 0
+            ax.errorbar(timed[0], y, xerr=[[low], [high]], fmt="|", color="black", markersize=14, capsize=3)
+    ax.set_yticks(range(len(bars)), [label for label, _, _, _ in bars])
     ax.invert_yaxis()
-    ax.set_xlabel("time per training iteration (ms, median of repeats)")
+    ax.set_xlabel("time per sample (µs), median of repeats; black: timed median, 95% interval")
+    share_ax.set_xlabel("share of the profiled iteration")
+    share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    share_ax.set_xlim(0, 1)
     handles, names = ax.get_legend_handles_labels()
     names = [n.removeprefix("op_").removesuffix("_ms").replace("_", " ") for n in names]
-    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.set_title(title)
+    share_ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.suptitle(title)
     add_caption(fig, records)
     return fig
+
+
+def ablation(steps: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
+    """The ablation (`studies.ablation_steps`): each step's gain over the one before, and over the reference."""
+    fig, (gain_ax, total_ax) = plt.subplots(1, 2, figsize=(12, 0.55 * len(steps) + 2), sharey=True)
+    y = list(range(len(steps)))
+    for ax, prefix, xlabel in (
+        (gain_ax, "", "samples/s over the step before (paired)"),
+        (total_ax, "total_", "samples/s over the reference (paired)"),
+    ):
+        summary = pd.DataFrame({k: steps[f"{prefix}{k}"] for k in ("center", "low", "high")})
+        colors = ["#888888" if low != low or low <= 1 <= high else ("#2a7" if low > 1 else "#c44")
+                  for low, high in zip(summary["low"], summary["high"], strict=True)]  # fmt: skip
+        ax.barh(y, summary["center"], height=0.6, color=colors, xerr=error_bars(summary), capsize=3)
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log")
+        log_ticks(ax.xaxis, summary[["low", "high", "center"]].stack())
+        ax.set_xlabel(xlabel)
+    gain_ax.set_yticks(y, steps["label"])
+    gain_ax.invert_yaxis()
+    fig.suptitle(title)
+    add_caption(fig, records)
+    return fig
+
+
+def log_ticks(axis, values: pd.Series) -> None:
+    """Readable labels on a log axis: every digit when the data span less than a decade, else 1-2-5."""
+    values = values[values > 0].dropna()
+    span = float(values.max() / values.min()) if len(values) else 10.0
+    subs = tuple(range(1, 10)) if span < 10 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def plain(value: float) -> str:
+    """12,800 or 1.25: thousands with separators, small values with three significant digits."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
@@ -187,12 +243,9 @@ def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
         repeats(ax, mine["x"], mine["samples_per_s"], mine["doubtful"], color)
     ax.set(xscale="log", yscale="log", xlabel=frame["knob"].iloc[0], ylabel="training samples/s", title=title)
     ax.set_xticks(sorted(frame["x"].unique()))  # the measured values, written plainly
-    plain = FuncFormatter(lambda value, _: f"{value:,.0f}")
-    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(2, 5)))  # 1-2-5: a label within any decade
-    ax.yaxis.set_minor_formatter(plain)
+    log_ticks(ax.yaxis, frame["samples_per_s"])
     ax.legend(frameon=False, fontsize=8)
     add_caption(fig, records)
     return fig
@@ -223,7 +276,12 @@ def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
 
 
 def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
-    """Per measured point: compute alone and the communication left exposed, ms per step (medians of repeats)."""
+    """Per measured point: compute alone and the rest of the step, ms per step (medians of unflagged repeats).
+
+    At 2 ranks the rest is communication the overlap did not hide; at 1 rank there is no peer,
+    and the rest is the cost of the collective calls themselves (DDP's gradient buckets, a
+    local all-to-all), drawn apart so it does not read as communication.
+    """
     clean, _ = stats.usable(records)
     keys = ["world_size", "batch_size", "data.lookups_per_table"]
     rows = clean.groupby(keys)[["compute_ms_median", "exposed_comm_ms"]].median().reset_index().sort_values(keys)
@@ -232,31 +290,47 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
         f"{int(r['data.lookups_per_table'])} lookups"
         for _, r in rows.iterrows()
     ]
-    table = pd.DataFrame(
-        {
-            "compute alone": rows["compute_ms_median"].to_numpy(),
-            "exposed communication": rows["exposed_comm_ms"].to_numpy(),
-        },
-        index=labels,
-    )
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(table) + 1.8))
-    table.plot.barh(stacked=True, ax=ax, width=0.7)
+    single = (rows["world_size"] == 1).to_numpy()
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.8))
+    y = list(range(len(rows)))
+    compute, rest = rows["compute_ms_median"].to_numpy(), rows["exposed_comm_ms"].to_numpy()
+    ax.barh(y, compute, height=0.7, label="compute alone")
+    ax.barh([i for i in y if not single[i]], rest[~single], left=compute[~single], height=0.7,
+            label="exposed communication")  # fmt: skip
+    ax.barh([i for i in y if single[i]], rest[single], left=compute[single], height=0.7, color="lightgrey",
+            hatch="..", label="collective calls, no peer (1 rank)")  # fmt: skip
+    ax.set_yticks(y, labels)
     ax.invert_yaxis()
-    ax.set_xlabel("time per training step, slowest rank (ms)")
+    ax.set_xlabel("time per training step, slowest rank (ms, median of repeats)")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     add_caption(fig, records)
     return fig
 
 
-def scaling_projection(projection: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
-    """Modelled parallel efficiency against ranks, strong and weak scaling."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    sns.lineplot(projection, x="ranks", y="efficiency", hue="mode", marker="o", ax=ax)
-    ax.set(xscale="log", ylim=(0, 1.05), xlabel="ranks", ylabel="parallel efficiency (model)", title=title)
+def scaling_projection(
+    projection: pd.DataFrame, title: str, records: pd.DataFrame, measured: dict[str, tuple[float, float, float]],
+    assumptions: str,
+) -> plt.Figure:  # fmt: skip
+    """Modelled parallel efficiency against ranks, strong and weak, with the measured 2-rank points.
+
+    `measured`: the strong and weak efficiencies at 2 ranks as (center, low, high).
+    """
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colors = dict(zip(("strong", "weak"), sns.color_palette(n_colors=2), strict=True))
+    for mode, rows in projection.groupby("mode"):
+        ax.plot(rows["ranks"], rows["efficiency"], marker="o", markersize=4, color=colors[mode],
+                label=f"{mode} scaling, model")  # fmt: skip
+        center, low, high = measured[f"{mode}_efficiency"]
+        if center == center:
+            yerr = [[center - low if low == low else 0], [high - center if high == high else 0]]
+            ax.errorbar([2], [center], yerr=yerr, fmt="s", markersize=8, capsize=4, color=colors[mode],
+                        markeredgecolor="black", label=f"{mode} scaling, measured (95% interval)")  # fmt: skip
+    ax.set(xscale="log", ylim=(0, 1.1), xlabel="ranks", ylabel="parallel efficiency", title=title)
     ax.set_xticks(sorted(projection["ranks"].unique()))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, fontsize=8, loc="lower left")
+    ax.text(1.02, 0.98, assumptions, transform=ax.transAxes, fontsize=7.5, va="top", ha="left", wrap=True)
     add_caption(fig, records)
     return fig

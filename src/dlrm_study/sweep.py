@@ -114,9 +114,12 @@ def assignments(key: str, value: object) -> list[str]:
     return [f"{f}={config.format_value(v)}" for f, v in zip(fields, values, strict=True)]
 
 
-def plan(sweep: Sweep) -> tuple[list[runner.Point], list[str]]:
-    """The runner's points (label -> {variant: config}) and the variants this CPU skips."""
-    kept, skipped = runnable(sweep.variants)
+def plan(sweep: Sweep, here: bool = True) -> tuple[list[runner.Point], list[str]]:
+    """The runner's points (label -> {variant: config}) and the variants this CPU skips.
+
+    `here=False`: every variant, whatever this CPU can run (to read other machines' records).
+    """
+    kept, skipped = runnable(sweep.variants) if here else (list(sweep.variants), [])
     grouped: dict[str, dict[str, config.Config]] = {}
     for point in points(sweep):
         if point.variant in kept:
@@ -171,7 +174,7 @@ def records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
     path = Path(sweep.out)
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run the sweep, or measure=True)")
-    labels = {(cfg.hash(), variant): label for label, cfgs in plan(sweep)[0] for variant, cfg in cfgs.items()}
+    labels = {(cfg.hash(), v): label for label, cfgs in plan(sweep, here=False)[0] for v, cfg in cfgs.items()}
     frame = results.load(path)
     if frame.empty:
         return frame

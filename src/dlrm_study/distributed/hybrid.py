@@ -229,7 +229,7 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> DistRun:
     group = dist.new_group(backend=dist.get_backend(), timeout=world.timeout)  # new groups do not inherit it
     ex = Exchange(owners, world.size, world.rank, cfg.train.batch_size // world.size, cfg.model.embedding_dim, group)
     sparse = ShardedSparseArch(local, cfg.model.table_rows, cfg.model.embedding_dim, ex)
-    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
+    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" and cfg.train.fused_interaction else None
     dlrm = DLRM(cfg.model, sparse, generator, interaction)
     if initial is not None:
         dlrm.load_state_dict(initial["dense"], strict=False)

@@ -146,3 +146,42 @@ def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, fl
         "strong_efficiency": tuple(value / 2 for value in speedup),
         "weak_efficiency": stats.interval(weak),
     }
+
+
+RANKS_PROJECTED = [1, 2, 4, 8, 16, 32, 64]
+
+
+def perf_model_assumptions() -> str:
+    """The projection's assumptions, as the figure states them."""
+    from dlrm_study.distributed import perf_model
+
+    return perf_model.ASSUMPTIONS
+
+
+def model(records: pd.DataFrame) -> dict[str, object]:
+    """The performance model on the study's records: fitted, checked, and projected to 64 ranks.
+
+    Compute rates are fitted on the single-rank points (`calibration_records`), the link on the
+    collectives timed alone at 2 ranks (`perf_model.fit_network`); the model with that link is
+    checked on every point, then projected with the SC20 cluster's link (`OMNI_PATH_100G`),
+    weak scaling at the measured batch per rank.
+    """
+    from dlrm_study.distributed import perf_model
+
+    fitted_on, note = calibration_records(records)
+    calibration = perf_model.fit(fitted_on)
+    link = perf_model.fit_network(records)
+    two = records[records["world_size"] == 2].iloc[0]
+    shape = perf_model.Shape.of(two)
+    per_rank = int(two["batch_size"]) // 2
+    projection = perf_model.project(calibration, shape, perf_model.OMNI_PATH_100G, RANKS_PROJECTED, per_rank)
+    return {
+        "calibration": calibration,
+        "note": note,
+        "link": link,
+        "check": perf_model.check(calibration, stats.usable(records)[0], link),
+        "shape": shape,
+        "per_rank_batch": per_rank,
+        "network": perf_model.OMNI_PATH_100G,
+        "projection": projection,
+    }

@@ -20,7 +20,10 @@ def make_sparse_arch(cfg: Config, generator: torch.Generator, device: torch.devi
     if t.loop == "reference":
         return ReferenceSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer)
     if t.loop == "optimized":
-        return FusedCPUSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer, t.precision)
+        return FusedCPUSparseArch(
+            m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer, t.precision,
+            table_batching=t.table_batching, huge_pages=t.huge_pages,
+        )  # fmt: skip
     if t.loop == "torchrec":
         from dlrm_study.embeddings.torchrec_arch import TorchrecSparseArch
 

@@ -31,6 +31,24 @@ VARIANTS = {
 }
 CPU_VARIANTS = ("reference", "optimized-fp32", "optimized-bf16", "torchrec")
 
+# Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
+# `optimized-fp32` is the step that adds the fused interaction, `optimized-bf16` the one that adds bf16.
+_OFF = ["train.loop=optimized", "train.precision=fp32", "train.huge_pages=false", "train.fused_interaction=false"]
+VARIANTS |= {
+    "fused-update": [*_OFF, "train.table_batching=false"],
+    "+table-batching": _OFF,
+    "+huge-pages": [*_OFF[:2], "train.fused_interaction=false"],
+}
+ABLATION = ["reference", "fused-update", "+table-batching", "+huge-pages", "optimized-fp32", "optimized-bf16"]
+ABLATION_LABELS = {
+    "reference": "reference",
+    "fused-update": "+ fused embedding update",
+    "+table-batching": "+ table batching",
+    "+huge-pages": "+ huge pages",
+    "optimized-fp32": "+ fused interaction (optimized fp32)",
+    "optimized-bf16": "+ bf16 Split-SGD and bf16 MLPs (optimized bf16)",
+}
+
 # (name, numerator, denominator, target): samples/s ratios the SC20 issue asks for.
 SPEEDUPS = [
     ("optimized bf16 / reference", "optimized-bf16", "reference", 4.0),
@@ -46,7 +64,8 @@ def variant_name(cfg: config.Config) -> str:
     if t.loop in ("reference", "torchrec"):
         return t.loop
     if t.loop == "optimized":
-        return f"optimized-{t.precision}"
+        off = "".join(f"-no-{name.replace('_', '-')}" for name in config.OPTIMIZED_SWITCHES if not getattr(t, name))
+        return f"optimized-{t.precision}{off}"
     name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
     return name if t.precision == "bf16" else f"{name}-fp32"
 

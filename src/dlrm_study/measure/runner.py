@@ -75,6 +75,16 @@ def schedule(points: Sequence[Point], repeats: int, machine: Callable[[Config], 
     return tasks
 
 
+# Measurements made and reused by this process so far (a rendered notebook reports them).
+TALLY = {"measured": 0, "reused": 0}
+
+
+def tally(measured: int = 0, reused: int = 0) -> None:
+    """Count measurements made and reused outside `run` (studies that are counted, not timed)."""
+    TALLY["measured"] += measured
+    TALLY["reused"] += reused
+
+
 @dataclass
 class Counts:
     tasks: int = 0
@@ -118,6 +128,7 @@ def run(
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
     todo = [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
     counts.skipped = len(tasks) - len(todo)
+    tally(reused=counts.skipped)
     bar = tqdm(todo, desc=study, unit="run", disable=not (progress and emit), leave=False)
     for i, task in enumerate(bar):
         if (limit is not None and i >= limit) or (deadline is not None and time.monotonic() > deadline):
@@ -132,6 +143,7 @@ def run(
             failed_pairs.add(task.pair)
             counts.failed += 1
         counts.ran += 1
+        tally(measured=1)
         if emit and out:
             results.append(out, record)
         if emit and on_record:

@@ -191,7 +191,7 @@ DOUBTS = {"throughput": {"spread", "outlier"}, "breakdown": {"spread", "outlier"
 def flagged(records: pd.DataFrame, quantity: str = "throughput") -> pd.Series:
     """Whether each record's flags put the quantity (`throughput` or `breakdown`) in doubt."""
     frame = with_flags(records)
-    return frame["flags"].map(lambda text: bool(set(filter(None, text.split(";"))) & DOUBTS[quantity]))
+    return frame["flags"].map(lambda text: bool(set(filter(None, text.split(";"))) & DOUBTS[quantity])).astype(bool)
 
 
 def usable(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.DataFrame, int]:
@@ -204,7 +204,7 @@ def usable(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.Data
 def direction(low: float, high: float, up: str = "higher", down: str = "lower") -> str:
     """A directional word only where the interval of a ratio excludes 1 (no effect)."""
     if low != low:
-        return "one repeat: no interval"
+        return "no interval"
     if low > 1:
         return up
     if high < 1:

@@ -6,10 +6,15 @@ One module per notebook family: `profiles` (how much every study measures), `cpu
 re-exported here.
 """
 
+from dlrm_study.studies import findings, session, summary
 from dlrm_study.studies.convergence import convergence_config, convergence_records, run_convergence
 from dlrm_study.studies.cpu import (
+    ABLATION_BASE,
     CPU_LOOPS,
     CPU_PRESETS,
+    ablation,
+    ablation_findings,
+    ablation_steps,
     cpu_loops,
     embedding_share,
     fused_matches_reference,
@@ -36,6 +41,7 @@ from dlrm_study.studies.sensitivity import (
     gpu_status,
     knob_findings,
     knob_value,
+    measure,
     on_gpu,
     rates_table,
     sensitivity,
@@ -45,6 +51,7 @@ from dlrm_study.studies.sensitivity import (
 )
 
 __all__ = [
+    "ABLATION_BASE",
     "BASE_DESCRIPTION",
     "BASE_NAME",
     "CPU_LOOPS",
@@ -54,6 +61,9 @@ __all__ = [
     "KNOBS",
     "PROFILES",
     "SENSITIVITY_BASE",
+    "ablation",
+    "ablation_findings",
+    "ablation_steps",
     "base_intervals",
     "base_point",
     "best_cpu_variant",
@@ -64,6 +74,7 @@ __all__ = [
     "dense_sparse_grid",
     "dropped",
     "embedding_share",
+    "findings",
     "fused_matches_reference",
     "gpu_here",
     "gpu_over_cpu",
@@ -73,6 +84,7 @@ __all__ = [
     "knob_findings",
     "knob_value",
     "machine",
+    "measure",
     "on_gpu",
     "placement_records",
     "profile",
@@ -82,8 +94,10 @@ __all__ = [
     "run_convergence",
     "sensitivity",
     "sensitivity_records",
+    "session",
     "speedups",
     "split_sgd_exact",
+    "summary",
     "with_gpu",
     "with_knob",
 ]

@@ -7,6 +7,7 @@ import pandas as pd
 
 from dlrm_study import config, results
 from dlrm_study.errors import UsageError
+from dlrm_study.measure import runner
 from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, runnable
 from dlrm_study.studies.profiles import CONVERGENCE_STEPS, LOSS_WINDOW
 
@@ -47,7 +48,9 @@ def run_convergence(
     for variant in runnable(variants or list(CPU_VARIANTS))[0]:
         cfg = variant_config(profile, variant)
         if results.resume_key(cfg.hash(), variant, results.machine_key(), 0, results.versions()) in stored:
+            runner.tally(reused=1)
             continue
+        runner.tally(measured=1)
         run = build(cfg)
         losses = train(run, make_data(cfg).batches(), steps)
         metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))

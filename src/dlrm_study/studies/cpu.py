@@ -1,12 +1,14 @@
 """Notebooks 01 and 02: the reference loop's breakdown, and the CPU loops side by side."""
 
+import itertools
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.measure import stats
 from dlrm_study.measure.bench import OPERATORS
-from dlrm_study.studies.profiles import PRESETS
+from dlrm_study.measure.compare import ABLATION, ABLATION_LABELS
+from dlrm_study.studies.profiles import PRESETS, SWEEP
 from dlrm_study.sweep import Sweep
 
 CPU_PRESETS = ["dlrm-benchmark", "mlperf-scaled", "kaggle"]
@@ -32,6 +34,58 @@ def cpu_loops(profile: str, out: Path) -> Sweep:
         profile_steps=p.profile_steps,
         out=str(out / "sweeps.csv"),
     )
+
+
+# The ablation's config: dlrm-benchmark with tables 4x the last-level cache of the development machine
+# (8 x 500,000 rows of dim 64: 1 GB), so the memory techniques meet memory; full: the preset itself.
+ABLATION_BASE = {
+    "smoke": ["train.batch_size=32"],
+    "quick": ["name=dlrm-benchmark-500k", "model.table_rows=8x500000", "data.lookups_per_table=20",
+              "train.batch_size=1024"],
+    "full": [],
+}  # fmt: skip
+
+
+def ablation(profile: str, out: Path) -> Sweep:
+    """Notebook 02's ablation: the reference, then each technique of the optimized loop added in turn."""
+    p = SWEEP[profile]
+    return Sweep(
+        name=f"ablation-{profile}",
+        config="tiny" if profile == "smoke" else "dlrm-benchmark",
+        set=list(ABLATION_BASE[profile]),
+        variants=list(ABLATION),
+        repeats=p.repeats,
+        steps=p.steps,
+        warmup=p.warmup,
+        out=str(out / "sweeps.csv"),
+    )
+
+
+def ablation_steps(records: pd.DataFrame) -> pd.DataFrame:
+    """Each step's samples/s over the step before it and over the reference, paired within repeats."""
+    clean, _ = stats.usable(records)
+    steps = [v for v in ABLATION if v in set(clean["variant"])]
+    rows = []
+    for before, step in itertools.pairwise(steps):
+        gain = stats.paired_ratio(clean, step, before)
+        total = stats.paired_ratio(clean, step, "reference")
+        rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain._asdict(),
+                     **{f"total_{k}": v for k, v in total._asdict().items()}})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def ablation_findings(records: pd.DataFrame) -> list[str]:
+    """One sentence per step: its gain over the step before, and where that leaves the loop."""
+    table = ablation_steps(records)
+    lines = [
+        f"{r.label}: {stats.describe(r.center, r.low, r.high, 'x')} the step before ({r.n} paired repeats: "
+        f"{stats.direction(r.low, r.high, 'faster', 'slower')}); "
+        f"{stats.describe(r.total_center, r.total_low, r.total_high, 'x')} the reference"
+        for r in table.itertuples()
+    ]
+    excluded = stats.usable(records)[1]
+    lines = lines or ["ablation: no finding: no step pairs up with the one before it"]
+    return lines + ([f"({excluded} flagged repeat(s) left out)"] if excluded else [])
 
 
 def embedding_share(records: pd.DataFrame) -> pd.DataFrame:

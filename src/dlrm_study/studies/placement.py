@@ -30,7 +30,9 @@ def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str 
         for cfg in configs:
             variant = f"cached-{cfg.train.cache_policy}"
             if results.resume_key(cfg.hash(), variant, here, 0, results.versions()) in stored:
+                runner.tally(reused=1)
                 continue
+            runner.tally(measured=1)
             fields = hit_rate(cfg, *CACHE_BATCHES[profile])
             results.append(path, results.record(study, fields, cfg, variant=variant, repeat=0))
     if not path.exists():

@@ -38,7 +38,7 @@ SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 20, 2), "full": Protoc
 # The CPU presets (notebooks 01, 02): big tables take seconds to build, so fewer repeats.
 PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(4, 20, 2, 5), "full": Protocol(7, 30, 3, 5)}
 # Distributed points (notebook 06) and local against remote tables (notebook 05), one process each.
-RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 10, 3), "full": Protocol(7, 30, 5)}
+RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 20, 3), "full": Protocol(7, 30, 5)}
 
 # Convergence (notebook 07): steps trained and the window the loss is averaged over.
 CONVERGENCE_STEPS = {"smoke": 40, "quick": 1500, "full": 20000}

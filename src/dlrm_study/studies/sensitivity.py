@@ -107,6 +107,17 @@ def sensitivity(knob: str, profile: str, out: Path) -> Sweep:
     )
 
 
+def measure(specs: list[Sweep], device: str = "auto") -> list[str]:
+    """Run the sweeps (and their GPU mirrors where this machine has a GPU): one line each."""
+    lines = []
+    for spec in specs:
+        lines.append(f"{spec.name}: {sweep.run(spec, progress=False)}")
+        if gpu_here(device):
+            mirror = on_gpu(spec)
+            lines.append(f"{mirror.name}: {sweep.run(mirror, progress=False)}")
+    return lines
+
+
 def knob_value(knob: str, grid: str) -> float:
     """The x of a record's grid assignment: `model.table_rows=8x100000` is 8 tables or 1e5 rows."""
     first = grid.split()[0].split("=", 1)[1]
@@ -174,6 +185,8 @@ def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
             f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s x "
             f"{stats.describe(r.center, r.low, r.high)} ({r.n} paired repeats): {word}"
         )
+    if not lines:
+        lines.append(f"{KNOBS[knob][2]}: no finding: no repeat pairs up at the knob's two ends")
     if excluded:
         lines.append(f"({excluded} flagged repeat(s) left out)")
     return lines

@@ -74,7 +74,7 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         )
     generator = torch.Generator().manual_seed(cfg.train.seed)
     sparse_arch = make_arch(cfg, generator, device)
-    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" else None
+    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" and cfg.train.fused_interaction else None
     model = DLRM(cfg.model, sparse_arch, generator, interaction).to_device(device)
     if cfg.train.loop == "gpu":  # fp32 parameters; in bf16 the dense math runs under autocast
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)

@@ -1,0 +1,157 @@
+"""The findings under each figure, computed from its records: one sentence each, with its interval.
+
+The notebooks print them and the README's gallery repeats them (`studies.summary`), so a
+number appears in the study only as these functions compute it. A direction ("faster",
+"lower") is stated only where the interval excludes no effect.
+"""
+
+import re
+
+import pandas as pd
+
+from dlrm_study.measure import stats
+from dlrm_study.studies import cpu
+from dlrm_study.studies.sensitivity import knob_findings
+
+
+def left_out(excluded: int) -> list[str]:
+    return [f"({excluded} flagged repeat(s) left out)"] if excluded else []
+
+
+def reference_breakdown(records: pd.DataFrame) -> list[str]:
+    """Notebook 01: the embedding share of the reference's profiled iteration, per preset."""
+    reference = records[records["variant"] == "reference"]
+    clean, excluded = stats.usable(reference, "breakdown")
+    shares = cpu.embedding_share(clean).set_index("config_name")
+    lines = []
+    for name in dict.fromkeys(reference["config_name"]):
+        if name in shares.index:
+            row = shares.loc[name]
+            lines.append(
+                f"{name}: embedding forward + backward/update take "
+                f"{stats.describe(row.center, row.low, row.high, percent=True)} of the reference's profiled "
+                f"iteration ({row.n:.0f} repeats)"
+            )
+        else:
+            lines.append(f"{name}: no finding: every repeat's breakdown is flagged")
+    return lines + left_out(excluded)
+
+
+def speedups(records: pd.DataFrame) -> list[str]:
+    """Notebook 02: each loop's samples/s over the reference's, paired within repeats, per preset."""
+    clean, excluded = stats.usable(records)
+    table = cpu.speedups(clean)
+    lines = (
+        [
+            f"{r.config_name}: {r.variant} {stats.describe(r.center, r.low, r.high, 'x')} the reference "
+            f"({r.n:.0f} paired repeats: {stats.direction(r.low, r.high, 'faster', 'slower')})"
+            for r in table.sort_values(["config_name", "variant"]).itertuples()
+        ]
+        if not table.empty
+        else ["speedups: no finding: no loop pairs up with the reference"]
+    )
+    return lines + left_out(excluded)
+
+
+def largest_operator(records: pd.DataFrame) -> list[str]:
+    """Notebook 02's breakdown: per preset and loop, the operator with the largest share of the iteration."""
+    from dlrm_study.measure.bench import OPERATORS
+
+    ops = [f"op_{name}_ms" for name in OPERATORS]
+    clean, excluded = stats.usable(records.dropna(subset=ops), "breakdown")
+    lines = []
+    for (name, variant), group in clean.groupby(["config_name", "variant"], sort=True):
+        shares = group[ops].div(group[ops].sum(axis=1), axis=0)  # per repeat
+        top = shares.median().idxmax()
+        share = stats.describe(*stats.interval(shares[top]), percent=True)
+        label = top.removeprefix("op_").removesuffix("_ms").replace("_", " ")
+        lines.append(f"{name} / {variant}: {label} takes the largest share, {share} ({len(group)} repeats)")
+    return (lines or ["breakdown: no finding: every repeat's breakdown is flagged"]) + left_out(excluded)
+
+
+def ablation(records: pd.DataFrame) -> list[str]:
+    """Notebook 02's ablation: each technique's gain over the step before it."""
+    return cpu.ablation_findings(records)
+
+
+def knob(records: pd.DataFrame, name: str) -> list[str]:
+    """Notebooks 03 and 04: samples/s at the knob's largest value over its smallest, per loop."""
+    return knob_findings(records, name)
+
+
+def cache(rates: pd.DataFrame, profile: str) -> list[str]:
+    """Notebook 05: the hit rate of a cache of 10% of the rows under Zipf(1.05) ids, LRU and LFU."""
+    alpha, fraction = (1.2, 0.3) if profile == "smoke" else (1.05, 0.1)
+    pick = rates[(rates["zipf_alpha"] == alpha) & (rates["cache_fraction"] == fraction)].set_index("cache_policy")
+    if not {"lru", "lfu"} <= set(pick.index):
+        return ["no records of that cache"]
+    evicted = pick["cache_evicted_rows"].max()
+    why = (
+        "no row was evicted over the measured batches, so every miss was a row's first use"
+        if evicted == 0
+        else f"up to {evicted:,.0f} rows were evicted over the measured batches"
+    )
+    return [
+        f"With ids Zipf({alpha}) a cache of {fraction:.0%} of the rows serves {pick.loc['lru', 'cache_hit_rate']:.1%} "
+        f"of lookups under LRU and {pick.loc['lfu', 'cache_hit_rate']:.1%} under LFU; {why} (counted, not timed)"
+    ]
+
+
+def remote(records: pd.DataFrame) -> list[str]:
+    """Notebook 05: tables on a parameter server against local tables, paired within repeats."""
+    clean, excluded = stats.usable(records)
+    r = stats.paired_ratio(clean, "remote", "local")
+    waits = clean[clean["variant"] == "remote"]["remote_ms_per_step"].median()
+    return [
+        f"Remote tables: {stats.describe(r.center, r.low, r.high, 'x')} the samples/s of local tables "
+        f"({r.n} paired repeats: {stats.direction(r.low, r.high, 'faster', 'slower')}); the trainer waits "
+        f"{waits:.1f} ms per step on RPC (median)",
+        *left_out(excluded),
+    ]
+
+
+def scaling(records: pd.DataFrame) -> list[str]:
+    """Notebook 06: strong and weak scaling from 1 to 2 ranks, measured."""
+    from dlrm_study.distributed import scaling as study
+
+    eff = study.measured_efficiency(records)
+    return [
+        f"Measured, 1 -> 2 ranks (paired within repeats): strong scaling {stats.describe(*eff['strong_speedup'], 'x')}"
+        f", efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}; weak scaling efficiency "
+        f"{stats.describe(*eff['weak_efficiency'], percent=True)}",
+        *left_out(stats.usable(records)[1]),
+    ]
+
+
+def projection(table: pd.DataFrame, tables: int) -> list[str]:
+    """Notebook 06: the model's efficiencies at 64 ranks (a projection, not a measurement)."""
+    at64 = table[table["ranks"] == table["ranks"].max()].set_index("mode")["efficiency"]
+    ranks = int(table["ranks"].max())
+    return [
+        f"Modelled (not measured) at {ranks} ranks: strong scaling efficiency {at64['strong']:.0%}, weak "
+        f"{at64['weak']:.0%}; with {tables} tables placed whole, past {tables} ranks the busiest rank still looks "
+        "up a whole table"
+    ]
+
+
+def convergence(records: pd.DataFrame) -> list[str]:
+    """Notebook 07: held-out AUC and log loss of each loop, trained from one seed."""
+    evals = records[records["kind"] == "eval"].set_index("variant")
+    if "reference" not in evals.index:
+        return ["no reference run recorded"]
+    return [
+        f"{variant}: held-out AUC {row['eval_auc']:.4f} ({row['eval_auc'] - evals.loc['reference', 'eval_auc']:+.4f} "
+        f"vs the reference), log loss {row['eval_logloss']:.4f}"
+        for variant, row in evals.iterrows()
+    ]
+
+
+# A finding states a number with its 95% interval (or says it has none), or says why there is none.
+WITH_INTERVAL = re.compile(r"\d[\d,.]*(%|x)? (\[[-\d,.]+%?, [-\d,.]+%?\]|\(one repeat: no interval\))")
+WITHOUT = re.compile(r"(no finding|not measured|no records|no unflagged|\(\d+ flagged repeat\(s\) left out\)"
+                     r"|counted, not timed|Modelled \(not measured\)|held-out AUC)")  # fmt: skip
+
+
+def well_formed(lines: list[str]) -> bool:
+    """Whether every finding line carries its interval, or says plainly why it has none (nbval checks this)."""
+    return bool(lines) and all(WITH_INTERVAL.search(line) or WITHOUT.search(line) for line in lines)

@@ -1,0 +1,26 @@
+"""The README's generated section matches the committed records; documents cite only files in the repository."""
+
+import re
+
+from tests.conftest import ROOT
+
+from dlrm_study.studies import summary
+
+
+def test_the_readme_section_regenerates_unchanged_from_the_committed_records():
+    readme = (ROOT / "README.md").read_text()
+    pattern = re.escape(summary.MARK_BEGIN) + ".*?" + re.escape(summary.MARK_END)
+    committed = re.search(pattern, readme, re.DOTALL)
+    assert committed, "README.md has no generated section"
+    assert committed.group(0) == summary.readme_section(ROOT / "results", "quick")
+
+
+def test_documents_cite_only_files_in_the_repository():
+    documents = [ROOT / "README.md", ROOT / "notebooks" / "README.md", ROOT / "results" / "README.md",
+                 ROOT / "docs" / "claims.md", *sorted((ROOT / "notebooks").glob("*.ipynb"))]  # fmt: skip
+    for path in documents:
+        text = path.read_text()
+        assert "DESIGN.md" not in text and "../shared" not in text, path.name
+        for target in re.findall(r"\]\(((?!https?:)[^)#\s]+)", text):
+            base = (path.parent / target) if path.suffix == ".md" else ROOT / "results" / "notebooks" / target
+            assert base.exists() or (path.parent / target).exists(), f"{path.name}: {target}"
