@@ -83,14 +83,12 @@ def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
     ax.scatter([x[i] for i in bad], [y[i] for i in bad], s=16, facecolors="none", edgecolors=color, zorder=3)
 
 
-def save(fig: plt.Figure, name: str, results_dir: Path) -> list[Path]:
-    """The figure as PNG and SVG under results_dir/figures/."""
+def save(fig: plt.Figure, name: str, results_dir: Path) -> None:
+    """The figure as PNG and SVG under results_dir/figures/ (a notebook shows it inline as well)."""
     out = Path(results_dir) / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.png", out / f"{name}.svg"]
-    for path in paths:
-        fig.savefig(path, bbox_inches="tight", dpi=150)
-    return paths
+    for suffix in ("png", "svg"):
+        fig.savefig(out / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
 
 
 def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
@@ -152,10 +150,9 @@ def ablation(steps: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figu
         summary = pd.DataFrame({k: steps[f"{prefix}{k}"] for k in ("center", "low", "high")})
         colors = ["#888888" if low != low or low <= 1 <= high else ("#2a7" if low > 1 else "#c44")
                   for low, high in zip(summary["low"], summary["high"], strict=True)]  # fmt: skip
-        ax.barh(y, summary["center"], height=0.6, color=colors, xerr=error_bars(summary), capsize=3)
+        ax.barh(y, summary["center"] - 1, left=1, height=0.6, color=colors, xerr=error_bars(summary), capsize=3)
         ax.axvline(1.0, color="black", linewidth=0.8)
-        ax.set_xscale("log")
-        log_ticks(ax.xaxis, summary[["low", "high", "center"]].stack())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.2f}x"))
         ax.set_xlabel(xlabel)
     gain_ax.set_yticks(y, steps["label"])
     gain_ax.invert_yaxis()
@@ -285,6 +282,7 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     clean, _ = stats.usable(records)
     keys = ["world_size", "batch_size", "data.lookups_per_table"]
     rows = clean.groupby(keys)[["compute_ms_median", "exposed_comm_ms"]].median().reset_index().sort_values(keys)
+    steps = stats.summarize(clean, keys, "ms_median").sort_values(keys)
     labels = [
         f"{int(r.world_size)} rank{'s' if r.world_size > 1 else ''}, batch {int(r.batch_size):,}, "
         f"{int(r['data.lookups_per_table'])} lookups"
@@ -299,6 +297,8 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
             label="exposed communication")  # fmt: skip
     ax.barh([i for i in y if single[i]], rest[single], left=compute[single], height=0.7, color="lightgrey",
             hatch="..", label="collective calls, no peer (1 rank)")  # fmt: skip
+    ax.errorbar(steps["center"], y, xerr=error_bars(steps), fmt="|", color="black", markersize=14, capsize=3,
+                label="timed step, 95% interval")  # fmt: skip
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel("time per training step, slowest rank (ms, median of repeats)")
@@ -310,17 +310,22 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
 
 def scaling_projection(
     projection: pd.DataFrame, title: str, records: pd.DataFrame, measured: dict[str, tuple[float, float, float]],
-    assumptions: str,
+    assumptions: str, here: pd.DataFrame | None = None,
 ) -> plt.Figure:  # fmt: skip
     """Modelled parallel efficiency against ranks, strong and weak, with the measured 2-rank points.
 
-    `measured`: the strong and weak efficiencies at 2 ranks as (center, low, high).
+    `measured`: the strong and weak efficiencies at 2 ranks as (center, low, high); `here`: the
+    model with this machine's own link at 1 and 2 ranks (dashed), the one the points test.
     """
     fig, ax = plt.subplots(figsize=(7, 4.2))
     colors = dict(zip(("strong", "weak"), sns.color_palette(n_colors=2), strict=True))
     for mode, rows in projection.groupby("mode"):
         ax.plot(rows["ranks"], rows["efficiency"], marker="o", markersize=4, color=colors[mode],
-                label=f"{mode} scaling, model")  # fmt: skip
+                label=f"{mode} scaling, model, projected link")  # fmt: skip
+        if here is not None:
+            mine = here[here["mode"] == mode]
+            ax.plot(mine["ranks"], mine["efficiency"], linestyle="--", color=colors[mode],
+                    label=f"{mode} scaling, model, this machine's link")  # fmt: skip
         center, low, high = measured[f"{mode}_efficiency"]
         if center == center:
             yerr = [[center - low if low == low else 0], [high - center if high == high else 0]]

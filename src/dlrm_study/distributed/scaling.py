@@ -175,6 +175,7 @@ def model(records: pd.DataFrame) -> dict[str, object]:
     shape = perf_model.Shape.of(two)
     per_rank = int(two["batch_size"]) // 2
     projection = perf_model.project(calibration, shape, perf_model.OMNI_PATH_100G, RANKS_PROJECTED, per_rank)
+    here = perf_model.project(calibration, shape, link, [1, 2], per_rank)  # what this machine can check
     return {
         "calibration": calibration,
         "note": note,
@@ -184,4 +185,5 @@ def model(records: pd.DataFrame) -> dict[str, object]:
         "per_rank_batch": per_rank,
         "network": perf_model.OMNI_PATH_100G,
         "projection": projection,
+        "here": here,
     }

@@ -123,15 +123,25 @@ def scaling(records: pd.DataFrame) -> list[str]:
     ]
 
 
-def projection(table: pd.DataFrame, tables: int) -> list[str]:
-    """Notebook 06: the model's efficiencies at 64 ranks (a projection, not a measurement)."""
+def projection(fitted: dict) -> list[str]:
+    """Notebook 06: the model checked on the 2-rank point with this machine's link, then projected (not measured)."""
+    table, tables, check, link = fitted["projection"], fitted["shape"].tables, fitted["check"], fitted["link"]
     at64 = table[table["ranks"] == table["ranks"].max()].set_index("mode")["efficiency"]
     ranks = int(table["ranks"].max())
-    return [
+    lines = []
+    for _, two in check[check["world_size"] == 2].iterrows():
+        lines.append(
+            f"Modelled (not measured) with this machine's link ({link.bandwidth_gbps:.2f} GB/s, "
+            f"{link.latency_us:.0f} us, from the collectives timed alone): the 2-rank step {two['model_step_ms']:.0f} "
+            f"ms against {two['ms_median']:.0f} ms measured ({two['step_error']:+.0%}; compute alone "
+            f"{two['compute_error']:+.0%})"
+        )
+    lines.append(
         f"Modelled (not measured) at {ranks} ranks: strong scaling efficiency {at64['strong']:.0%}, weak "
         f"{at64['weak']:.0%}; with {tables} tables placed whole, past {tables} ranks the busiest rank still looks "
         "up a whole table"
-    ]
+    )
+    return lines
 
 
 def convergence(records: pd.DataFrame) -> list[str]:

@@ -342,7 +342,7 @@ def gallery_findings(out: Path, profile: str, evidence: Evidence, machine_host: 
     if not records.empty:
         said["06_scaling_breakdown"] = findings.scaling(records)
         fitted = scaling.model(records)
-        said["06_scaling_projection"] = findings.projection(fitted["projection"], fitted["shape"].tables)
+        said["06_scaling_projection"] = findings.projection(fitted)
     if not of(evidence.convergence, machine_host).empty:
         said["07_convergence"] = findings.convergence(of(evidence.convergence, machine_host))
     return said
