@@ -16,7 +16,7 @@ if "ipykernel" not in sys.modules:
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from dlrm_study.measure import stats
 from dlrm_study.measure.bench import OPERATORS
@@ -162,12 +162,14 @@ def ablation(steps: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figu
 
 
 def log_ticks(axis, values: pd.Series) -> None:
-    """Readable labels on a log axis: every digit when the data span less than a decade, else 1-2-5."""
+    """Readable labels on a log axis: round numbers spread over the data, or 1-2-5 over decades."""
     values = values[values > 0].dropna()
-    span = float(values.max() / values.min()) if len(values) else 10.0
-    subs = tuple(range(1, 10)) if span < 10 else (1.0, 2.0, 5.0)
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
-    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(1, 10))))
+    low, high = (float(values.min()), float(values.max())) if len(values) else (1.0, 10.0)
+    if high / low < 10:  # within a decade a log axis has too few powers to label: plain round steps
+        axis.set_major_locator(FixedLocator([t for t in MaxNLocator(nbins=6).tick_values(low, high) if t > 0]))
+    else:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(NullLocator())
     axis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
     axis.set_minor_formatter(NullFormatter())
 
