@@ -54,8 +54,9 @@ def git_commit() -> str:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, check=True
         ).stdout.strip()
-        # Records appended under results/ are outputs, not code: they do not make a tree dirty.
-        code = ["--", ":(top)", ":(top,exclude)results"]
+        # Records under results/ and the README's generated section are outputs, not code: they do
+        # not make a tree dirty (`make reproduce` writes both).
+        code = ["--", ":(top)", ":(top,exclude)results", ":(top,exclude)README.md"]
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no", *code], cwd=src, capture_output=True, text=True
         ).stdout.strip()
