@@ -11,6 +11,7 @@ from tests.conftest import ROOT
 
 from dlrm_study import plots, results, studies, sweep
 from dlrm_study.gpu_check import sweeps
+from dlrm_study.studies import predictions
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 
@@ -23,7 +24,10 @@ def run_script(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_dry_run_writes_every_record(tmp_path):
-    done = run_script("--dry-run", "--skip-tests", "--out", str(tmp_path))
+    predicted = tmp_path / "predicted"
+    predicted.mkdir()
+    predictions.predict("smoke", predicted)
+    done = run_script("--dry-run", "--skip-tests", "--out", str(tmp_path), "--predictions", str(predicted))
     assert done.returncode == 0, done.stderr[-2000:]
     grid = results.load(tmp_path / studies.GPU_RECORDS)
     assert set(grid["study"]) == {spec.name for spec in sweeps(tmp_path, dry_run=True)}
@@ -35,6 +39,8 @@ def test_dry_run_writes_every_record(tmp_path):
     assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
     text = (tmp_path / "summary.txt").read_text()
     assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
+    # The predictions are read and scored; a dry run's records are CPU ones, so none is measured.
+    assert f"0 of {len(predictions.load(predicted))} measured" in text
     # The notebooks draw such records beside the CPU ones: the GPU-over-CPU heatmap, the placements.
     for name in ("03_dense_sparse_sensitivity", "05_embedding_placement"):
         papermill.execute_notebook(

@@ -114,6 +114,13 @@ def build_parser() -> Parser:
     readme.add_argument("--results", type=Path, default=Path("results"), help="records folder (default results)")
     readme.add_argument("--profile", default="quick", help="whose studies' records (default quick)")
 
+    predict = commands.add_parser(
+        "predict", help="append the GPU model's predictions (H1-H4) at the GPU script's points, before measuring"
+    )
+    predict.add_argument("--device", default="h200", help="a described GPU: h200 or a100-80gb (default %(default)s)")
+    predict.add_argument("--results", type=Path, default=Path("results"), help="records folder (default results)")
+    predict.add_argument("--profile", default="quick", help="the GPU script's points: quick, or smoke (its dry run)")
+
     sweep = commands.add_parser("sweep", help="run a sweep file: resumable, one record per point")
     sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.sweep)")
     sweep.add_argument("--retry-errors", action="store_true", help="run again the points that failed")
@@ -346,6 +353,29 @@ def cmd_readme(args: argparse.Namespace) -> None:
     print(f"{args.readme}: generated section {'rewritten' if changed else 'unchanged'}")
 
 
+def cmd_predict(args: argparse.Namespace) -> None:
+    from dlrm_study.measure import gpu_model
+    from dlrm_study.studies import predictions
+
+    if args.device not in gpu_model.DEVICES:
+        raise UsageError(f"--device {args.device!r}: no description (choose from {', '.join(gpu_model.DEVICES)})")
+    if args.profile not in ("quick", "smoke"):
+        raise UsageError(f"--profile {args.profile!r}: the GPU script has points for quick and smoke only")
+    if not args.results.is_dir():
+        raise UsageError(f"--results {args.results}: not a folder")
+    for row in gpu_model.published_check():
+        print(
+            f"published check: {row['device']} {row['math']}, batch {row['batch']:,}: "
+            f"{row['published_samples_per_s']:,.0f} samples/s = {row['efficiency']:.2f} of the bound "
+            f"({row['bound_samples_per_s']:,.0f})"
+        )
+    path, written = predictions.predict(args.profile, args.results, args.device)
+    if written:
+        print(f"{path}: {written} predictions appended (commit {results.git_commit()})")
+    else:
+        print(f"{path}: this commit's predictions are already there; nothing appended")
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
     from dlrm_study import sweep as sweeps
 
@@ -368,6 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "compare": cmd_compare,
             "sweep": cmd_sweep,
             "readme": cmd_readme,
+            "predict": cmd_predict,
         }
         commands[args.command](args)
     except UsageError as err:

@@ -1,0 +1,228 @@
+"""Pre-registered GPU predictions (H1-H4): written before a GPU measures them, then scored.
+
+`predict` writes one row per GPU point of the GPU script (`gpu_check.sweeps`): the predicted
+range of samples/s (H1, and the presets' throughput target), of GPU over this machine's
+measured CPU samples/s on the dense x sparse grid (H2, H3), and of each placement over `hbm`
+(H4). Rows are appended to `gpu_predictions.csv`, never rewritten: a later model adds rows
+under its own commit, and `score` judges measured records against the earliest rows of each
+point (those written before the measurement).
+"""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study import results, sweep
+from dlrm_study.config import Config
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import gpu_model
+from dlrm_study.studies.sensitivity import GPU_RECORDS
+
+PREDICTIONS = "gpu_predictions.csv"
+STUDY = "gpu-predictions"
+MODEL = "gpu_model v1"
+PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
+PLACEMENT_OF |= {"gpu-cached": "cached", "gpu-cached-lfu": "cached"}
+
+
+def gpu_specs(profile: str, out: Path) -> list[sweep.Sweep]:
+    """The GPU script's sweeps (smoke: its dry run's) with their records in `out`."""
+    from dlrm_study import gpu_check  # imports studies: not at module level
+
+    return gpu_check.sweeps(out, dry_run=profile == "smoke")
+
+
+def claim_of(study: str) -> str:
+    if "dense-sparse-grid" in study:
+        return "H2/H3"
+    if "placement" in study:
+        return "H4"
+    if study.startswith("gpu-presets"):
+        return "target"
+    return "H1"
+
+
+def hit_rate_for(cfg: Config, out: Path) -> float | None:
+    """The cache study's measured hit rate for this config's ids, policy and cache size, if recorded."""
+    path = out / "cache.csv"
+    if not path.exists():
+        return None
+    frame = results.load(path)
+    t = cfg.train
+    same = frame[
+        (frame["data.zipf_alpha"].astype(float).round(3) == round(cfg.data.zipf_alpha, 3))
+        & (frame["train.cache_fraction"].astype(float).round(4) == round(t.cache_fraction, 4))
+        & (frame["train.cache_policy"] == t.cache_policy)
+        & (frame["config_name"] == cfg.name)
+    ]
+    return float(same["cache_hit_rate"].median()) if not same.empty else None
+
+
+def cpu_rates(spec: sweep.Sweep, out: Path) -> dict[tuple, float]:
+    """This machine's measured CPU samples/s (median of repeats) at each grid point of a CPU sweep."""
+    try:
+        frame = sweep.records(spec)
+    except UsageError:  # no records yet: no ratio predicted
+        return {}
+    if frame.empty:
+        return {}
+    return {key: float(v) for key, v in frame.groupby("grid")["samples_per_s"].median().items()}
+
+
+def point_rows(spec: sweep.Sweep, device: gpu_model.Device, out: Path) -> list[dict[str, object]]:
+    """Predicted samples/s at every point of one GPU sweep (placements: with a measured hit rate)."""
+    efficiency = gpu_model.efficiency_range()
+    rows = []
+    for point in sweep.points(spec):
+        cfg, placement = point.cfg, PLACEMENT_OF.get(point.variant, "hbm")
+        hit = hit_rate_for(cfg, out) if placement == "cached" else 1.0
+        if hit is None:
+            continue  # no measured hit rate for this cache: nothing honest to predict
+        ops = gpu_model.count_ops(cfg, placement)
+        fast, slow = gpu_model.step_range_ms(cfg, device, efficiency, placement, hit, ops)
+        batch = cfg.train.batch_size
+        low, high = batch / slow * 1e3, batch / fast * 1e3
+        terms = gpu_model.bound_ms(cfg, device, placement, hit)
+        fields = {
+            "quantity": "samples_per_s",
+            "low": low,
+            "mid": math.sqrt(low * high),
+            "high": high,
+            "fast_ms": fast,
+            "slow_ms": slow,
+            "ops_per_step": ops,
+            "hit_rate": hit if placement == "cached" else None,
+            "efficiency_low": efficiency[0],
+            "efficiency_high": efficiency[1],
+            **{f"bound_{k}": v for k, v in terms.items()},
+        }
+        labels = {"claim": claim_of(spec.name), "sweep": spec.name, "variant": point.variant, "grid": point.label}
+        rows.append(
+            results.record(
+                STUDY, fields, cfg, model=MODEL, predicted_for=device.name, predicted_by=device.source, **labels
+            )
+        )
+    return rows
+
+
+def ratio_rows(rows: list[dict[str, object]], out: Path, profile: str) -> list[dict[str, object]]:
+    """H4: each placement over hbm at the same point; H2/H3: GPU over this machine's measured CPU."""
+    extra = []
+    by_point = {(r["sweep"], r["grid"], r["variant"]): r for r in rows}
+    for (name, grid, variant), row in by_point.items():
+        hbm = by_point.get((name, grid, "gpu-hbm"))
+        if claim_of(name) == "H4" and variant != "gpu-hbm" and hbm is not None:
+            # The same corner on both sides (the same efficiency and op cost): the ratio's range.
+            corners = [hbm["fast_ms"] / row["fast_ms"], hbm["slow_ms"] / row["slow_ms"]]
+            extra.append(ratio(row, "over_hbm", min(corners), max(corners)))
+    from dlrm_study import studies
+
+    grid_spec = studies.dense_sparse_grid(profile, out)
+    cpu = cpu_rates(grid_spec, out)
+    for (name, grid, _), row in by_point.items():
+        if claim_of(name) == "H2/H3" and grid in cpu:
+            extra.append(
+                ratio(row, "gpu_over_cpu", row["low"] / cpu[grid], row["high"] / cpu[grid], cpu_samples_per_s=cpu[grid])
+            )
+    return extra
+
+
+def ratio(row: dict[str, object], quantity: str, low: float, high: float, **more: object) -> dict[str, object]:
+    return {**row, "quantity": quantity, "low": low, "mid": math.sqrt(low * high), "high": high, **more}
+
+
+def predict(profile: str, out: Path, device_name: str = "h200") -> tuple[Path, int]:
+    """Append this model's predictions for `device_name` at the GPU script's points; (path, rows written).
+
+    Rows already written by this commit and model are not written again (a re-run adds nothing).
+    """
+    device = gpu_model.DEVICES[device_name]
+    rows = [row for spec in gpu_specs(profile, out) for row in point_rows(spec, device, out)]
+    rows += ratio_rows(rows, out, profile)
+    path = out / PREDICTIONS
+    commit = results.git_commit()
+    if path.exists():
+        old = results.load(path)
+        if not old[(old["git_commit"] == commit) & (old["predicted_for"] == device.name)].empty:
+            return path, 0
+    results.append_many(path, rows)
+    return path, len(rows)
+
+
+def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
+    """The pre-registered predictions: for each point and quantity, the earliest row written."""
+    path = out / PREDICTIONS
+    if not path.exists():
+        return pd.DataFrame()
+    frame = results.load(path)
+    frame = frame[frame["predicted_for"] == gpu_model.DEVICES[device_name].name]
+    frame = frame.sort_values("timestamp", kind="stable")  # ties keep the file's order: first written first
+    return frame.drop_duplicates(["sweep", "grid", "variant", "quantity"], keep="first")
+
+
+def measured(out: Path) -> pd.DataFrame:
+    """GPU records measured on a GPU: median samples/s of repeats per (config, variant), whichever sweep ran it."""
+    path = out / GPU_RECORDS
+    if not path.exists():
+        return pd.DataFrame()
+    frame = results.load(path)
+    frame = frame[(frame.get("device") == "cuda") & frame["error"].isna()] if "device" in frame else frame.iloc[0:0]
+    if frame.empty:
+        return frame
+    return frame.groupby(["config_hash", "variant"], as_index=False)["samples_per_s"].median()
+
+
+def score(out: Path, device_name: str = "h200", records: Path | None = None) -> pd.DataFrame:
+    """Each prediction in `out` beside its measurement in `records` (default `out`), if any:
+    `measured`, and `verdict` inside / below / above / not yet measured."""
+    pred = load(out, device_name)
+    if pred.empty:
+        return pred
+    got = measured(records or out)
+    pred = pred.copy()
+    pred["measured"] = float("nan")
+    if not got.empty:
+        rate = {(r.config_hash, r.variant): r.samples_per_s for r in got.itertuples()}
+        for i, row in pred.iterrows():
+            mine = rate.get((row["config_hash"], row["variant"]))
+            if mine is None:
+                continue
+            if row["quantity"] == "samples_per_s":
+                pred.loc[i, "measured"] = mine
+            elif row["quantity"] == "over_hbm":
+                hbm = pred[(pred["sweep"] == row["sweep"]) & (pred["grid"] == row["grid"])]
+                hbm = hbm[(hbm["variant"] == "gpu-hbm") & (hbm["quantity"] == "samples_per_s")]
+                base = rate.get((hbm["config_hash"].iloc[0], "gpu-hbm")) if not hbm.empty else None
+                if base:
+                    pred.loc[i, "measured"] = mine / base
+            elif row["quantity"] == "gpu_over_cpu":
+                pred.loc[i, "measured"] = mine / float(row["cpu_samples_per_s"])
+    pred["verdict"] = [verdict(r.low, r.high, r.measured) for r in pred.itertuples()]
+    return pred
+
+
+def verdict(low: float, high: float, value: float) -> str:
+    if value != value:  # NaN: not measured
+        return "not yet measured"
+    return "inside" if low <= value <= high else ("below" if value < low else "above")
+
+
+def summary_lines(scored: pd.DataFrame) -> list[str]:
+    """A few lines: how many predictions were scored and where they fell, the headline ones named."""
+    if scored.empty:
+        return ["predictions: none in this results folder (dlrm-study predict writes them)"]
+    done = scored[scored["verdict"] != "not yet measured"]
+    commits = ", ".join(sorted({str(c)[:7] for c in scored["git_commit"]}))
+    counts = done["verdict"].value_counts().to_dict()
+    lines = [
+        f"predictions (commit {commits}): {len(done)} of {len(scored)} measured: "
+        + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
+    ]
+    headline = done[(done["claim"].isin(["target", "H4"])) & (done["sweep"].isin(["gpu-presets", "gpu-placements"]))]
+    for row in headline.itertuples():
+        lines.append(
+            f"  {row.grid} {row.variant} {row.quantity}: measured {row.measured:,.3g}, "
+            f"predicted [{row.low:,.3g}, {row.high:,.3g}]: {row.verdict}"
+        )
+    return lines
