@@ -48,3 +48,11 @@ def test_killed_writer_leaves_only_whole_rows(tmp_path):
     assert len(rows) >= 30
     assert [int(r["i"]) for r in rows] == list(range(len(rows)))
     assert all(r["payload"] == "x" * 2000 for r in rows)
+
+
+def test_the_launchers_commit_wins(monkeypatch):
+    # A GPU machine's copy of the tree may sit in another checkout: the launcher's word counts.
+    assert results.git_commit() != "abc1234"
+    monkeypatch.setenv("DLRM_STUDY_COMMIT", "abc1234")
+    assert results.git_commit() == "abc1234"
+    assert results.record("x", {"samples_per_s": 1.0})["git_commit"] == "abc1234"

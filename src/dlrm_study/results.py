@@ -46,9 +46,19 @@ UNRECORDED_ISA = "isa-unrecorded"
 TEXT_COLUMNS = ("config_hash", "sweep_point", "git_commit", "variant", "machine", "point", "flags", "error")
 
 
-@functools.cache
 def git_commit() -> str:
-    """Commit of the source tree this package runs from, `-dirty` if it has local changes."""
+    """Commit of the source tree this package runs from, `-dirty` if it has local changes.
+
+    DLRM_STUDY_COMMIT, where the launcher sets it, wins: a copy of the tree on another machine
+    (the GPU's) may sit in a different git checkout, or none, and only the launcher knows what
+    it copied.
+    """
+    return os.environ.get("DLRM_STUDY_COMMIT") or checkout_commit()
+
+
+@functools.cache
+def checkout_commit() -> str:
+    """What git says of the checkout this package runs from (asked once per process)."""
     src = Path(dlrm_study.__file__).resolve().parent
     try:
         commit = subprocess.run(
@@ -61,8 +71,7 @@ def git_commit() -> str:
             ["git", "status", "--porcelain", "--untracked-files=no", *code], cwd=src, capture_output=True, text=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        # A copy of the tree without git (a GPU machine): the launcher names the commit.
-        return os.environ.get("DLRM_STUDY_COMMIT", "unknown")
+        return "unknown"
     return commit + ("-dirty" if dirty else "")
 
 
