@@ -179,8 +179,11 @@ def plain(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
-    """Bars: each variant's samples/s over the baseline's, paired within repeats, per config, with intervals."""
+def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
+    """Bars: each variant's samples/s over the baseline's, paired within repeats, per config, with intervals.
+
+    `bands` (variant, config_name, low, high): predicted ranges, drawn as shaded boxes behind the bars.
+    """
     clean, _ = stats.usable(records)
     configs = list(dict.fromkeys(records["config_name"]))
     variants = [v for v in ordered(records["variant"]) if v != baseline]
@@ -192,13 +195,26 @@ def speedup(records: pd.DataFrame, baseline: str, title: str) -> plt.Figure:
         ratio = ratio.reindex(configs)
         x = [c + (i - (len(variants) - 1) / 2) * width for c in range(len(configs))]
         ax.bar(x, ratio["center"], width, yerr=error_bars(ratio), capsize=3, color=palette[i], label=variant)
+        mine = pd.DataFrame() if bands is None or bands.empty else bands[bands["variant"] == variant]
+        for xi, config in zip(x, configs, strict=True) if not mine.empty else ():
+            box = mine[mine["config_name"] == config]
+            if not box.empty:
+                low, high = float(box["low"].iloc[0]), float(box["high"].iloc[0])
+                # Over the bar, unfilled: a range below the bar's top stays visible.
+                ax.bar(xi, high - low, width * 0.9, bottom=low, color="none", edgecolor="black", hatch="///",
+                       linewidth=0.8, zorder=3, label=PREDICTED if not drawn_band(ax) else None)  # fmt: skip
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(configs)), configs)
     ax.set_ylabel(f"samples/s relative to {baseline}\n(paired within repeats)")
     ax.set_title(title)
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     add_caption(fig, records)
     return fig
+
+
+def drawn_band(ax: plt.Axes) -> bool:
+    """Whether the axes already carry the predictions' legend entry."""
+    return PREDICTED in ax.get_legend_handles_labels()[1]
 
 
 def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
@@ -219,11 +235,23 @@ def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
+PREDICTED = "predicted (model), not measured"
+
+
+def predicted_band(ax: plt.Axes, band: pd.DataFrame, color, label: str) -> None:
+    """A pre-registered prediction's range as a shaded band (x, low, high), behind the measurements."""
+    band = band.sort_values("x")
+    ax.fill_between(band["x"], band["low"], band["high"], color=color, alpha=0.15, linewidth=0, label=label)
+    ax.plot(band["x"], band["low"], color=color, linewidth=0.6, linestyle=":", alpha=0.7)
+    ax.plot(band["x"], band["high"], color=color, linewidth=0.6, linestyle=":", alpha=0.7)
+
+
+def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
     """samples/s against one knob (`x`, labelled by `knob`), one line per variant, log-log.
 
     A line per variant and machine: the medians of unflagged repeats with their 95% intervals,
-    and every repeat as a dot (hollow when flagged).
+    and every repeat as a dot (hollow when flagged). `bands` (variant, x, low, high): predicted
+    ranges, drawn shaded in the variant's colour and labelled as predictions.
     """
     frame = stats.with_flags(records)
     frame["doubtful"] = stats.flagged(frame)
@@ -232,8 +260,15 @@ def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
         (v, m) for v in ordered(frame["variant"]) for m in sorted(frame[frame["variant"] == v]["machine"].unique())
     ]
     several = len({m for _, m in series}) > 1
+    predicted = [] if bands is None or bands.empty else ordered(bands["variant"])
+    palette = sns.color_palette(n_colors=len(series) + len(predicted))
+    colors = dict(zip(series, palette, strict=False))
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for (variant, machine), color in zip(series, sns.color_palette(n_colors=len(series)), strict=True):
+    for i, variant in enumerate(predicted):
+        drawn = [c for (v, _), c in colors.items() if v == variant]
+        color = drawn[0] if drawn else palette[len(series) + i]
+        predicted_band(ax, bands[bands["variant"] == variant], color, f"{variant}: {PREDICTED}")
+    for (variant, machine), color in colors.items():
         mine = frame[(frame["variant"] == variant) & (frame["machine"] == machine)]
         summary = stats.summarize(clean[(clean["variant"] == variant) & (clean["machine"] == machine)], ["x"])
         label = f"{variant} ({machine})" if several else variant
@@ -244,8 +279,9 @@ def sensitivity(records: pd.DataFrame, title: str) -> plt.Figure:
     ax.set_xticks(sorted(frame["x"].unique()))  # the measured values, written plainly
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    log_ticks(ax.yaxis, frame["samples_per_s"])
-    ax.legend(frameon=False, fontsize=8)
+    spans = [frame["samples_per_s"]] + ([] if not predicted else [bands["low"], bands["high"]])
+    log_ticks(ax.yaxis, pd.concat(spans, ignore_index=True))
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: no data hidden
     add_caption(fig, records)
     return fig
 

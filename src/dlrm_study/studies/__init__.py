@@ -6,7 +6,7 @@ One module per notebook family: `profiles` (how much every study measures), `cpu
 re-exported here.
 """
 
-from dlrm_study.studies import findings, session, summary
+from dlrm_study.studies import findings, predictions, session, summary
 from dlrm_study.studies.convergence import convergence_config, convergence_records, run_convergence
 from dlrm_study.studies.cpu import (
     ABLATION_BASE,
@@ -87,6 +87,7 @@ __all__ = [
     "measure",
     "on_gpu",
     "placement_records",
+    "predictions",
     "profile",
     "rates_table",
     "remote_vs_local",

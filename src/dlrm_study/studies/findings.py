@@ -157,6 +157,38 @@ def convergence(records: pd.DataFrame) -> list[str]:
 
 
 # A finding states a number with its 95% interval (or says it has none), or says why there is none.
+def number(value: float) -> str:
+    """Samples/s as whole numbers, ratios with two decimals."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+QUANTITIES = {"samples_per_s": "samples/s", "over_hbm": "over hbm", "gpu_over_cpu": "GPU over CPU"}
+
+
+def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[str, ...] = ()) -> list[str]:
+    """The pre-registered GPU predictions of some claims against the GPU records: how many fell
+    inside their range, and the `headline` sweeps' points one by one."""
+    pick = scored[scored["claim"].isin(claims)] if not scored.empty else scored
+    if pick.empty:
+        return [f"{'/'.join(claims)}: no predictions in this results folder (dlrm-study predict): no finding"]
+    done = pick[pick["verdict"] != "not yet measured"]
+    commit = ", ".join(sorted({str(c)[:7] for c in pick["git_commit"]}))
+    tally = ", ".join(f"{n} {v}" for v, n in done["verdict"].value_counts().sort_index().items()) or "none measured"
+    shaky = int(done["flagged_only"].sum())
+    lines = [
+        f"{'/'.join(claims)}: Modelled (not measured) ranges pre-registered at {commit}; of {len(pick)} "
+        f"predictions {len(done)} have GPU records: {tally}"
+        + (f" ({shaky} measured on flagged repeats only)" if shaky else "")
+    ]
+    for row in done[done["sweep"].isin(headline)].itertuples():
+        lines.append(
+            f"{row.grid} {row.variant} {QUANTITIES.get(row.quantity, row.quantity)}: measured {number(row.measured)}, "
+            f"predicted {number(row.mid)} [{number(row.low)}, {number(row.high)}]: {row.verdict}"
+            + (" (flagged repeats)" if row.flagged_only else "")
+        )
+    return lines
+
+
 WITH_INTERVAL = re.compile(r"\d[\d,.]*(%|x)? (\[[-\d,.]+%?, [-\d,.]+%?\]|\(one repeat: no interval\))")
 WITHOUT = re.compile(r"(no finding|not measured|no records|no unflagged|\(\d+ flagged repeat\(s\) left out\)"
                      r"|counted, not timed|Modelled \(not measured\)|held-out AUC)")  # fmt: skip

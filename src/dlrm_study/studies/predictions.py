@@ -16,7 +16,7 @@ import pandas as pd
 from dlrm_study import results, sweep
 from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import gpu_model
+from dlrm_study.measure import gpu_model, stats
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 PREDICTIONS = "gpu_predictions.csv"
@@ -162,15 +162,23 @@ def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
 
 
 def measured(out: Path) -> pd.DataFrame:
-    """GPU records measured on a GPU: median samples/s of repeats per (config, variant), whichever sweep ran it."""
+    """GPU records measured on a GPU, per (config, variant) whichever sweep ran it: the median of the
+    unflagged repeats' samples/s, or of all repeats where every one is flagged (`flagged_only`)."""
     path = out / GPU_RECORDS
     if not path.exists():
         return pd.DataFrame()
     frame = results.load(path)
-    frame = frame[(frame.get("device") == "cuda") & frame["error"].isna()] if "device" in frame else frame.iloc[0:0]
+    frame = frame[(frame["device"] == "cuda") & frame["error"].isna()] if "device" in frame else frame.iloc[0:0]
     if frame.empty:
         return frame
-    return frame.groupby(["config_hash", "variant"], as_index=False)["samples_per_s"].median()
+    keys = ["config_hash", "variant"]
+    clean, _ = stats.usable(frame)
+    every = frame.groupby(keys)["samples_per_s"].median().rename("all")
+    kept = clean.groupby(keys)["samples_per_s"].median().rename("clean")
+    both = pd.concat([every, kept], axis=1)
+    both["samples_per_s"] = both["clean"].fillna(both["all"])
+    both["flagged_only"] = both["clean"].isna()
+    return both.reset_index()[[*keys, "samples_per_s", "flagged_only"]]
 
 
 def score(out: Path, device_name: str = "h200", records: Path | None = None) -> pd.DataFrame:
@@ -181,13 +189,15 @@ def score(out: Path, device_name: str = "h200", records: Path | None = None) -> 
         return pred
     got = measured(records or out)
     pred = pred.copy()
-    pred["measured"] = float("nan")
+    pred["measured"], pred["flagged_only"] = float("nan"), False
     if not got.empty:
         rate = {(r.config_hash, r.variant): r.samples_per_s for r in got.itertuples()}
+        doubtful = {(r.config_hash, r.variant) for r in got.itertuples() if r.flagged_only}
         for i, row in pred.iterrows():
             mine = rate.get((row["config_hash"], row["variant"]))
             if mine is None:
                 continue
+            pred.loc[i, "flagged_only"] = (row["config_hash"], row["variant"]) in doubtful
             if row["quantity"] == "samples_per_s":
                 pred.loc[i, "measured"] = mine
             elif row["quantity"] == "over_hbm":
@@ -215,9 +225,11 @@ def summary_lines(scored: pd.DataFrame) -> list[str]:
     done = scored[scored["verdict"] != "not yet measured"]
     commits = ", ".join(sorted({str(c)[:7] for c in scored["git_commit"]}))
     counts = done["verdict"].value_counts().to_dict()
+    shaky = int(done["flagged_only"].sum()) if "flagged_only" in done else 0
     lines = [
         f"predictions (commit {commits}): {len(done)} of {len(scored)} measured: "
         + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
+        + (f" ({shaky} scored on flagged repeats only)" if shaky else "")
     ]
     headline = done[(done["claim"].isin(["target", "H4"])) & (done["sweep"].isin(["gpu-presets", "gpu-placements"]))]
     for row in headline.itertuples():
@@ -226,3 +238,65 @@ def summary_lines(scored: pd.DataFrame) -> list[str]:
             f"predicted [{row.low:,.3g}, {row.high:,.3g}]: {row.verdict}"
         )
     return lines
+
+
+# --- what the notebooks draw and print ----------------------------------------------------------
+
+
+def knob_bands(knob: str, cpu_spec: sweep.Sweep, out: Path) -> pd.DataFrame:
+    """The predicted samples/s (variant, x, low, high) at a sensitivity sweep's GPU points."""
+    from dlrm_study.studies.sensitivity import on_gpu, with_knob
+
+    pred = load(out)
+    if pred.empty:
+        return pred
+    pred = pred[(pred["sweep"] == on_gpu(cpu_spec).name) & (pred["quantity"] == "samples_per_s")]
+    return with_knob(knob, pred.assign(point=pred["grid"]))[["variant", "x", "low", "high"]]
+
+
+def placement_bands(out: Path, study: str) -> pd.DataFrame:
+    """Predicted ranges at a placement sweep's points: over hbm (gpu-placements), or samples/s with `x`."""
+    pred = load(out)
+    if pred.empty:
+        return pred
+    pred = pred[pred["sweep"] == study]
+    if study == "gpu-placements":
+        return pred[pred["quantity"] == "over_hbm"][["variant", "config_name", "low", "high"]]
+    pred = pred[pred["quantity"] == "samples_per_s"].copy()
+    if study.endswith("-skew"):
+        pred["x"] = pred["data.zipf_alpha"].astype(float)
+    else:
+        pred["x"] = pred["model.table_rows"].map(lambda rows: float(str(rows).split("-")[0]))
+    return pred[["variant", "x", "low", "high"]]
+
+
+def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
+    """The scored predictions of some claims, readable: point, variant, range, measured, verdict."""
+    if scored.empty:
+        return scored
+    from dlrm_study.studies.findings import number
+
+    pick = scored[scored["claim"].isin(claims)].sort_values(["quantity", "sweep", "grid", "variant"], kind="stable")
+    shown = pd.DataFrame(
+        {
+            "claim": pick["claim"],
+            "sweep": pick["sweep"].str.replace("-quick", ""),
+            "point": pick["grid"],
+            "variant": pick["variant"],
+            "quantity": pick["quantity"],
+            "predicted": [f"[{number(lo)}, {number(hi)}]" for lo, hi in zip(pick["low"], pick["high"], strict=True)],
+            "measured": [number(m) if m == m else "-" for m in pick["measured"]],
+            "verdict": [
+                v + (" (flagged repeats)" if f else "")
+                for v, f in zip(pick["verdict"], pick["flagged_only"], strict=True)
+            ],
+        }
+    )
+    return shown.reset_index(drop=True)
+
+
+def counts(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per claim: how many predictions fell inside, below or above their range, or are unmeasured."""
+    if scored.empty:
+        return scored
+    return scored.pivot_table(index="claim", columns="verdict", values="low", aggfunc="count", fill_value=0)

@@ -19,7 +19,13 @@ from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
 from dlrm_study.studies import convergence, cpu, findings, placement
-from dlrm_study.studies.sensitivity import GPU_RECORDS, sensitivity, sensitivity_records
+from dlrm_study.studies.sensitivity import (
+    GPU_RECORDS,
+    dense_sparse_grid,
+    on_gpu,
+    sensitivity,
+    sensitivity_records,
+)
 
 CLAIMS = {
     "H1": "GPU throughput depends strongly on the model's shape",
@@ -79,6 +85,10 @@ class Evidence:
     remote: pd.DataFrame
     cache: pd.DataFrame
     gpu: pd.DataFrame
+    gpu_knobs: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
+    gpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    cpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    gpu_placements: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @classmethod
     def load(cls, out: Path, profile: str) -> "Evidence":
@@ -98,6 +108,13 @@ class Evidence:
             remote=read(placement.remote_vs_local, profile, out, False, None),
             cache=read(placement.cache_hit_rates, profile, out, False, None),
             gpu=read(gpu_records, out),
+            gpu_knobs={
+                knob: read(sensitivity_records, knob, on_gpu(sensitivity(knob, profile, out)), None)
+                for knob in H1_KNOBS
+            },
+            gpu_grid=read(sweep.records, on_gpu(dense_sparse_grid(profile, out)), None),
+            cpu_grid=read(sweep.records, dense_sparse_grid(profile, out), None),
+            gpu_placements=read(placement.placement_records, out, "gpu-placements"),
         )
 
     def hosts(self) -> list[str]:
@@ -126,15 +143,158 @@ def verdicts(evidence: Evidence) -> dict[str, dict[str, Verdict]]:
     return table
 
 
-def gpu_claim(evidence: Evidence, h: str) -> Verdict:
+H1_FACTOR = 1.5  # "strongly": a model-shape knob moves GPU samples/s by at least this factor
+H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size
+H4_RECOVERY = 0.5  # "most": the cache wins back more than half of what host tables lose
+
+
+def gpu_claim(evidence: Evidence, h: str) -> Verdict | None:
+    """The verdict where the host cannot test a GPU claim or has no GPU records; None where it can."""
     if h.count("/") < 2:
         return Verdict("not measurable here", "no GPU")
-    return Verdict("not yet measured", "GPU records exist; this claim's rule needs the GPU campaign's sweeps")
+    if of(evidence.gpu, h).empty:
+        return Verdict("not yet measured", "no GPU records of this host")
+    return None
+
+
+def h1(evidence: Evidence, h: str) -> Verdict:
+    """Some model-shape knob moves gpu-hbm samples/s by >= 1.5x between its ends (paired within repeats).
+
+    Reproduced when some knob's interval lies beyond 1.5x (either way); not reproduced when every
+    knob has an interval and each lies within 1.5x; inconclusive otherwise (too few unflagged pairs).
+    """
+    if (early := gpu_claim(evidence, h)) is not None:
+        return early
+    effects, excluded, total = [], 0, 0
+    for knob in H1_KNOBS:
+        full = of(evidence.gpu_knobs.get(knob, pd.DataFrame()), h)
+        if full.empty:
+            continue
+        clean, dropped = stats.usable(full)
+        excluded, total = excluded + dropped, total + len(full)
+        r = stats.paired_ratio(clean, full["x"].max(), full["x"].min(), between="x")
+        if r.n:
+            # The effect as a factor of at least 1, whichever way it goes.
+            flip = r.center < 1
+            effects.append((knob, r, *((1 / r.high, 1 / r.low) if flip else (r.low, r.high))))
+    if not total:
+        return Verdict("not yet measured", "no GPU knob sweeps")
+    with_interval = [e for e in effects if e[1].n >= 2]
+    shown = (
+        "; ".join(f"{sensitivity_label(k)} x{stats.describe(r.center, r.low, r.high)}" for k, r, _, _ in effects)
+        or "no knob pairs up at both ends"
+    )
+    text = (
+        f"gpu-hbm samples/s between each knob's ends: {shown}; {len(with_interval)} of {len(H1_KNOBS)} knobs with "
+        f"an interval; {excluded} of {total} repeats flagged and left out; threshold {H1_FACTOR}x"
+    )
+    if any(low >= H1_FACTOR for _, _, low, _ in with_interval):
+        return Verdict("reproduced", text)
+    if len(with_interval) == len(H1_KNOBS) and all(high < H1_FACTOR for _, _, _, high in with_interval):
+        return Verdict("not reproduced", text)
+    return Verdict("inconclusive", text)
+
+
+def sensitivity_label(knob: str) -> str:
+    from dlrm_study.studies.sensitivity import KNOBS
+
+    return KNOBS[knob][2]
+
+
+def grid_ratio(evidence: Evidence, h: str) -> pd.DataFrame:
+    """GPU over CPU samples/s at each grid point with a conservative 95% interval (the two medians' intervals).
+
+    The CPU side is the CPU host whose grid records the figures draw: GPU and CPU ran on different
+    machines, so nothing pairs them.
+    """
+    cpu_host = primary_host(evidence)
+    cpu, gpu = of(evidence.cpu_grid, cpu_host), of(evidence.gpu_grid, h)
+    if cpu.empty or gpu.empty:
+        return pd.DataFrame()
+
+    def per_point(frame: pd.DataFrame) -> pd.DataFrame:
+        clean, _ = stats.usable(frame)
+        tables = clean["model.table_rows"].map(lambda rows: len(str(rows).split("-")))
+        return stats.summarize(clean.assign(tables=tables), ["model.dense_features", "tables"]).set_index(
+            ["model.dense_features", "tables"]
+        )
+
+    g, c = per_point(gpu), per_point(cpu)
+    both = g.join(c, lsuffix="_gpu", rsuffix="_cpu", how="inner")
+    return pd.DataFrame(
+        {
+            "center": both["center_gpu"] / both["center_cpu"],
+            "low": both["low_gpu"] / both["high_cpu"],
+            "high": both["high_gpu"] / both["low_cpu"],
+        }
+    )
+
+
+def grid_claim(evidence: Evidence, h: str, along: str, grows: bool) -> Verdict:
+    """H2 (along dense features, grows) and H3 (along tables, shrinks): GPU over CPU at the two ends,
+    at every value of the other axis; reproduced when every such change lies on the claimed side."""
+    if (early := gpu_claim(evidence, h)) is not None:
+        return early
+    ratio = grid_ratio(evidence, h)
+    if ratio.empty:
+        return Verdict("not yet measured", "no GPU and CPU records on the same grid points")
+    other = "tables" if along == "model.dense_features" else "model.dense_features"
+    lo_x, hi_x = ratio.index.get_level_values(along).min(), ratio.index.get_level_values(along).max()
+    changes = []
+    for value in sorted(set(ratio.index.get_level_values(other))):
+        ends = [(x, value) if along == "model.dense_features" else (value, x) for x in (lo_x, hi_x)]
+        if all(end in ratio.index for end in ends):
+            a, b = ratio.loc[ends[0]], ratio.loc[ends[1]]
+            changes.append((value, b["center"] / a["center"], b["low"] / a["high"], b["high"] / a["low"]))
+    if not changes:
+        return Verdict("not yet measured", "the grid lacks one of its ends")
+    name = "dense features" if along == "model.dense_features" else "tables"
+    parts = "; ".join(f"{'tables' if other == 'tables' else 'dense'} {v}: x{c:.2f} [{lo:.2f}, {hi:.2f}]"
+                      for v, c, lo, hi in changes)  # fmt: skip
+    text = f"GPU/CPU from {lo_x} to {hi_x} {name} ({parts}); CPU: `{primary_host(evidence)}`"
+    claimed = [(lo > 1) if grows else (hi < 1) for _, _, lo, hi in changes]
+    against = [(hi < 1) if grows else (lo > 1) for _, _, lo, hi in changes]
+    if all(claimed):
+        return Verdict("reproduced", text)
+    if all(against):
+        return Verdict("not reproduced", text)
+    return Verdict("inconclusive", text)
+
+
+def h2(evidence: Evidence, h: str) -> Verdict:
+    return grid_claim(evidence, h, "model.dense_features", grows=True)
+
+
+def h3(evidence: Evidence, h: str) -> Verdict:
+    return grid_claim(evidence, h, "tables", grows=False)
+
+
+def h4_gpu(evidence: Evidence, h: str) -> Verdict:
+    """Host tables cost throughput (host/hbm below 1), and the cache wins back most of it."""
+    clean, _ = stats.usable(of(evidence.gpu_placements, h))
+    ratios = {v: stats.paired_ratio(clean, f"gpu-{v}", "gpu-hbm") for v in ("host", "uvm", "cached")}
+    if not all(r.n for r in ratios.values()):
+        return Verdict("not yet measured", "no unflagged GPU placement repeat pairs up with hbm")
+    host, cached = ratios["host"], ratios["cached"]
+    text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
+        f"{name} {stats.describe(r.center, r.low, r.high)}" for name, r in ratios.items()
+    )
+    if host.n < 2 or cached.n < 2:
+        return Verdict("inconclusive", text + " (too few unflagged pairs for an interval)")
+
+    def needed(host_ratio: float) -> float:  # cached/hbm that wins back H4_RECOVERY of host's loss
+        return host_ratio + H4_RECOVERY * (1 - host_ratio)
+
+    if host.high < 1 and cached.low > needed(host.high):
+        return Verdict("reproduced", text)
+    if host.low > 1 or cached.high < needed(host.low):
+        return Verdict("not reproduced", text)
+    return Verdict("inconclusive", text)
 
 
 def h4(evidence: Evidence, h: str) -> Verdict:
     if h.count("/") >= 2:
-        return gpu_claim(evidence, h)
+        return gpu_claim(evidence, h) or h4_gpu(evidence, h)
     remote = of(evidence.remote, h)
     text = "no GPU for the placements"
     if not remote.empty:
@@ -245,7 +405,7 @@ def s4(evidence: Evidence, h: str) -> Verdict:
     return Verdict("not measurable here", text)
 
 
-RULES = {"H1": gpu_claim, "H2": gpu_claim, "H3": gpu_claim, "H4": h4, "S1": s1, "S2": s2, "S3": s3, "S4": s4}
+RULES = {"H1": h1, "H2": h2, "H3": h3, "H4": h4, "S1": s1, "S2": s2, "S3": s3, "S4": s4}
 
 
 def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
@@ -292,7 +452,9 @@ FIGURES = {  # figure -> (notebook, what it shows)
     "04_lookups": (NB04, "throughput against the pooling factor"),
     "04_mlp_width": (NB04, "throughput against top-MLP width"),
     "04_batch_size": (NB04, "throughput against batch size"),
+    "03_gpu_over_cpu": (NB03, "GPU (H200) over CPU samples/s on the dense x sparse grid"),
     "05_cache_hit_rate": (NB05, "hit rate of a cache of hot rows"),
+    "05_placements": (NB05, "GPU placements relative to hbm, with their predicted ranges"),
     "05_remote_tables": (NB05, "tables local or on a parameter server"),
     "06_scaling_breakdown": (NB06, "compute and exposed communication, 1 and 2 ranks"),
     "06_scaling_projection": (NB06, "modelled scaling to 64 ranks, with the measured points"),
@@ -334,6 +496,11 @@ def gallery_findings(out: Path, profile: str, evidence: Evidence, machine_host: 
         frame = machine_of_host(frame.assign(host=frame["machine"].map(host)), machine_host)
         if not frame.empty:
             said[figure] = findings.knob(frame, knob)
+    gpu_hosts = [h for h in evidence.hosts() if h.count("/") >= 2 and not of(evidence.gpu, h).empty]
+    if gpu_hosts:
+        said["03_gpu_over_cpu"] = [f"{c}: {v.cell()}" for c, v in (("H2", h2(evidence, gpu_hosts[0])),
+                                                                    ("H3", h3(evidence, gpu_hosts[0])))]  # fmt: skip
+        said["05_placements"] = [f"H4: {h4(evidence, gpu_hosts[0]).cell()}"]
     if not of(evidence.cache, machine_host).empty:
         said["05_cache_hit_rate"] = findings.cache(of(evidence.cache, machine_host), profile)
     if not of(evidence.remote, machine_host).empty:
@@ -386,9 +553,31 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             "",
             ledger(evidence),
             "",
+            "## GPU predictions",
+            "",
+            "Written by the GPU model before the H200 ran (`results/gpu_predictions.csv`; the model and its check on",
+            "a published A100 number: notebook 03, [docs/claims.md](docs/claims.md)), then scored against the GPU",
+            "records: how many measured points fell inside their predicted range, and the presets' throughput.",
+            "",
+            *predictions_section(out),
+            "",
             MARK_END,
         ]
     )
+
+
+def predictions_section(out: Path) -> list[str]:
+    """The scored predictions as Markdown: a count per claim, then the presets' lines."""
+    from dlrm_study.studies import predictions
+
+    scored = predictions.score(out)
+    if scored.empty:
+        return ["No predictions yet: `dlrm-study predict` writes them."]
+    counts = predictions.counts(scored)
+    head = "| claim | " + " | ".join(counts.columns) + " |"
+    rows = [f"| {claim} | " + " | ".join(str(int(n)) for n in row) + " |" for claim, row in counts.iterrows()]
+    lines = findings.predictions(scored, ("target",), ("gpu-presets",))
+    return [head, "| --- |" + " --- |" * len(counts.columns), *rows, "", *(f"- {line}" for line in lines)]
 
 
 def write_readme(readme: Path, out: Path, profile: str = "quick") -> bool:
