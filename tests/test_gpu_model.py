@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from dlrm_study import cli, config, results
+from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu_model
 from dlrm_study.studies import predictions
 
@@ -129,3 +130,15 @@ def test_predict_cli_refuses_bad_input(tmp_path, capsys) -> None:
     assert cli.main(["predict", "--results", str(tmp_path / "missing")]) == 2
     assert cli.main(["predict", "--profile", "full", "--results", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_measured_bandwidths_replace_the_datasheets(tmp_path) -> None:
+    with pytest.raises(UsageError, match="no measured bandwidths"):
+        predictions.measured_device("h200", tmp_path)
+    fake = [{"gpu_model": "NVIDIA H200", "copy_gbps": x, "h2d_gbps": x / 100} for x in (4000.0, 4200.0, 4400.0)]
+    results.append_many(tmp_path / "gpu_embedding.csv", fake)
+    device = predictions.measured_device("h200", tmp_path)
+    assert (device.hbm_gbps, device.link_gbps) == (4200.0, 42.0)
+    assert device.bf16_tflops == gpu_model.DEVICES["h200"].bf16_tflops and "measured" in device.name
+    _, written = predictions.predict("smoke", tmp_path, measured_bandwidths=True)
+    assert written and predictions.load(tmp_path).empty  # kept apart from the datasheet's predictions

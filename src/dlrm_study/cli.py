@@ -120,6 +120,9 @@ def build_parser() -> Parser:
     predict.add_argument("--device", default="h200", help="a described GPU: h200 or a100-80gb (default %(default)s)")
     predict.add_argument("--results", type=Path, default=Path("results"), help="records folder (default results)")
     predict.add_argument("--profile", default="quick", help="the GPU script's points: quick, or smoke (its dry run)")
+    predict.add_argument(
+        "--measured-bandwidths", action="store_true", help="the GPU script's measured bandwidths, not the datasheet's"
+    )
 
     sweep = commands.add_parser("sweep", help="run a sweep file: resumable, one record per point")
     sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.sweep)")
@@ -369,7 +372,7 @@ def cmd_predict(args: argparse.Namespace) -> None:
             f"{row['published_samples_per_s']:,.0f} samples/s = {row['efficiency']:.2f} of the bound "
             f"({row['bound_samples_per_s']:,.0f})"
         )
-    path, written = predictions.predict(args.profile, args.results, args.device)
+    path, written = predictions.predict(args.profile, args.results, args.device, args.measured_bandwidths)
     if written:
         print(f"{path}: {written} predictions appended (commit {results.git_commit()})")
     else:

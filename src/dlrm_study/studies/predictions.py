@@ -132,12 +132,26 @@ def ratio(row: dict[str, object], quantity: str, low: float, high: float, **more
     return {**row, "quantity": quantity, "low": low, "mid": math.sqrt(low * high), "high": high, **more}
 
 
-def predict(profile: str, out: Path, device_name: str = "h200") -> tuple[Path, int]:
+def measured_device(device_name: str, out: Path) -> gpu_model.Device:
+    """The described GPU with the copy bandwidths the GPU script measured on it (gpu_embedding.csv)."""
+    device = gpu_model.DEVICES[device_name]
+    path = out / "gpu_embedding.csv"
+    frame = results.load(path) if path.exists() else pd.DataFrame()
+    if "gpu_model" in frame:
+        frame = frame[frame["gpu_model"].astype(str).str.contains(device.name.split()[1], regex=False)]
+    if frame.empty or "copy_gbps" not in frame:
+        raise UsageError(f"no measured bandwidths of {device.name} in {path} (run scripts/gpu_check.sh on one)")
+    return device.with_measured(float(frame["copy_gbps"].median()), float(frame["h2d_gbps"].median()))
+
+
+def predict(profile: str, out: Path, device_name: str = "h200", measured_bandwidths: bool = False) -> tuple[Path, int]:
     """Append this model's predictions for `device_name` at the GPU script's points; (path, rows written).
 
-    Rows already written by this commit and model are not written again (a re-run adds nothing).
+    `measured_bandwidths`: with the copy bandwidths the GPU script measured in place of the
+    datasheet's (rows then name the device "... (measured bandwidths)", kept apart from the
+    datasheet rows). Rows already written by this commit for that device are not written again.
     """
-    device = gpu_model.DEVICES[device_name]
+    device = measured_device(device_name, out) if measured_bandwidths else gpu_model.DEVICES[device_name]
     rows = [row for spec in gpu_specs(profile, out) for row in point_rows(spec, device, out)]
     rows += ratio_rows(rows, out, profile)
     path = out / PREDICTIONS
