@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks reproduce readme bench compare-upstream gpu-check gpu-wheels lock clean
+.PHONY: env test lint notebooks reproduce readme bench baseline-2020 compare-upstream gpu-check gpu-wheels lock clean
 
 env: $(STAMP)
 
@@ -47,6 +47,16 @@ reproduce: env data/criteo_sample.tsv
 	    --execution-timeout 1800 -p profile $(PROFILE) || exit 1; \
 	done
 	$(BIN)/dlrm-study readme --profile $(PROFILE)
+
+# SC20's baseline as it ran in 2020: .venv-2020 (Python 3.8 from pyenv or PATH, torch 1.5.1,
+# numpy<1.20; about 750 MB), then the 2020 step beside today's loops at 1 and 2 threads
+# (notebook 02 draws the records). Not part of `make test` or `make reproduce`.
+PY38 = $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.8*/bin/python) $(shell command -v python3.8))
+baseline-2020: env
+	@test -n "$(PY38)" || { echo "make baseline-2020: no Python 3.8 (pyenv install 3.8, or python3.8 on PATH)" >&2; exit 2; }
+	test -x .venv-2020/bin/python || $(PY38) -m venv .venv-2020
+	.venv-2020/bin/python -m pip install -q torch==1.5.1 "numpy<1.20"
+	$(BIN)/dlrm-study baseline-2020 --python .venv-2020/bin/python --profile $(PROFILE)
 
 # The README's generated section (gallery and claim ledger) from the records as they are.
 readme: env

@@ -124,6 +124,14 @@ def build_parser() -> Parser:
         "--measured-bandwidths", action="store_true", help="the GPU script's measured bandwidths, not the datasheet's"
     )
 
+    old = commands.add_parser(
+        "baseline-2020", help="the 2020 reference step on torch 1.5.1 beside today's loops (make baseline-2020)"
+    )
+    old.add_argument("--python", type=Path, default=None, help="the 2020 stack's Python (default .venv-2020)")
+    old.add_argument("--results", type=Path, default=Path("results"), help="records folder (default results)")
+    old.add_argument("--profile", default="quick", help="smoke, quick (default) or full")
+    old.add_argument("--no-progress", action="store_true")
+
     sweep = commands.add_parser("sweep", help="run a sweep file: resumable, one record per point")
     sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.sweep)")
     sweep.add_argument("--retry-errors", action="store_true", help="run again the points that failed")
@@ -379,6 +387,16 @@ def cmd_predict(args: argparse.Namespace) -> None:
         print(f"{path}: this commit's predictions are already there; nothing appended")
 
 
+def cmd_baseline(args: argparse.Namespace) -> None:
+    from dlrm_study.studies import baseline, profile
+
+    if not args.results.is_dir():
+        raise UsageError(f"--results {args.results}: not a folder")
+    python = args.python or baseline.PYTHON_2020
+    counts = baseline.run(profile(args.profile), args.results, python, not args.no_progress)
+    print(f"baseline-2020: {counts} -> {args.results / 'baseline.csv'}")
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
     from dlrm_study import sweep as sweeps
 
@@ -402,6 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sweep": cmd_sweep,
             "readme": cmd_readme,
             "predict": cmd_predict,
+            "baseline-2020": cmd_baseline,
         }
         commands[args.command](args)
     except UsageError as err:

@@ -6,7 +6,7 @@ One module per notebook family: `profiles` (how much every study measures), `cpu
 re-exported here.
 """
 
-from dlrm_study.studies import findings, predictions, session, summary
+from dlrm_study.studies import baseline, findings, predictions, session, summary
 from dlrm_study.studies.convergence import convergence_config, convergence_records, run_convergence
 from dlrm_study.studies.cpu import (
     ABLATION_BASE,
@@ -66,6 +66,7 @@ __all__ = [
     "ablation_steps",
     "base_intervals",
     "base_point",
+    "baseline",
     "best_cpu_variant",
     "cache_hit_rates",
     "convergence_config",

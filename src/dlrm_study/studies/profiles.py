@@ -37,6 +37,9 @@ class Protocol:
 SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 20, 2), "full": Protocol(10, 30, 5)}
 # The CPU presets (notebooks 01, 02): big tables take seconds to build, so fewer repeats.
 PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(4, 20, 2, 5), "full": Protocol(7, 30, 3, 5)}
+# The 2020 baseline (notebook 02's S1 decomposition, `make baseline-2020`): big presets at 1 and 2
+# threads, six steps each; fewer timed steps, since the 2020 reference takes about a second a step.
+BASELINE = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 8, 2), "full": Protocol(7, 20, 3)}
 # Distributed points (notebook 06) and local against remote tables (notebook 05), one process each.
 RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 20, 3), "full": Protocol(7, 30, 5)}
 

@@ -1,0 +1,186 @@
+"""Notebook 02's S1 decomposition: the 2020 reference step on torch 1.5.1, then today's loops.
+
+Six steps, interleaved within each repeat at 1 and 2 threads, on `dlrm-benchmark` and
+`mlperf-scaled`: the 2020 training step (`dlrm_study.baseline_2020`) on the 2020 stack
+(`.venv-2020`: Python 3.8, torch 1.5.1, built by `make baseline-2020`) and the same file on
+today's torch, both in their own processes; then today's reference loop, torchrec, and the
+optimized loop in fp32 and bf16 (bf16 only where the CPU has it natively), in this process.
+Records: `baseline.csv`, study `baseline-2020-<profile>`.
+"""
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study import baseline_2020, config, results
+from dlrm_study.config import Config
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import runner, stats
+from dlrm_study.measure.bench import measure_prepared, prepare, quantile
+from dlrm_study.measure.compare import VARIANTS, runnable
+from dlrm_study.studies.profiles import BASELINE
+
+PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
+OLD, OLD_TODAY = "reference-2020", "reference-2020-today"
+STEPS = {  # variant -> what the decomposition calls it, in order
+    OLD: "2020 reference step, torch 1.5.1",
+    OLD_TODAY: "the same step, today's torch",
+    "reference": "today's reference loop",
+    "torchrec": "torchrec",
+    "optimized-fp32": "optimized fp32",
+    "optimized-bf16": "optimized bf16",
+}
+CONFIGS = {"smoke": ["tiny"], "quick": ["dlrm-benchmark", "mlperf-scaled"], "full": ["dlrm-benchmark", "mlperf-scaled"]}
+THREADS = {"smoke": [1], "quick": [1, 2], "full": [1, 2]}
+SMOKE_SET = ["train.batch_size=32", "data.pooling=fixed"]
+
+
+def step_config(cfg: Config) -> dict[str, object]:
+    """What the 2020 step needs of a config (it knows nothing of the package's Config)."""
+    if cfg.data.pooling != "fixed":
+        raise UsageError(f"config {cfg.name}: the 2020 step draws a fixed number of lookups (data.pooling=fixed)")
+    m = cfg.model
+    return {
+        "dense_features": m.dense_features,
+        "bottom_mlp": list(m.bottom_mlp),
+        "table_rows": list(m.table_rows),
+        "embedding_dim": m.embedding_dim,
+        "top_mlp": list(m.top_mlp),
+        "batch_size": cfg.train.batch_size,
+        "lookups_per_table": cfg.data.lookups_per_table,
+        "learning_rate": cfg.train.learning_rate,
+    }
+
+
+def check_python(python: Path) -> str:
+    """The torch version of the 2020 environment's Python, or a one-line refusal."""
+    if not Path(python).exists():
+        raise UsageError(f"no Python at {python}: `make baseline-2020` builds .venv-2020 (Python 3.8, torch 1.5.1)")
+    done = subprocess.run([str(python), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise UsageError(f"{python} cannot import torch: `make baseline-2020` installs torch 1.5.1 into .venv-2020")
+    return done.stdout.strip()
+
+
+def subprocess_fields(python: Path, cfg: Config, steps: int, warmup: int) -> dict[str, object]:
+    """Time the 2020 step in its own process under `python`; the record's fields."""
+    command = [str(python), baseline_2020.__file__, "--config", json.dumps(step_config(cfg))]
+    command += ["--steps", str(steps), "--warmup", str(warmup), "--threads", str(cfg.train.threads)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the 2020 step under {python} failed: {last}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    ms = out["ms"]
+    median = statistics.median(ms)
+    return {
+        "loop": "reference-2020",
+        "sparse_arch": "reference",
+        "precision": "fp32",
+        "device": "cpu",
+        "threads": out["threads"],
+        "batch_size": cfg.train.batch_size,
+        "steps": steps,
+        "warmup": warmup,
+        "ms_median": median,
+        "ms_p10": quantile(ms, 0.1),
+        "ms_p90": quantile(ms, 0.9),
+        "samples_per_s": cfg.train.batch_size / (median / 1e3),
+        "torch_version": out["torch_version"],  # the stack that ran, not this process's
+        "python_version": out["python_version"],
+        "builds": "every repeat (own process)",
+    }
+
+
+def in_process_fields(cfg: Config, steps: int, warmup: int) -> dict[str, object]:
+    prepared = prepare(cfg)
+    try:
+        return {**measure_prepared(prepared, steps, warmup, 0, progress=False), "builds": "every repeat"}
+    finally:
+        prepared.close()
+
+
+def points(profile: str) -> list[runner.Point]:
+    """(label, {variant: config}) per config and thread count: the six steps side by side."""
+    kept, _ = runnable(list(STEPS))
+    out = []
+    for name in CONFIGS[profile]:
+        for threads in THREADS[profile]:
+            base = [*SMOKE_SET] if profile == "smoke" else []
+            base.append(f"train.threads={threads}")
+            configs = {
+                variant: config.load(name, [*base, *VARIANTS.get(variant, ["train.loop=reference"])])
+                for variant in kept
+            }
+            out.append((f"{name} {threads}t", configs))
+    return out
+
+
+def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = True) -> runner.Counts:
+    """Measure what `baseline.csv` does not hold yet (resumable, like every study)."""
+    old_torch = check_python(python)
+    p = BASELINE[profile]
+    print(f"2020 stack: {python} (torch {old_torch}); {p.repeats} repeats of {p.warmup} + {p.steps} steps")
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        if task.variant == OLD:
+            return subprocess_fields(python, task.cfg, p.steps, p.warmup)
+        if task.variant == OLD_TODAY:
+            return subprocess_fields(Path(sys.executable), task.cfg, p.steps, p.warmup)
+        return in_process_fields(task.cfg, p.steps, p.warmup)
+
+    tasks = runner.schedule(points(profile), p.repeats, runner.machine_of)
+    return runner.run(tasks, measure, out / "baseline.csv", f"baseline-2020-{profile}", progress=progress)
+
+
+def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
+    """The decomposition's records (errors left out), with `step` (what each variant is) and `threads`."""
+    path = out / "baseline.csv"
+    if not path.exists():
+        return pd.DataFrame()
+    frame = results.load(path)
+    frame = frame[(frame["study"] == f"baseline-2020-{profile}") & frame["error"].isna()].copy()
+    if machine is not None:
+        frame = frame[frame["machine"].map(lambda m: m.rsplit("/", 1)[0]) == machine]
+    frame["step"] = frame["variant"].map(STEPS)
+    frame["threads"] = frame["train.threads"].astype(int)
+    return frame
+
+
+def factors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each step's samples/s over the 2020 step on torch 1.5.1, paired within repeats, per config and threads."""
+    clean, _ = stats.usable(frame)
+    tables = []
+    for variant in STEPS:
+        if variant == OLD or variant not in set(clean["variant"]):
+            continue
+        table = stats.paired_ratios(clean, ["config_name", "threads"], variant, OLD)
+        tables.append(table.assign(variant=variant, step=STEPS[variant]))
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[str, float] | None:
+    """The best optimized loop's factor over the 2020 step, extrapolated from 2 threads to `cores`.
+
+    Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
+    from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
+    """
+    clean, _ = stats.usable(frame[frame["config_name"] == config_name])
+    rate = clean.groupby(["variant", "threads"])["samples_per_s"].median()
+    best = max(
+        (v for v in ("optimized-fp32", "optimized-bf16") if (v, 2) in rate and (v, 1) in rate),
+        key=lambda v: rate[(v, 2)],
+        default=None,
+    )
+    if best is None or (OLD, 1) not in rate or (OLD, 2) not in rate:
+        return None
+    exponent = {v: math.log2(rate[(v, 2)] / rate[(v, 1)]) for v in (best, OLD)}
+    measured = rate[(best, 2)] / rate[(OLD, 2)]
+    projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
+    return {"variant": best, "measured": measured, "projected": projected, "cores": cores,
+            "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip
