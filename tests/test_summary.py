@@ -87,3 +87,24 @@ def test_h4_asks_for_a_cost_and_a_recovery() -> None:
     one = placements(0.3, 0.8)
     one.loc[(one["variant"] == "gpu-host") & (one["repeat"] > 0), "flags"] = "spread"
     assert summary.h4(evidence(gpu_placements=one), GPU).status == "inconclusive"
+
+
+def decomposition(optimized: dict[int, float], old: dict[int, float]) -> pd.DataFrame:
+    """The 2020 step and the optimized loop at 1 and 2 threads, 3 repeats each, on dlrm-benchmark."""
+    out = []
+    for threads in (1, 2):
+        for variant, rate in (("reference-2020", old[threads]), ("optimized-fp32", optimized[threads])):
+            out += rows(CPU, variant, [rate * 0.99, rate, rate * 1.01], config_name="dlrm-benchmark", threads=threads)
+    return pd.DataFrame(out)
+
+
+def test_s1_is_judged_against_the_2020_step_with_a_projection_beside_it() -> None:
+    # The optimized loop doubles with the second thread, the 2020 step does not move: 3x at 2 threads.
+    frame = decomposition({1: 150.0, 2: 300.0}, {1: 100.0, 2: 100.0})
+    verdict = summary.s1(evidence(baseline=frame), CPU)
+    assert verdict.status == "not reproduced" and "3.00x" in verdict.evidence and "2 threads" in verdict.evidence
+    # Projection: each side keeps its scaling exponent (1 and 0) to 28 cores: 3 x 14 = 42x, not a verdict.
+    assert "42x" in verdict.evidence and "projected (not measured)" in verdict.evidence
+    assert summary.s1(evidence(baseline=decomposition({1: 150e2, 2: 300e2}, {1: 100, 2: 100})), CPU).status == (
+        "reproduced"
+    )

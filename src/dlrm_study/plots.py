@@ -6,6 +6,7 @@ them, hollow where its record is flagged (flagged repeats stay out of the median
 """
 
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -209,6 +210,41 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
     ax.set_title(title)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     add_caption(fig, records)
+    return fig
+
+
+def decomposition(factors: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
+    """S1 step by step: each step's samples/s over the 2020 step on torch 1.5.1 (paired, 95% intervals),
+    one panel per config, a bar per thread count, log scale."""
+    configs = list(dict.fromkeys(factors["config_name"]))
+    steps = list(dict.fromkeys(factors["step"]))
+    counts = sorted(factors["threads"].unique())
+    fig, axes = plt.subplots(1, len(configs), figsize=(5.5 * len(configs), 4.2), sharey=True, squeeze=False)
+    palette = sns.color_palette(n_colors=len(counts))
+    width = 0.8 / len(counts)
+    for ax, config in zip(axes[0], configs, strict=True):
+        for i, threads in enumerate(counts):
+            mine = factors[(factors["config_name"] == config) & (factors["threads"] == threads)].set_index("step")
+            mine = mine.reindex(steps)
+            x = [s + (i - (len(counts) - 1) / 2) * width for s in range(len(steps))]
+            ax.bar(x, mine["center"], width, yerr=error_bars(mine), capsize=3, color=palette[i],
+                   label=f"{threads} thread{'s' if threads > 1 else ''}")  # fmt: skip
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(steps)), [textwrap.fill(step, 11) for step in steps], fontsize=8)
+        ax.set_title(config)
+    axes[0][0].set_ylabel("samples/s over the 2020 reference step\non torch 1.5.1 (paired within repeats)")
+    log_ticks(axes[0][0].yaxis, pd.concat([factors["low"], factors["high"], factors["center"]]).dropna())
+    axes[0][-1].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title, y=1.02)
+    fig.subplots_adjust(bottom=0.25)  # the wrapped step names stay above the caption
+    old = records[records["variant"] == "reference-2020"]  # the 2020 stack's own provenance
+    today = records[records["variant"] != "reference-2020"]
+    add_caption(fig, today if not today.empty else records)
+    if not today.empty and not old.empty:
+        first = old.iloc[0]
+        fig.text(0.0, -0.1, f"2020 step: torch {first['torch_version']}, Python {first['python_version']}",
+                 fontsize=8, ha="left", va="top")  # fmt: skip
     return fig
 
 

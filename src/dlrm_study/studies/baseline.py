@@ -139,14 +139,19 @@ def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = Tr
 
 
 def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
-    """The decomposition's records (errors left out), with `step` (what each variant is) and `threads`."""
+    """The decomposition's records (errors left out), with `step` (what each variant is) and `threads`.
+
+    `machine`: a machine key; its records at every thread count are kept (None: every machine's).
+    """
+    from dlrm_study.studies.summary import host
+
     path = out / "baseline.csv"
     if not path.exists():
         return pd.DataFrame()
     frame = results.load(path)
     frame = frame[(frame["study"] == f"baseline-2020-{profile}") & frame["error"].isna()].copy()
     if machine is not None:
-        frame = frame[frame["machine"].map(lambda m: m.rsplit("/", 1)[0]) == machine]
+        frame = frame[frame["machine"].map(host) == host(machine)]
     frame["step"] = frame["variant"].map(STEPS)
     frame["threads"] = frame["train.threads"].astype(int)
     return frame

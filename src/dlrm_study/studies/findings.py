@@ -162,6 +162,29 @@ def number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
 
 
+def baseline_2020(records: pd.DataFrame) -> list[str]:
+    """Notebook 02: each step over the 2020 step on torch 1.5.1, per config and threads; S1 projected."""
+    from dlrm_study.studies import baseline
+
+    if records.empty:
+        return ["2020 baseline: no records: not measured here (`make baseline-2020` measures it)"]
+    table = baseline.factors(records)
+    lines = []
+    for (config, threads), group in table.groupby(["config_name", "threads"], sort=True):
+        parts = [f"{row.step} x{stats.describe(row.center, row.low, row.high)}" for row in group.itertuples()]
+        lines.append(f"{config}, {threads} thread(s), over the 2020 step on torch 1.5.1: " + "; ".join(parts))
+    for config in dict.fromkeys(records["config_name"]):
+        p = baseline.projection(records, config)
+        if p:
+            lines.append(
+                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p['variant']} "
+                f"{p['measured']:.1f}x the 2020 step at 2 threads would be {p['projected']:.0f}x if each side kept "
+                f"its 1-to-2-thread scaling (exponents {p['exponent_best']:.2f} and {p['exponent_2020']:.2f})"
+            )
+    excluded = int(stats.usable(records)[1])
+    return lines + left_out(excluded)
+
+
 QUANTITIES = {"samples_per_s": "samples/s", "over_hbm": "over hbm", "gpu_over_cpu": "GPU over CPU"}
 
 

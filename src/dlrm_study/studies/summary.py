@@ -18,7 +18,7 @@ import pandas as pd
 from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
-from dlrm_study.studies import convergence, cpu, findings, placement
+from dlrm_study.studies import baseline, convergence, cpu, findings, placement
 from dlrm_study.studies.sensitivity import (
     GPU_RECORDS,
     dense_sparse_grid,
@@ -89,6 +89,7 @@ class Evidence:
     gpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     cpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     gpu_placements: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    baseline: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @classmethod
     def load(cls, out: Path, profile: str) -> "Evidence":
@@ -115,6 +116,7 @@ class Evidence:
             gpu_grid=read(sweep.records, on_gpu(dense_sparse_grid(profile, out)), None),
             cpu_grid=read(sweep.records, dense_sparse_grid(profile, out), None),
             gpu_placements=read(placement.placement_records, out, "gpu-placements"),
+            baseline=read(baseline.records, profile, out),
         )
 
     def hosts(self) -> list[str]:
@@ -305,6 +307,10 @@ def h4(evidence: Evidence, h: str) -> Verdict:
 
 
 def s1(evidence: Evidence, h: str) -> Verdict:
+    """Against the 2020 baseline where it was measured on this host, else against today's reference."""
+    old = of(evidence.baseline, h)
+    if not old.empty and "dlrm-benchmark" in set(old["config_name"]):
+        return s1_over_2020(old[old["config_name"] == "dlrm-benchmark"])
     loops = of(evidence.cpu_loops, h)
     loops = loops[loops["config_name"] == "dlrm-benchmark"] if not loops.empty else loops
     if loops.empty:
@@ -322,6 +328,33 @@ def s1(evidence: Evidence, h: str) -> Verdict:
         f"({r.n} paired repeats, {threads(loops)} threads, today's PyTorch reference), against {S1_FACTOR:.0f}x"
     )
     return Verdict(status, text)
+
+
+def s1_over_2020(records: pd.DataFrame) -> Verdict:
+    """The best optimized loop over the 2020 step on torch 1.5.1, paired, with the 28-core projection beside it."""
+    from dlrm_study.studies import baseline
+
+    most = records[records["threads"] == records["threads"].max()]
+    clean, _ = stats.usable(most)
+    ratios = {v: stats.paired_ratio(clean, v, baseline.OLD) for v in ("optimized-fp32", "optimized-bf16")}
+    paired = [v for v in ratios if ratios[v].n]
+    if not paired:
+        return Verdict("inconclusive", "no unflagged pair of repeats with the 2020 step on dlrm-benchmark")
+    best = max(paired, key=lambda v: ratios[v].center)
+    r = ratios[best]
+    text = (
+        f"{best} {stats.describe(r.center, r.low, r.high, 'x')} the 2020 reference step on torch 1.5.1, "
+        f"dlrm-benchmark ({r.n} paired repeats, {int(most['threads'].iloc[0])} threads), against {S1_FACTOR:.0f}x"
+    )
+    p = baseline.projection(records, "dlrm-benchmark")
+    if p:
+        text += (
+            f"; projected (not measured) to {p['cores']} cores, if each side kept its 1-to-2-thread scaling: "
+            f"{p['projected']:.0f}x"
+        )
+    if r.n < 2:
+        return Verdict("inconclusive", text + " (one pair: no interval)")
+    return Verdict("reproduced" if r.low >= S1_FACTOR else "not reproduced", text)
 
 
 def threads(frame: pd.DataFrame) -> str:
@@ -444,6 +477,7 @@ FIGURES = {  # figure -> (notebook, what it shows)
     "01_cpu_reference_breakdown": (NB01, "where the reference spends its time, per preset"),
     "02_cpu_speedup": (NB02, "each loop over the reference, per preset"),
     "02_ablation": (NB02, "the optimized loop's techniques added one at a time"),
+    "02_s1_decomposition": (NB02, "S1 step by step, from the 2020 reference on torch 1.5.1"),
     "02_cpu_breakdown": (NB02, "where each loop spends its time"),
     "03_dense_features": (NB03, "throughput against dense features"),
     "03_tables": (NB03, "throughput against sparse features (tables)"),
@@ -488,6 +522,9 @@ def gallery_findings(out: Path, profile: str, evidence: Evidence, machine_host: 
         ablation = pd.DataFrame()
     if not ablation.empty:
         said["02_ablation"] = findings.ablation(ablation)
+    old = of(evidence.baseline, machine_host)
+    if not old.empty:
+        said["02_s1_decomposition"] = findings.baseline_2020(old)
     for figure, knob in KNOB_FIGURES.items():
         try:
             frame = sensitivity_records(knob, sensitivity(knob, profile, out), None)
