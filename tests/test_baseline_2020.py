@@ -73,3 +73,21 @@ def test_the_2020_step_needs_fixed_pooling_and_a_2020_python(tmp_path, capsys) -
     assert cli.main(["baseline-2020", "--python", str(tmp_path / "none"), "--results", str(tmp_path)]) == 2
     assert "make baseline-2020" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # no record, nothing half-written
+
+
+def test_a_second_run_resumes_the_2020_records(tmp_path, monkeypatch) -> None:
+    # The 2020 records name torch 1.5.1: they must count as measured when the study runs again.
+    def fake_fields(python, cfg, steps, warmup):
+        ms = 5.0
+        stack = "1.5.1" if str(python) != sys.executable else torch.__version__
+        return {"loop": "reference-2020", "ms_median": ms, "ms_p10": ms, "ms_p90": ms, "samples_per_s": 1e3,
+                "threads": 1, "torch_version": stack}  # fmt: skip
+
+    monkeypatch.setattr(baseline, "check_python", lambda python: "1.5.1")
+    monkeypatch.setattr(baseline, "subprocess_fields", fake_fields)
+    first = baseline.run("smoke", tmp_path, tmp_path / "python", progress=False)
+    assert first.ran > 0 and first.failed == 0
+    again = baseline.run("smoke", tmp_path, tmp_path / "python", progress=False)
+    assert again.ran == 0 and again.skipped == first.ran
+    frame = baseline.records("smoke", tmp_path)
+    assert set(frame[frame["variant"] == baseline.OLD]["torch_version"]) == {"1.5.1"}

@@ -8,6 +8,7 @@ optimized loop in fp32 and bf16 (bf16 only where the CPU has it natively), in th
 Records: `baseline.csv`, study `baseline-2020-<profile>`.
 """
 
+import dataclasses
 import json
 import math
 import statistics
@@ -135,6 +136,9 @@ def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = Tr
         return in_process_fields(task.cfg, p.steps, p.warmup)
 
     tasks = runner.schedule(points(profile), p.repeats, runner.machine_of)
+    # A 2020 record names the stack that ran it (torch 1.5.1), so that is what it resumes by.
+    stack = {**results.versions(), "torch_version": old_torch}
+    tasks = [dataclasses.replace(t, versions=stack) if t.variant == OLD else t for t in tasks]
     return runner.run(tasks, measure, out / "baseline.csv", f"baseline-2020-{profile}", progress=progress)
 
 
