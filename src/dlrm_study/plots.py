@@ -243,7 +243,8 @@ def decomposition(factors: pd.DataFrame, title: str, records: pd.DataFrame) -> p
     add_caption(fig, today if not today.empty else records)
     if not today.empty and not old.empty:
         first = old.iloc[0]
-        fig.text(0.0, -0.1, f"2020 step: torch {first['torch_version']}, Python {first['python_version']}",
+        below = -0.06 - 0.045 * (caption(today).count("\n") + 1)  # under the caption's lines
+        fig.text(0.0, below, f"2020 step: torch {first['torch_version']}, Python {first['python_version']}",
                  fontsize=8, ha="left", va="top")  # fmt: skip
     return fig
 
