@@ -39,3 +39,12 @@ def criteo_cfg(tmp_path: Path) -> config.Config:
     )
     cfg.data.source = "criteo"
     return cfg
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    """A run built with `train.threads` sets torch's thread count for the whole process: put it back,
+    or a later test's machine key ("this" machine at torch's threads) would name another thread count."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
