@@ -39,6 +39,13 @@ def run_cli(capsys, *argv):
         (["roofline", "--config", "nope"], "neither a preset"),
         (["compare", "--variants", "reference,turbo"], "unknown variant 'turbo'"),
         (["compare", "--configs", "huge"], "unknown preset 'huge'"),
+        # Numbers must be finite and in range (nan passes every comparison, inf overflows an int).
+        (["train", "--set", "train.batch_size=.inf"], "train.batch_size: inf is not a valid int"),
+        (["train", "--set", "train.learning_rate=nan"], "train.learning_rate: 'nan' is not a valid finite float"),
+        (["train", "--set", "data.zipf_alpha=nan"], "data.zipf_alpha: 'nan' is not a valid finite float"),
+        (["train", "--set", "train.cache_fraction=inf"], "train.cache_fraction: 'inf' is not a valid finite float"),
+        (["train", "--seed", "-1"], "train.seed must be in [0, 2**32), got -1"),
+        (["bench", "--set", "data.teacher_seed=4294967296"], "data.teacher_seed must be in [0, 2**32)"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

@@ -299,14 +299,19 @@ def coerce(key: str, value: object, kind: type) -> object:
                 raise ValueError
             return int(float(value))
         if kind is float:
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):  # nan and inf pass every comparison test below: refuse them here
+                raise ValueError
+            return number
         if kind is str:
             return str(value)
         if typing.get_origin(kind) is list:
             return parse_int_list(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         pass
     name = getattr(kind, "__name__", str(kind))
+    if kind is float:
+        name = "finite float"
     raise UsageError(f"{key}: {value!r} is not a valid {name}")
 
 
@@ -351,6 +356,9 @@ def validate(cfg: Config) -> Config:
         raise UsageError(f"model.table_rows must be a non-empty list of positive sizes, got {m.table_rows}")
     if t.steps < 0 or t.threads < 0 or t.prefetch < 0:
         raise UsageError("train.steps, train.threads and train.prefetch must not be negative")
+    for key, seed in {"train.seed": t.seed, "data.teacher_seed": d.teacher_seed}.items():
+        if not 0 <= seed < 2**32:  # what numpy and torch generators accept
+            raise UsageError(f"{key} must be in [0, 2**32), got {seed}")
     if t.learning_rate <= 0:
         raise UsageError(f"train.learning_rate must be positive, got {t.learning_rate}")
     if m.interaction != "dot":
