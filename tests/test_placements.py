@@ -5,6 +5,7 @@ logic is checked in CI; tests marked `gpu` repeat the equivalence on a CUDA devi
 """
 
 import functools
+import itertools
 
 import pytest
 import torch
@@ -221,3 +222,24 @@ def test_placements_on_the_gpu_train_what_the_cpu_trains(placement):
 def test_gpu_bf16_autocast_trains():
     run = trained(gpu_cfg("hbm", "train.device=cuda", "train.precision=bf16"), 20)
     assert run.autocast and run.losses[-1] < run.losses[0]
+
+
+def test_evaluation_leaves_the_cache_and_its_counters_alone():
+    from dlrm_study.train import evaluate
+
+    run = trained(gpu_cfg("cached", "train.cache_fraction=0.3"))
+    arch = run.model.sparse_arch
+    arch.stats()  # counters from here on
+    state = {name: buf.clone() for name, buf in arch.named_buffers()}
+    batches = list(itertools.islice(make_data(run.cfg).batches(), 3))
+    metrics = evaluate(run, batches)
+    for name, buf in arch.named_buffers():
+        torch.testing.assert_close(buf, state[name], rtol=0, atol=0, msg=f"evaluation changed {name}")
+    assert int(arch.lookups) == 0 and int(arch.evictions) == 0 and (state["slot_row"] >= 0).any()
+    # It read the rows the tables hold: the reference loop given the same parameters scores the same.
+    reference = build(config.load("tiny", SHAPE))
+    with torch.no_grad():
+        for mine, theirs in zip(reference.model.dense_parameters(), run.model.dense_parameters(), strict=True):
+            mine.copy_(theirs)
+    reference.model.sparse_arch.set_tables(arch.tables())
+    assert evaluate(reference, batches) == pytest.approx(metrics, abs=1e-6)

@@ -60,7 +60,22 @@ class CachedSparseArch(KernelTablesArch):
         self.register_buffer("evictions", torch.zeros((), dtype=torch.int64, **on_device))
 
     def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.make_resident(ids)
+        if self.training:
+            return self.make_resident(ids)
+        return self.read_in_place(ids)
+
+    def read_in_place(self, ids: torch.Tensor) -> torch.Tensor:
+        """Evaluation: each row read where it lives (cache or host), the cache and its counters untouched.
+
+        The batch's distinct rows are gathered into `eval_weight`; returns each id's row in it.
+        """
+        rows, inverse = torch.unique(ids, return_inverse=True)
+        slots = self.row_slot[rows]
+        weight = self.host_weight[rows.to(self.host_weight.device)].to(self.cache_weight.device)
+        held = slots >= 0
+        weight[held] = self.cache_weight[slots[held]]
+        self.eval_weight = weight
+        return inverse
 
     def make_resident(self, ids: torch.Tensor) -> torch.Tensor:
         """Bring every row `ids` names into the cache; return each id's slot."""
@@ -108,7 +123,8 @@ class CachedSparseArch(KernelTablesArch):
         self.row_slot[rows] = slots
 
     def pooled(self, slots: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
-        return self.ops.forward_fp32(self.cache_weight, slots, bag_starts, batch, len(self.table_rows))
+        weight = self.cache_weight if self.training else self.eval_weight
+        return self.ops.forward_fp32(weight, slots, bag_starts, batch, len(self.table_rows))
 
     def apply_update(self, slots: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
         momentum = getattr(self, "cache_momentum", None)
