@@ -110,10 +110,10 @@ def measure_prepared(
     counters = arch.stats()
     operators = breakdown(run, batches, profile_steps, bar)
     bar.close()
-    median = statistics.median(step_ms)
+    times = step_times(step_ms, cfg.train.batch_size)
     bound = roofline.bound_ms(cfg, limits) if limits else {}
     if bound:
-        bound["roofline_fraction"] = bound["roofline_ms"] / median
+        bound["roofline_fraction"] = bound["roofline_ms"] / times["ms_median"]
     return {
         "loop": cfg.train.loop,
         "sparse_arch": arch.name,
@@ -127,15 +127,23 @@ def measure_prepared(
         "batch_size": cfg.train.batch_size,
         "steps": steps,
         "warmup": warmup,
-        "ms_median": median,
-        "ms_p10": quantile(step_ms, 0.1),
-        "ms_p90": quantile(step_ms, 0.9),
-        "samples_per_s": cfg.train.batch_size / (median / 1e3),
+        **times,
         "input_ms_median": statistics.median(input_ms),
         **counters,
         **{f"op_{name}_ms": ms for name, ms in operators.items()},
         **peak_memory(run.device),
         **bound,
+    }
+
+
+def step_times(step_ms: list[float], batch_size: int) -> dict[str, float]:
+    """A record's timing fields from its timed steps: median, p10 and p90 (ms), and samples/s at the median."""
+    median = statistics.median(step_ms)
+    return {
+        "ms_median": median,
+        "ms_p10": quantile(step_ms, 0.1),
+        "ms_p90": quantile(step_ms, 0.9),
+        "samples_per_s": batch_size / (median / 1e3),
     }
 
 

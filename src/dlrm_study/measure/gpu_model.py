@@ -31,7 +31,8 @@ the index and pooled-output traffic.
 
 import dataclasses
 import functools
-import math
+import json
+import os
 
 from dlrm_study import config
 from dlrm_study.config import Config
@@ -206,9 +207,7 @@ def efficiency_range() -> tuple[float, float]:
 
 
 @functools.cache
-def _count_ops(cfg_json: str, placement: str) -> int:
-    import json
-
+def _count_ops(cfg_json: str) -> int:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from dlrm_study.data import make_data
@@ -259,22 +258,9 @@ def count_ops(cfg: Config, placement: str = "hbm") -> int:
             "train.cache_fraction=0.9",
         ],
     )
-    import json
-    import os
-
     saved = os.environ.pop("TRITON_INTERPRET", None)  # count PyTorch ops, not interpreted kernels
     try:
-        return _count_ops(json.dumps(small.to_dict(), sort_keys=True), placement)
+        return _count_ops(json.dumps(small.to_dict(), sort_keys=True))
     finally:
         if saved is not None:
             os.environ["TRITON_INTERPRET"] = saved
-
-
-def predicted_samples_per_s(
-    cfg: Config, device: Device, placement: str = "hbm", hit_rate: float = 1.0
-) -> tuple[float, float, float]:
-    """(low, mid, high) predicted samples/s; mid is the geometric mean of the corners."""
-    fast, slow = step_range_ms(cfg, device, efficiency_range(), placement, hit_rate)
-    batch = cfg.train.batch_size
-    low, high = batch / slow * 1e3, batch / fast * 1e3
-    return low, math.sqrt(low * high), high

@@ -11,7 +11,6 @@ Records: `baseline.csv`, study `baseline-2020-<profile>`.
 import dataclasses
 import json
 import math
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from dlrm_study import baseline_2020, config, results
 from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, stats
-from dlrm_study.measure.bench import measure_prepared, prepare, quantile
+from dlrm_study.measure.bench import measure_prepared, prepare, step_times
 from dlrm_study.measure.compare import VARIANTS, runnable
 from dlrm_study.studies.profiles import BASELINE
 
@@ -77,8 +76,6 @@ def subprocess_fields(python: Path, cfg: Config, steps: int, warmup: int) -> dic
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the 2020 step under {python} failed: {last}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    ms = out["ms"]
-    median = statistics.median(ms)
     return {
         "loop": "reference-2020",
         "sparse_arch": "reference",
@@ -88,10 +85,7 @@ def subprocess_fields(python: Path, cfg: Config, steps: int, warmup: int) -> dic
         "batch_size": cfg.train.batch_size,
         "steps": steps,
         "warmup": warmup,
-        "ms_median": median,
-        "ms_p10": quantile(ms, 0.1),
-        "ms_p90": quantile(ms, 0.9),
-        "samples_per_s": cfg.train.batch_size / (median / 1e3),
+        **step_times(out["ms"], cfg.train.batch_size),
         "torch_version": out["torch_version"],  # the stack that ran, not this process's
         "python_version": out["python_version"],
         "builds": "every repeat (own process)",

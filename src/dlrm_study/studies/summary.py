@@ -21,6 +21,7 @@ from dlrm_study.measure import stats
 from dlrm_study.studies import baseline, convergence, cpu, findings, placement
 from dlrm_study.studies.sensitivity import (
     GPU_RECORDS,
+    KNOBS,
     dense_sparse_grid,
     on_gpu,
     sensitivity,
@@ -183,7 +184,7 @@ def h1(evidence: Evidence, h: str) -> Verdict:
         return Verdict("not yet measured", "no GPU knob sweeps")
     with_interval = [e for e in effects if e[1].n >= 2]
     shown = (
-        "; ".join(f"{sensitivity_label(k)} x{stats.describe(r.center, r.low, r.high)}" for k, r, _, _ in effects)
+        "; ".join(f"{KNOBS[k][2]} x{stats.describe(r.center, r.low, r.high)}" for k, r, _, _ in effects)
         or "no knob pairs up at both ends"
     )
     text = (
@@ -195,12 +196,6 @@ def h1(evidence: Evidence, h: str) -> Verdict:
     if len(with_interval) == len(H1_KNOBS) and all(high < H1_FACTOR for _, _, _, high in with_interval):
         return Verdict("not reproduced", text)
     return Verdict("inconclusive", text)
-
-
-def sensitivity_label(knob: str) -> str:
-    from dlrm_study.studies.sensitivity import KNOBS
-
-    return KNOBS[knob][2]
 
 
 def grid_ratio(evidence: Evidence, h: str) -> pd.DataFrame:
