@@ -192,7 +192,7 @@ def test_torchrec_placement_needs_a_gpu():
 
 def test_placement_that_cannot_fit_is_refused_with_sizes(monkeypatch):
     cfg = config.load("dlrm-benchmark", ["train.loop=gpu", "train.placement=hbm"])  # 2 GB of tables
-    monkeypatch.setattr(config, "available_memory", lambda device: 1 << 30)
+    monkeypatch.setattr(config.memory, "available_memory", lambda device: 1 << 30)
     with pytest.raises(UsageError, match=r"needs about 2\.\d GiB in cuda memory but 1\.0 GiB"):
         config.check_fits(cfg, "cuda")
 
@@ -200,7 +200,7 @@ def test_placement_that_cannot_fit_is_refused_with_sizes(monkeypatch):
 def test_auto_picks_the_first_placement_that_fits(monkeypatch):
     cfg = config.load("dlrm-benchmark", ["train.loop=gpu", "train.placement=auto"])
     free = {"cuda": 1 << 30, "cpu": 64 << 30}  # tables do not fit on the GPU, 10% of them do
-    monkeypatch.setattr(config, "available_memory", lambda device: free["cuda" if "cuda" in device else "cpu"])
+    monkeypatch.setattr(config.memory, "available_memory", lambda device: free["cuda" if "cuda" in device else "cpu"])
     assert config.resolve_placement(cfg, "cuda") == "cached"
     free["cuda"] = 100 << 30
     assert config.resolve_placement(cfg, "cuda") == "hbm"

@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from dlrm_study.config import Config, check_fits, validate
 from dlrm_study.data import Batch
-from dlrm_study.distributed.launch import World
+from dlrm_study.distributed.launch import GPU_RANKS, World
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.embeddings.base import draw_tables
 from dlrm_study.errors import UsageError
@@ -187,9 +187,6 @@ class DistRun:
 
     def gather_tables(self) -> list[torch.Tensor] | None:
         return gather_tables(self)
-
-
-GPU_RANKS = "distributed runs are built for CPU ranks over gloo (train.device=cpu); GPU ranks (NCCL) are not"
 
 
 def check_config(cfg: Config, world: World) -> None:

@@ -19,6 +19,9 @@ import torch.distributed as dist
 
 from dlrm_study.errors import UsageError
 
+# Refused here, before a process group starts, and again by hybrid.check_config.
+GPU_RANKS = "distributed runs are built for CPU ranks over gloo (train.device=cpu); GPU ranks (NCCL) are not"
+
 EXIT_PEER_FAILED = 3  # a rank gave up because another died or hung
 
 
@@ -53,8 +56,6 @@ def init(device: str = "cpu", timeout_s: float = 60.0) -> World:
     if timeout_s <= 0:
         raise UsageError(f"--timeout-s must be positive, got {timeout_s}")
     if device != "cpu":
-        from dlrm_study.distributed.hybrid import GPU_RANKS
-
         raise UsageError(GPU_RANKS)
     timeout = timedelta(seconds=timeout_s)
     dist.init_process_group("gloo", timeout=timeout)

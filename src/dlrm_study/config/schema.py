@@ -1,0 +1,137 @@
+"""The config's shape: three dataclasses (model, data, train) under one `Config`, and the allowed choices."""
+
+import dataclasses
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+
+LOOPS = ("reference", "optimized", "torchrec", "gpu")
+PRECISIONS = ("fp32", "bf16")
+OPTIMIZERS = ("sgd", "rowwise_adagrad")  # for the tables; dense parameters always use SGD
+DEVICES = ("cpu", "cuda", "auto")
+# Where the gpu loop keeps its tables (see embeddings/placement.py). Per table: a comma list.
+PLACEMENTS = ("hbm", "host", "uvm", "cached")
+TORCHREC_PLACEMENTS = ("torchrec-fused", "torchrec-fused_uvm", "torchrec-fused_uvm_caching")
+CACHE_POLICIES = ("lru", "lfu")
+OPTIMIZED_SWITCHES = ("table_batching", "huge_pages", "fused_interaction")
+
+
+@dataclass
+class ModelConfig:
+    """DLRM shape. MLP lists are layer output widths; inputs are derived."""
+
+    dense_features: int = 13
+    bottom_mlp: list[int] = field(default_factory=lambda: [16, 8])
+    table_rows: list[int] = field(default_factory=lambda: [1000] * 4)
+    embedding_dim: int = 8
+    top_mlp: list[int] = field(default_factory=lambda: [16, 1])
+    interaction: str = "dot"
+
+    @property
+    def num_tables(self) -> int:
+        return len(self.table_rows)
+
+    @property
+    def bottom_layers(self) -> list[tuple[int, int]]:
+        """(inputs, outputs) of each bottom-MLP layer."""
+        widths = [self.dense_features, *self.bottom_mlp]
+        return list(itertools.pairwise(widths))
+
+    @property
+    def top_layers(self) -> list[tuple[int, int]]:
+        """(inputs, outputs) of each top-MLP layer."""
+        widths = [self.interaction_width, *self.top_mlp]
+        return list(itertools.pairwise(widths))
+
+    @property
+    def interaction_width(self) -> int:
+        """Top-MLP input: bottom output plus one dot per pair of distinct features."""
+        features = self.num_tables + 1
+        return self.embedding_dim + features * (features - 1) // 2
+
+
+@dataclass
+class DataConfig:
+    """Where batches come from and, for synthetic data, their statistics."""
+
+    source: str = "synthetic"  # synthetic | criteo
+    path: str = ""  # Criteo TSV file when source == criteo
+    skip_bad_lines: bool = False
+    lookups_per_table: int = 4  # pooling factor L (fixed) or its maximum (uniform)
+    pooling: str = "uniform"  # fixed | uniform in [1, L]
+    id_distribution: str = "uniform"  # uniform | zipf
+    zipf_alpha: float = 1.05
+    teacher_seed: int = 1234  # the fixed model that labels synthetic samples
+
+
+@dataclass
+class TrainConfig:
+    """How one run trains and what it runs on."""
+
+    loop: str = "reference"
+    precision: str = "fp32"
+    optimizer: str = "sgd"
+    device: str = "cpu"
+    batch_size: int = 64
+    learning_rate: float = 0.01
+    steps: int = 100
+    seed: int = 0
+    eval_batches: int = 16
+    threads: int = 0  # 0: leave torch's default
+    prefetch: int = 0  # batches made ahead on a background thread by `train` (0: inline; see README)
+    placement: str = "hbm"  # gpu loop: hbm | host | uvm | cached | torchrec-* | auto, or one per table "hbm,host,..."
+    cache_fraction: float = 0.1  # cached placement: share of all rows the device cache holds
+    cache_policy: str = "lru"  # cached placement: lru | lfu
+    # The optimized loop's techniques, each on by default; notebook 02's ablation adds them one at a time.
+    table_batching: bool = True  # one kernel call for all tables (false: one call per table)
+    huge_pages: bool = True  # tables on transparent huge pages where the OS allows
+    fused_interaction: bool = True  # the fused dot-interaction kernel (false: bmm, as the reference)
+
+
+@dataclass
+class Config:
+    name: str = "custom"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Config":
+        return cls(doc["name"], *(kind(**doc[section]) for section, kind in SECTIONS.items()))
+
+    def flat(self) -> dict[str, object]:
+        """`{"model.embedding_dim": 16, ...}` with lists written dlrm-style (`13-512-256`)."""
+        out: dict[str, object] = {}
+        for section in ("model", "data", "train"):
+            for key, value in dataclasses.asdict(getattr(self, section)).items():
+                out[f"{section}.{key}"] = format_value(value)
+        return out
+
+    def hash(self) -> str:
+        """Short stable hash of everything that defines a measured point.
+
+        A field added after records were first written is left out at the default that does
+        what ran before it existed (LATER_FIELDS), so those records keep their identity.
+        """
+        doc = self.to_dict()
+        for key, default in LATER_FIELDS.items():
+            section, name = key.split(".")
+            if doc[section][name] == default:
+                del doc[section][name]
+        blob = json.dumps(doc, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig}
+# Fields added later, each with the default that reproduces what ran before it (see Config.hash).
+LATER_FIELDS = {"train.table_batching": True, "train.huge_pages": True, "train.fused_interaction": True}
+
+
+def format_value(value: object) -> object:
+    if isinstance(value, list):
+        return "-".join(str(v) for v in value)
+    return value
