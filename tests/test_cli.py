@@ -20,41 +20,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["train", "--set", "model.embedding_dim=16"], "model.bottom_mlp ends in 8"),  # impossible
-        (["train", "--set", "model.colour=red"], "unknown config key 'model.colour'"),
-        (["bench", "--set", "model.table_rows=8x100000000000"], "needs about"),  # too large for memory
-        (["train", "--config", "missing.yaml"], "config file not found: missing.yaml"),
-        (["train", "--data", "missing.tsv", "--config", "kaggle"], "Criteo file not found: missing.tsv"),
-        (["train", "--resume", "missing.pt"], "checkpoint not found: missing.pt"),
-        (["bench", "--loop", "turbo"], "train.loop 'turbo' is not one of"),
-        (["bench", "--steps", "0"], "--steps must be positive"),
-        (["train", "--steps", "many"], "invalid int value"),
-        (["fly"], "invalid choice"),
-        (["bench", "--precision", "bf16"], "bf16 needs the optimized loop"),
-        (["bench", "--precision", "fp8"], "train.precision 'fp8' is not one of"),
-        (["bench", "--loop", "optimized", "--device", "cuda"], "runs on the CPU"),
-        (["roofline", "--config", "nope"], "neither a preset"),
-        (["compare", "--variants", "reference,turbo"], "unknown variant 'turbo'"),
-        (["compare", "--configs", "huge"], "unknown preset 'huge'"),
-        # Numbers must be finite and in range (nan passes every comparison, inf overflows an int).
-        (["train", "--set", "train.batch_size=.inf"], "train.batch_size: inf is not a valid int"),
-        (["train", "--set", "train.learning_rate=nan"], "train.learning_rate: 'nan' is not a valid finite float"),
-        (["train", "--set", "data.zipf_alpha=nan"], "data.zipf_alpha: 'nan' is not a valid finite float"),
-        (["train", "--set", "train.cache_fraction=inf"], "train.cache_fraction: 'inf' is not a valid finite float"),
-        (["train", "--seed", "-1"], "train.seed must be in [0, 2**32), got -1"),
-        (["bench", "--set", "data.teacher_seed=4294967296"], "data.teacher_seed must be in [0, 2**32)"),
-    ],
-)
-def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
-    code, out, err = (
-        run_cli(capsys, *argv, "--no-progress") if argv[0] in ("train", "bench") else run_cli(capsys, *argv)
-    )
-    assert code == 2
-    assert err.count("\n") == 1 and err.startswith("dlrm-study: error: ") and message in err
-    assert out == ""
+# Bad input of every kind, through the real CLI in a subprocess: tests/test_bad_inputs.py.
 
 
 def test_malformed_criteo_line(capsys, tmp_path):
@@ -83,6 +49,16 @@ def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
     assert len(results.load(tmp_path / "results" / "train.csv")) == 1  # the default --out
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--seed", "3")
     assert code == 2 and "drop --seed" in err
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--steps", "10", "--no-progress")
+    assert code == 2 and err == f"dlrm-study: error: --steps 10 is the total to reach; {tmp_path / 'c.pt'} is at step 20\n"
+
+
+def test_set_train_steps_is_not_overridden_by_the_default(capsys, tmp_path):
+    out = tmp_path / "train.csv"
+    argv = ["train", "--set", "train.steps=3", "--set", "train.eval_batches=1", "--no-progress", "--out", str(out)]
+    assert run_cli(capsys, *argv)[0] == 0
+    assert run_cli(capsys, *argv, "--steps", "4")[0] == 0  # --steps, when given, wins
+    assert list(results.load(out)["steps"]) == [3, 4]
 
 
 def test_bench_prints_breakdown_and_appends(capsys, tmp_path):

@@ -128,3 +128,32 @@ def test_a_later_field_at_its_default_keeps_older_records_identity(tiny):
     assert tiny.hash() == "21ef816e9fa9"
     switched = config.load("tiny", ["train.loop=optimized", "train.huge_pages=false"])
     assert switched.hash() != config.load("tiny", ["train.loop=optimized"]).hash()
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1:30", "1:30"),  # YAML 1.1 would read sexagesimal 90
+        ("010", "010"),  # and octal 8
+        ("no", "no"),  # and False
+        ("2020-01-01", "2020-01-01"),  # and a date
+        ("0x10", "0x10"),
+        ("nan", "nan"),
+        ("12", 12),
+        ("-3", -3),
+        ("1_000", 1000),
+        ("1e3", 1000.0),
+        (".5", 0.5),
+        ("true", True),
+        ("[1, 2]", [1, 2]),
+    ],
+)
+def test_yaml_scalars_follow_the_core_schema(text, value):
+    assert config.parse_text(text) == value and type(config.parse_text(text)) is type(value)
+
+
+def test_text_fields_take_set_values_as_written():
+    cfg = config.load("tiny", ["data.path=clicks #2.tsv", "name=yes", "data.source=criteo"])
+    assert (cfg.data.path, cfg.name) == ("clicks #2.tsv", "yes")
+    with pytest.raises(UsageError, match="train.steps: '1:30' is not a valid whole number"):
+        config.load("tiny", ["train.steps=1:30"])

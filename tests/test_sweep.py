@@ -102,7 +102,7 @@ def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
         ("name: x\nsteps: 0\n", "steps must be positive"),
         ("name: x\nrepeats: 0\n", "repeats and steps must be positive"),
         ("name: x\nsteps: ten\n", "steps must be a whole number, got 'ten'"),
-        ("name: x\ngrid: {model.dense_features: 8}\n", "grid must map each field to a list"),
+        ("name: x\ngrid: {model.dense_features: 8}\n", "grid must be a mapping of each field to a list"),
     ],
 )
 def test_bad_sweep_files(tmp_path, text, message):

@@ -6,6 +6,7 @@ Bad input (a config, an option, a file) ends with one line on stderr and exit co
 import argparse
 import itertools
 import json
+import math
 import statistics
 import sys
 import time
@@ -14,12 +15,13 @@ from pathlib import Path
 
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
-from dlrm_study import config, results
+from dlrm_study import config, outputs, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import roofline
 from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS
 
 USAGE_ERROR = 2
+MAX_TIMEOUT_S = 86_400.0  # a day: beyond it, a silent peer is a hang (and timedelta overflows far above)
 
 
 class Parser(argparse.ArgumentParser):
@@ -34,7 +36,8 @@ def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> Non
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. model.embedding_dim=32"
     )
-    parser.add_argument("--steps", type=int, default=steps, help="training steps (default %(default)s)")
+    parser.add_argument("--steps", type=int, help=f"training steps (default {steps}, or what --set train.steps says)")
+    parser.set_defaults(default_steps=steps)
     parser.add_argument("--device", choices=config.DEVICES, help="cpu, cuda or auto")
     parser.add_argument("--loop", help=f"training loop ({', '.join(config.LOOPS)})")
     parser.add_argument("--precision", help=f"{', '.join(config.PRECISIONS)} (bf16 needs --loop optimized or gpu)")
@@ -141,37 +144,69 @@ def build_parser() -> Parser:
 
 
 def load_config(args: argparse.Namespace) -> config.Config:
-    """The config from --config and --set, with the shortcut options applied last."""
-    overrides = list(args.set)
+    """The config from --config and --set, with the shortcut options applied last, as given (not parsed)."""
+    default_steps = [f"train.steps={args.default_steps}"] if hasattr(args, "default_steps") else []
+    cfg = config.load(args.config or "tiny", [*default_steps, *args.set])
     if getattr(args, "steps", None) is not None:
         if args.steps <= 0:
             raise UsageError(f"--steps must be positive, got {args.steps}")
-        overrides.append(f"train.steps={args.steps}")
+        config.set_field(cfg, "train.steps", args.steps)
     for option in ("device", "loop", "precision", "seed", "threads", "placement", "cache_fraction", "cache_policy"):
         value = getattr(args, option, None)
         if value is not None:
-            overrides.append(f"train.{option}={value}")
-    if getattr(args, "data", None):
-        overrides += ["data.source=criteo", f"data.path={args.data}"]
+            config.set_field(cfg, f"train.{option}", value)
+    if getattr(args, "data", None):  # a path is taken literally: `--data yes` reads the file named yes
+        config.set_field(cfg, "data.source", "criteo")
+        config.set_field(cfg, "data.path", args.data)
     if getattr(args, "skip_bad_lines", False):
-        overrides.append("data.skip_bad_lines=true")
-    return config.validate(config.load(args.config or "tiny", overrides))
+        config.set_field(cfg, "data.skip_bad_lines", True)
+    return config.validate(cfg)
+
+
+def steps_of(args: argparse.Namespace) -> int:
+    """--steps, or the command's default (a resumed run's total)."""
+    if args.steps is not None and args.steps <= 0:
+        raise UsageError(f"--steps must be positive, got {args.steps}")
+    return args.default_steps if args.steps is None else args.steps
+
+
+def check_setup(args: argparse.Namespace) -> None:
+    """What every training command refuses before any work: its outputs, its timeout, two setups at once."""
+    if getattr(args, "out", None):
+        outputs.check_records_file(Path(args.out))
+    if getattr(args, "checkpoint", None):
+        outputs.check_writable(args.checkpoint, "--checkpoint")
+    if getattr(args, "distributed", False) and args.remote_tables:
+        raise UsageError("--distributed and --remote-tables are two setups: choose one")
+    timeout = getattr(args, "timeout_s", 1.0)
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise UsageError(f"--timeout-s must be a positive number of seconds up to {MAX_TIMEOUT_S:,}, got {timeout}")
+
+
+def check_remote(cfg: config.Config) -> None:
+    """--remote-tables: servers hold fp32 tables in CPU memory (refused here, on every rank, before rpc starts)."""
+    if cfg.train.precision != "fp32":
+        raise UsageError("--remote-tables serves fp32 tables only (train.precision=fp32)")
+    if cfg.train.device != "cpu":
+        raise UsageError("--remote-tables trains on the CPU (train.device=cpu)")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
     if args.log_every <= 0 or args.checkpoint_every < 0:
         raise UsageError("--log-every must be positive and --checkpoint-every not negative")
-    if args.distributed and args.remote_tables:
-        raise UsageError("--distributed and --remote-tables are two setups: choose one")
+    check_setup(args)
     if args.distributed:
         from dlrm_study.distributed.run import train_main
 
         cfg = None if args.resume else load_config(args)
         out = Path(args.out) if args.out else Path("results/train.csv")
-        train_main(cfg, args.steps, out, args.timeout_s, args.checkpoint, args.resume, args.route, args.log_every)
+        steps = cfg.train.steps if cfg else steps_of(args)
+        train_main(cfg, steps, out, args.timeout_s, args.checkpoint, args.resume, args.route, args.log_every)
     elif args.remote_tables:
         from dlrm_study.distributed import remote
 
+        if not args.resume:
+            check_remote(load_config(args))
         remote.run(args.timeout_s, lambda make_arch: train_one(args, make_arch))
     else:
         train_one(args)
@@ -187,12 +222,14 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
     make_arch = make_arch or make_sparse_arch
     if args.resume:
         names = ("config", "set", "loop", "precision", "seed", "data", "placement", "cache_fraction", "cache_policy")
-        changed = [f"--{name}" for name in names if getattr(args, name)]
+        changed = [f"--{name}" for name in names if getattr(args, name) not in (None, [])]
         if changed:
             raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")
         run = ckpt.load(args.resume, device=args.device, make_arch=make_arch)
         cfg = run.cfg
-        cfg.train.steps = args.steps
+        cfg.train.steps = steps_of(args)
+        if cfg.train.steps < run.step:
+            raise UsageError(f"--steps {cfg.train.steps} is the total to reach; {args.resume} is at step {run.step}")
         print(f"resumed {args.resume} at step {run.step}", file=sys.stderr)
     else:
         cfg = load_config(args)
@@ -240,6 +277,7 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     if args.warmup < 0 or args.profile_steps < 0 or args.repeats <= 0:
         raise UsageError("--repeats must be positive, --warmup and --profile-steps not negative")
+    check_setup(args)
     cfg = load_config(args)
     if args.distributed:
         from dlrm_study.distributed.run import bench_main
@@ -259,6 +297,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     elif args.remote_tables:
         from dlrm_study.distributed import remote
 
+        check_remote(cfg)
         remote.run(args.timeout_s, lambda make_arch: bench_one(args, cfg, make_arch))
     else:
         bench_one(args, cfg)
@@ -329,6 +368,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
 
 
 def cmd_roofline(args: argparse.Namespace) -> None:
+    check_setup(args)
     cfg = load_config(args)
     limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.quick)
     print(roofline.roofline_report(cfg, limits))
@@ -350,6 +390,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         raise UsageError(f"unknown variant {unknown[0]!r} (choose from {', '.join(VARIANTS)})")
     if args.repeats <= 0 or args.steps <= 0 or args.warmup < 0:
         raise UsageError("--repeats and --steps must be positive, --warmup not negative")
+    check_setup(args)
     out = Path(args.out) if args.out else None
     records = compare(presets, variants, args.repeats, args.steps, args.warmup, out, not args.no_progress)
     print(report(records))

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from dlrm_study import config, results
+from dlrm_study import config, outputs, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
@@ -72,24 +72,42 @@ def load(path: Path) -> Sweep:
     doc = config.read_yaml(path, "sweep")
     if "name" not in doc:
         raise UsageError(f"{path}: a sweep is a mapping with at least a name")
-    unknown = set(doc) - KEYS
+    unknown = set(map(str, doc)) - KEYS
     if unknown:
         raise UsageError(f"{path}: unknown key {sorted(unknown)[0]!r}")
-    for key in COUNTS:
-        if key in doc and (isinstance(doc[key], bool) or not isinstance(doc[key], int)):
-            raise UsageError(f"{path}: {key} must be a whole number, got {doc[key]!r}")
-    if not isinstance(doc.get("grid", {}), dict) or not all(isinstance(v, list) for v in doc.get("grid", {}).values()):
-        raise UsageError(f"{path}: grid must map each field to a list of values")
-    if not isinstance(doc.get("variants", []), list) or not isinstance(doc.get("set", []), list):
-        raise UsageError(f"{path}: variants and set must be lists")
+    check_types(path, doc)
     sweep = Sweep(**doc)
     bad = [v for v in sweep.variants if v not in VARIANTS]
     if bad:
         raise UsageError(f"{path}: unknown variant {bad[0]!r} (choose from {', '.join(VARIANTS)})")
     if sweep.repeats <= 0 or sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
         raise UsageError(f"{path}: repeats and steps must be positive, warmup and profile_steps not negative")
+    outputs.check_records_file(Path(sweep.out), f"{path}: out")
     points(sweep)  # every point's config must load (unknown fields fail here, before anything runs)
     return sweep
+
+
+def texts(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def check_types(path: Path, doc: dict) -> None:
+    """Refuse, naming the key, a value of the wrong type (`steps: ten`, `grid: {k: 8}`, `set: [1]`)."""
+    rules = {
+        "name": (lambda v: isinstance(v, str) and v.strip() != "", "a name"),
+        "config": (lambda v: isinstance(v, str) or (texts(v) and v != []), "a preset or YAML file, or a list of them"),
+        "set": (texts, "a list of section.field=value overrides"),
+        "grid": (
+            lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, list) for k, x in v.items()),
+            "a mapping of each field to a list of values",
+        ),
+        "variants": (texts, "a list of variant names"),
+        "out": (lambda v: isinstance(v, str) and v.strip() != "", "a CSV path"),
+        **{key: (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number") for key in COUNTS},
+    }
+    for key, (ok, what) in rules.items():
+        if key in doc and not ok(doc[key]):
+            raise UsageError(f"{path}: {key} must be {what}, got {doc[key]!r}")
 
 
 def points(sweep: Sweep) -> list[Point]:

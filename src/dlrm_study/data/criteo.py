@@ -25,6 +25,8 @@ class CriteoData:
 
     def __init__(self, cfg: Config, stream: str = "train") -> None:
         self.path = Path(cfg.data.path)
+        if self.path.is_dir():
+            raise UsageError(f"Criteo file {self.path} is a folder")
         if not self.path.is_file():
             raise UsageError(f"Criteo file not found: {self.path}")
         self.rows = cfg.model.table_rows
@@ -57,21 +59,27 @@ class CriteoData:
     def _file_batches(self) -> Iterator[Batch]:
         samples: list[tuple[float, list[float], list[int]]] = []
         bad = 0  # per pass over the file: the train stream may read it many times
-        with self.path.open() as lines:
-            for number, line in enumerate(lines, start=1):
-                try:
-                    samples.append(self.parse(line))
-                except ValueError as err:
-                    if not self.skip_bad_lines:
-                        raise UsageError(f"{self.path}:{number}: {err}") from None
-                    bad += 1
-                    self.bad_lines = max(self.bad_lines, bad)
-                    continue
-                if len(samples) == self.batch_size:
-                    yield collate(samples)
-                    samples = []
+        for number, raw in enumerate(self._lines(), start=1):
+            try:  # decoded here, per line, so a line of bad bytes is one malformed line like any other
+                samples.append(self.parse(decode(raw)))
+            except ValueError as err:
+                if not self.skip_bad_lines:
+                    raise UsageError(f"{self.path}:{number}: {err}") from None
+                bad += 1
+                self.bad_lines = max(self.bad_lines, bad)
+                continue
+            if len(samples) == self.batch_size:
+                yield collate(samples)
+                samples = []
         if samples:
             yield collate(samples)
+
+    def _lines(self) -> Iterator[bytes]:
+        try:
+            with self.path.open("rb") as lines:
+                yield from lines
+        except OSError as err:
+            raise UsageError(f"Criteo file {self.path}: {err.strerror}") from None
 
     def parse(self, line: str) -> tuple[float, list[float], list[int]]:
         """One line as (label, dense, ids); ValueError saying what is wrong with it."""
@@ -84,7 +92,7 @@ class CriteoData:
         for i, x in enumerate(fields[1 : 1 + DENSE], start=1):
             try:
                 dense.append(math.log1p(max(int(x), 0)) if x else 0.0)
-            except ValueError:
+            except (ValueError, OverflowError):  # OverflowError: a number beyond a float's range
                 raise ValueError(f"integer feature I{i} is {x!r}, not an integer") from None
         for i, (x, rows) in enumerate(zip(fields[1 + DENSE :], self.rows, strict=True), start=1):
             try:
@@ -92,6 +100,14 @@ class CriteoData:
             except ValueError:
                 raise ValueError(f"categorical feature C{i} is {x!r}, not hexadecimal") from None
         return float(fields[0]), dense, ids
+
+
+def decode(raw: bytes) -> str:
+    """One line as text; ValueError (a malformed line) where its bytes are not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1})") from None
 
 
 def collate(samples: list[tuple[float, list[float], list[int]]]) -> Batch:

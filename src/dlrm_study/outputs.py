@@ -1,0 +1,41 @@
+"""Output paths checked before any work starts, so a run is never lost to where its output goes.
+
+A record or checkpoint is written at the end of a run; a folder, a missing parent that cannot
+be made, or a file that is not a records CSV would only fail then, after the training.
+"""
+
+import csv
+import os
+from pathlib import Path
+
+from dlrm_study.errors import UsageError
+
+# Every record names its study (results.record); a CSV without that column is not ours to rewrite.
+RECORD_COLUMN = "study"
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """Refuse `path` unless a file can be written there (its parent folders made as needed)."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder, not a file")
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{flag} {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{flag} {path}: not writable")
+
+
+def check_records_file(path: Path, flag: str = "--out") -> None:
+    """Refuse a records path that cannot be written, or an existing file that is not a records CSV."""
+    check_writable(path, flag)
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (UnicodeDecodeError, csv.Error):
+        header = []
+    if RECORD_COLUMN not in header:
+        raise UsageError(f"{flag} {path} exists and is not a records CSV (no {RECORD_COLUMN!r} column): not touched")
