@@ -13,7 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 from tests.conftest import CRITEO_SAMPLE
+
+from dlrm_study import config
 
 KAGGLE_SMALL = ["--config", "kaggle", "--set", "model.table_rows=26x100", "--set", "train.batch_size=8"]
 TRAIN = ["train", "--no-progress"]
@@ -50,6 +53,8 @@ def make_inputs(folder: Path) -> None:
     }
     for name, content in files.items():
         (folder / name).write_bytes(content)
+    hollow = {"config": config.preset("tiny").to_dict(), "step": 0, "losses": [], "model": {}, "dense_optimizer": {}}
+    torch.save(hollow, folder / "hollow.pt")  # a checkpoint's shape without its state
     (folder / "folder").mkdir()
     (folder / "folder.yaml").mkdir()
 
@@ -128,6 +133,7 @@ CASES = [
     # checkpoints
     ("resume-missing", [*TRAIN, "--resume", "missing.pt"], "checkpoint not found: missing.pt"),
     ("resume-garbage", [*TRAIN, "--resume", "garbage.pt"], "garbage.pt is not a dlrm-study checkpoint"),
+    ("resume-hollow", [*TRAIN, "--resume", "hollow.pt"], "hollow.pt: its state does not match its config"),
     ("resume-with-seed", [*TRAIN, "--resume", "garbage.pt", "--seed", "0"], "drop --seed"),
     # distributed setups, refused before any process group or rpc starts
     ("distributed-alone", [*TRAIN, "--distributed"], "--distributed runs under torchrun"),

@@ -50,7 +50,9 @@ def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--seed", "3")
     assert code == 2 and "drop --seed" in err
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--steps", "10", "--no-progress")
-    assert code == 2 and err == f"dlrm-study: error: --steps 10 is the total to reach; {tmp_path / 'c.pt'} is at step 20\n"
+    assert (
+        code == 2 and err == f"dlrm-study: error: --steps 10 is the total to reach; {tmp_path / 'c.pt'} is at step 20\n"
+    )
 
 
 def test_set_train_steps_is_not_overridden_by_the_default(capsys, tmp_path):

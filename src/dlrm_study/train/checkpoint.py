@@ -2,7 +2,8 @@
 
 Batches are a pure function of (seed, index), so the step number is all the data
 state there is; plain SGD keeps no optimizer state, but whatever a sparse arch or the
-dense optimizer keeps is saved too.
+dense optimizer keeps is saved too: the fused arch's tables, bf16 halves and Adagrad
+accumulators are buffers in the model's state dict, Split-SGD's lower halves are its state.
 """
 
 import os
@@ -44,7 +45,10 @@ def load(path: Path, device: str | None = None, make_arch: Callable[..., SparseA
     if device:
         cfg.train.device = device
     run = build(cfg, make_arch)
-    run.model.load_state_dict(state["model"])
-    run.dense_optimizer.load_state_dict(state["dense_optimizer"])
-    run.step, run.losses = state["step"], list(state["losses"])
+    try:
+        run.model.load_state_dict(state["model"])
+        run.dense_optimizer.load_state_dict(state["dense_optimizer"])
+        run.step, run.losses = int(state["step"]), list(state["losses"])
+    except (KeyError, ValueError, RuntimeError, TypeError) as err:  # parts missing or not of its own config
+        raise UsageError(f"{path}: its state does not match its config ({type(err).__name__})") from None
     return run

@@ -6,6 +6,8 @@ step joins the halves into fp32, applies SGD with the bf16 gradient, and splits 
 fp32 SGD's trajectory without an fp32 copy of the weights or per-step weight casts.
 """
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -33,6 +35,19 @@ class SplitSGD(torch.optim.Optimizer):
         for p, lo in zip(params, lower, strict=True):
             optimizer.state[p]["lo"] = lo
         return optimizer
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load the state, keeping the lower halves int16 and bit for bit as saved."""
+        super().load_state_dict(state_dict)
+        # torch casts the state of a floating-point parameter to its dtype: int16 bits would
+        # become bf16 *values*, rounded, so take them from the saved state instead.
+        params = [p for group in self.param_groups for p in group["params"]]
+        saved_ids = [i for group in state_dict["param_groups"] for i in group["params"]]
+        for p, i in zip(params, saved_ids, strict=True):
+            lo = state_dict["state"][i]["lo"]
+            if lo.dtype != torch.int16:
+                raise ValueError(f"Split-SGD state {i}: lower halves are {lo.dtype}, not int16")
+            self.state[p]["lo"] = lo.to(p.device, copy=True)  # a copy: never alias the caller's tensors
 
     @torch.no_grad()
     def step(self) -> None:  # type: ignore[override]
