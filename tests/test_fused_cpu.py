@@ -1,5 +1,10 @@
 """The fused CPU sparse arch: C++ and PyTorch kernels, Split-SGD, equivalence with the reference."""
 
+import os
+import shutil
+import sysconfig
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -176,15 +181,52 @@ def test_bf16_split_sgd_tracks_fp32_loss():
     assert sum(b[-window:]) < sum(b[:window])  # and it learns
 
 
-def test_fused_arch_records_its_kernel_path(small):
-    small.train.loop = "optimized"
-    arch = build(small).model.sparse_arch
-    assert arch.kernel_path == ("cpp" if CPP is not None else "torch")
+def can_build_cpp() -> bool:
+    """Whether this machine has what torch needs to build the kernels: a C++ compiler, ninja, Python's headers.
+
+    Asked of the machine, not of `kernels.load()`, which falls back to PyTorch quietly on any failure.
+    """
+    if os.environ.get("DLRM_STUDY_KERNELS") == "torch":
+        return False
+    compiler = shutil.which(os.environ.get("CXX", "c++"))
+    headers = Path(sysconfig.get_paths()["include"], "Python.h").is_file()
+    return bool(compiler and shutil.which("ninja") and headers)
+
+
+def optimized_arch(cfg: config.Config):
+    cfg.train.loop = "optimized"
+    return build(cfg).model.sparse_arch
+
+
+@pytest.mark.skipif(not can_build_cpp(), reason="no C++ toolchain: the PyTorch path is expected")
+def test_fused_arch_runs_the_cpp_kernels_where_they_can_be_built(small):
+    arch = optimized_arch(small)
+    assert arch.kernel_path == "cpp"
+    assert Path(arch.ops.__file__).suffix == ".so"  # the compiled extension, not a Python module
+
+
+def test_fused_arch_runs_the_torch_kernels_when_cpp_is_switched_off(small, monkeypatch):
+    monkeypatch.setenv("DLRM_STUDY_KERNELS", "torch")
+    monkeypatch.setattr(kernels, "load", kernels.load.__wrapped__)  # uncached: reads the switch again
+    arch = optimized_arch(small)
+    assert arch.kernel_path == "torch" and arch.ops is torch_ops
+
+
+def test_fused_arch_falls_back_to_torch_when_the_build_fails(small, monkeypatch):
+    from torch.utils import cpp_extension
+
+    def no_compiler(**kwargs):
+        raise OSError("no compiler")
+
+    monkeypatch.setenv("DLRM_STUDY_KERNELS", "auto")
+    monkeypatch.setattr(kernels, "load", kernels.load.__wrapped__)
+    monkeypatch.setattr(cpp_extension, "load", no_compiler)
+    with pytest.warns(UserWarning, match=r"fused CPU kernels unavailable \(OSError\); using the PyTorch path"):
+        arch = optimized_arch(small)
+    assert arch.kernel_path == "torch" and arch.ops is torch_ops
 
 
 def test_tables_are_advised_onto_huge_pages():
-    from pathlib import Path
-
     from dlrm_study.embeddings import hugepages
 
     setting = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -233,3 +275,15 @@ def test_bf16_run_keeps_fp32_masters_of_the_dense_weights():
     assert first.dtype == torch.bfloat16
     master = torch_ops.join(first.view(torch.int16), run.dense_optimizer.state[first]["lo"])
     assert torch.equal(master, fp32.model.bottom_mlp[0].weight)  # the same fp32 initialisation
+
+
+def test_split_sgd_check_runs_the_kernel_training_runs(monkeypatch):
+    """Notebook 07's check steps training's optimizer: a broken kernel there makes it false."""
+    from types import SimpleNamespace
+
+    from dlrm_study import studies
+
+    assert studies.split_sgd_exact() == (True, "cpp" if can_build_cpp() else "torch")
+    forgets_the_update = SimpleNamespace(split_sgd_dense=lambda hi, lo, grad, lr: None)
+    monkeypatch.setattr(kernels, "load", lambda: forgets_the_update)
+    assert studies.split_sgd_exact() == (False, "cpp")

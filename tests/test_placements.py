@@ -5,10 +5,13 @@ logic is checked in CI; tests marked `gpu` repeat the equivalence on a CUDA devi
 """
 
 import functools
+import importlib.util
 import itertools
+import os
 
 import pytest
 import torch
+from tests.test_fused_cpu import can_build_cpp
 
 from dlrm_study import config
 from dlrm_study.data import make_data
@@ -28,6 +31,18 @@ SHAPE = [
     "train.batch_size=32",
 ]
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+TRITON_INSTALLED = importlib.util.find_spec("triton") is not None
+
+
+def expected_kernel_path(placement: str, device: str = "cpu") -> str:
+    """The kernels each placement group should run, from what this machine has rather than from the code:
+    Triton where it is installed and runs (a GPU, or its interpreter on the CPU), the `host` placement's
+    C++ where it can be built, their PyTorch twins otherwise."""
+    triton_runs = TRITON_INSTALLED and (device == "cuda" or os.environ.get("TRITON_INTERPRET") == "1")
+    device_kernels = "triton" if triton_runs else "torch"
+    host_kernels = "cpp" if can_build_cpp() else "torch"
+    groups = dict.fromkeys(placement.split(","))  # one arch per placement, in first-appearance order
+    return ",".join(host_kernels if p == "host" else device_kernels for p in groups)
 
 
 def gpu_cfg(placement: str, *extra: str) -> config.Config:
@@ -56,6 +71,7 @@ def assert_same_parameters(a, b, atol: float = 1e-6) -> None:
 @pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
 def test_hbm_equals_the_reference_loop(optimizer):
     hbm = hbm_run(optimizer)
+    assert hbm.model.sparse_arch.kernel_path == expected_kernel_path("hbm")
     reference = trained(config.load("tiny", [*SHAPE, f"train.optimizer={optimizer}"]))
     assert_same_parameters(hbm, reference, atol=1e-5)
     assert hbm.losses == pytest.approx(reference.losses, abs=1e-5)
@@ -66,7 +82,7 @@ def test_hbm_equals_the_reference_loop(optimizer):
     "placement, extra",
     [
         ("host", ()),
-        ("uvm", ()),
+        ("uvm", ()),  # on the CPU: hbm's storage, only the SGD update differs (see the uvm test below)
         ("cached", ("train.cache_fraction=0.3",)),
         ("cached", ("train.cache_fraction=0.3", "train.cache_policy=lfu")),
         ("hbm,cached,host,uvm", ("train.cache_fraction=0.35",)),
@@ -76,13 +92,36 @@ def test_hbm_equals_the_reference_loop(optimizer):
 def test_every_placement_trains_what_hbm_trains(placement, extra, optimizer):
     hbm = hbm_run(optimizer)
     other = trained(gpu_cfg(placement, f"train.optimizer={optimizer}", *extra))
+    assert other.model.sparse_arch.kernel_path == expected_kernel_path(placement)
     assert_same_parameters(hbm, other)
     if "cached" in placement:
         assert other.model.sparse_arch.stats()["cache_evicted_rows"] > 0  # write-back was exercised
 
 
+def test_uvm_on_the_cpu_is_hbm_storage_with_the_once_per_row_update(monkeypatch):
+    """What the CPU `uvm` case above exercises, and what it does not.
+
+    Pinned memory needs a CUDA allocator (torch refuses `pin_memory=True` without one), so on the CPU
+    `uvm` keeps its tables where `hbm` does: ordinary CPU memory, not pinned, no unified addressing.
+    What it does exercise is its SGD update: each distinct row written once (Triton's `sgd_rows_fp32`)
+    instead of by atomics; with row-wise Adagrad nothing differs from `hbm` at all. Pinned memory read
+    through UVA is checked only by the gpu test below.
+    """
+    original, calls = getattr(triton_ops, "sgd_rows_fp32", None), []
+
+    def counted(*args) -> None:
+        calls.append(args)
+        original(*args)
+
+    monkeypatch.setattr(triton_ops, "sgd_rows_fp32", counted, raising=False)
+    arch = trained(gpu_cfg("uvm"), 2).model.sparse_arch
+    assert arch.placement == "uvm" and arch.weight.device.type == "cpu" and not arch.weight.is_pinned()
+    assert len(calls) == (2 if expected_kernel_path("uvm") == "triton" else 0)  # one update per step
+
+
 def test_torch_kernels_give_the_same_result(monkeypatch):
     triton_run = trained(gpu_cfg("cached", "train.cache_fraction=0.3"))
+    assert triton_run.model.sparse_arch.kernel_path == expected_kernel_path("cached")
     monkeypatch.setattr(triton_ops, "available", lambda device: False)
     torch_run = trained(gpu_cfg("cached", "train.cache_fraction=0.3"))
     assert torch_run.model.sparse_arch.kernel_path == "torch"
@@ -213,7 +252,10 @@ def test_auto_picks_the_first_placement_that_fits(monkeypatch):
 def test_placements_on_the_gpu_train_what_the_cpu_trains(placement):
     on_cpu = hbm_run()
     on_gpu = trained(gpu_cfg(placement, "train.device=cuda", "train.cache_fraction=0.3"))
-    assert on_gpu.model.sparse_arch.kernel_path in ("triton", "cpp", "torch")
+    arch = on_gpu.model.sparse_arch
+    assert arch.kernel_path == expected_kernel_path(placement, "cuda")
+    if placement == "uvm":  # what the CPU cannot check: the tables in pinned host memory, read through UVA
+        assert arch.weight.is_pinned() and arch.weight.device.type == "cpu"
     assert_same_parameters(on_cpu, on_gpu, atol=1e-5)
 
 

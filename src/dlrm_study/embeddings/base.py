@@ -4,12 +4,15 @@ Every variant (reference, fused CPU, torchrec, GPU placements) implements this o
 interface, so the model and the training loop never change when it is swapped:
 
 - `forward(indices, offsets)` returns the pooled embeddings, (batch, tables, dim);
+  every call checks the ids first (`check_ids`), so no kernel ever sees one outside its table;
 - the update happens either inside backward (fused variants) or in `update()`,
   which the loop calls after `loss.backward()` every step.
 """
 
 import torch
 from torch import nn
+
+from dlrm_study.errors import UsageError
 
 
 class SparseArch(nn.Module):
@@ -32,8 +35,28 @@ class SparseArch(nn.Module):
         self.table_rows = list(table_rows)
         self.dim = dim
 
+    def __call__(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
+        self.check_ids(indices)
+        return super().__call__(indices, offsets)
+
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         raise NotImplementedError
+
+    def check_ids(self, indices: list[torch.Tensor]) -> None:
+        """Refuse a batch with an id outside [0, rows) of its table (UsageError naming both).
+
+        Here, before any lookup, because the archs' kernels disagree: the C++, Triton and
+        fbgemm (torchrec) ones take such an id without a word (a neighbour table's row, memory
+        past the end, or a skipped update), aten raises its own error. The cost: one min and
+        max per table and one host sync per batch (on a GPU, it waits for the ids' copy).
+        """
+        tables = [t for t, ids in enumerate(indices) if ids.numel()]
+        if not tables:
+            return
+        bounds = torch.stack([torch.stack(torch.aminmax(indices[t])) for t in tables]).tolist()
+        for t, (low, high) in zip(tables, bounds, strict=True):
+            if low < 0 or high >= self.table_rows[t]:
+                raise UsageError(out_of_range(t, low if low < 0 else high, self.table_rows[t]))
 
     def update(self) -> None:
         """Apply this step's update to the tables (a no-op where backward already did)."""
@@ -56,6 +79,11 @@ class SparseArch(nn.Module):
 
     def close(self) -> None:
         """Release what the arch holds outside this process (a parameter server's shards)."""
+
+
+def out_of_range(table: int, bad_id: int, rows: int) -> str:
+    """The one-line refusal of an id outside its table."""
+    return f"id {bad_id} in table {table} is out of range: the table has {rows} rows (ids 0 to {rows - 1})"
 
 
 def batched_ids(

@@ -4,6 +4,11 @@
 // (table offset added) and `offsets` the T*B+1 bag starts, table-major: bag t*B+i
 // is sample i of table t, and its pooled vector is out[i][t].
 //
+// Ids are not range-checked here: an id outside its table would read a neighbour
+// table's row or memory past the end (forward), or fall in no thread's rows and be
+// skipped (update). `SparseArch.check_ids` (base.py) refuses such a batch before any
+// kernel runs, so the hot loops stay free of bounds checks.
+//
 // The update is fused with the backward: no sparse or dense gradient is built.
 // Each thread owns a contiguous range of rows and applies only the updates that
 // fall in it, so no two threads ever write the same row and no atomics are needed.
