@@ -80,6 +80,8 @@ CASES = [
     ("zero-batch", [*TRAIN, "--set", "train.batch_size=0"], "train.batch_size must be positive, got 0"),
     ("negative-threads", [*TRAIN, "--threads", "-2"], "must not be negative"),
     ("cache-fraction-range", [*TRAIN, "--loop", "gpu", "--cache-fraction", "1.5"], "train.cache_fraction must be in"),
+    ("beyond-int64", [*TRAIN, "--set", "model.dense_features=1e300"], "model.dense_features: 1e+300 is not a valid"),
+    ("too-many-threads", [*TRAIN, "--threads", "100000"], "train.threads must be at most 1024, got 100000"),
     ("too-big", [*BENCH, "--set", "model.table_rows=8x100000000000"], "needs about"),
     # options
     ("steps-zero", [*TRAIN, "--steps", "0"], "--steps must be positive"),
@@ -99,6 +101,8 @@ CASES = [
     ("compare-preset", ["compare", "--configs", "huge"], "unknown preset 'huge'"),
     ("compare-repeats", ["compare", "--repeats", "0"], "--repeats and --steps must be positive"),
     ("predict-device", ["predict", "--device", "h100"], "--device 'h100': no description"),
+    ("readme-missing", ["readme", "--readme", "nope.md", "--results", "folder"], "--readme file not found: nope.md"),
+    ("readme-results", ["readme", "--results", "nope"], "--results nope: not a folder"),
     ("baseline-python", ["baseline-2020", "--results", "folder", "--python", "no/such/python"], "no/such/python"),
     # config files
     ("config-missing", [*TRAIN, "--config", "missing.yaml"], "config file not found: missing.yaml"),

@@ -155,5 +155,5 @@ def test_yaml_scalars_follow_the_core_schema(text, value):
 def test_text_fields_take_set_values_as_written():
     cfg = config.load("tiny", ["data.path=clicks #2.tsv", "name=yes", "data.source=criteo"])
     assert (cfg.data.path, cfg.name) == ("clicks #2.tsv", "yes")
-    with pytest.raises(UsageError, match="train.steps: '1:30' is not a valid whole number"):
+    with pytest.raises(UsageError, match=r"train.steps: '1:30' is not a valid whole number"):
         config.load("tiny", ["train.steps=1:30"])

@@ -401,6 +401,10 @@ def cmd_compare(args: argparse.Namespace) -> None:
 def cmd_readme(args: argparse.Namespace) -> None:
     from dlrm_study.studies import profile, summary
 
+    if not args.results.is_dir():
+        raise UsageError(f"--results {args.results}: not a folder")
+    config.read_text(args.readme, "--readme")  # exists, a file, UTF-8
+    outputs.check_writable(args.readme, "--readme")
     changed = summary.write_readme(args.readme, args.results, profile(args.profile))
     print(f"{args.readme}: generated section {'rewritten' if changed else 'unchanged'}")
 

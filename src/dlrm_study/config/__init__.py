@@ -25,6 +25,7 @@ from dlrm_study.config.overrides import (
     load,
     parse_int_list,
     parse_text,
+    read_text,
     read_yaml,
     set_field,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "MLPERF_ROW_CAP", "OPTIMIZED_SWITCHES", "OPTIMIZERS", "PLACEMENTS", "PRECISIONS", "PRESETS", "SECTIONS",
     "TORCHREC_PLACEMENTS", "Config", "DataConfig", "GiB", "MemoryEstimate", "ModelConfig", "TrainConfig",
     "apply_override", "available_memory", "check_fits", "check_split_fits", "coerce", "estimate_memory",
-    "format_value", "from_yaml", "load", "parse_int_list", "parse_text", "placements", "preset", "read_yaml",
+    "format_value", "from_yaml", "load", "parse_int_list", "parse_text", "placements", "preset",
+    "read_text", "read_yaml",
     "resolve_placement", "set_field", "split_memory", "table_bytes", "validate", "validate_placement",
 ]  # fmt: skip

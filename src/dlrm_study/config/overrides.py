@@ -161,11 +161,11 @@ def coerce(key: str, value: object, kind: type) -> object:
             if isinstance(value, bool):
                 raise ValueError
             if isinstance(value, int):
-                return value
+                return int64(value)
             number = float(value)  # `1e6` is a whole number too
             if not number.is_integer():  # also refuses inf and nan
                 raise ValueError
-            return int(number)
+            return int64(int(number))
         if kind is float:
             number = float(value)
             if not math.isfinite(number):  # nan and inf pass every comparison test below: refuse them here
@@ -199,4 +199,11 @@ def parse_int_list(value: object) -> list[int]:
         raise ValueError
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise ValueError
-    return list(items)
+    return [int64(v) for v in items]
+
+
+def int64(value: int) -> int:
+    """`value`, if a tensor's size or an index can hold it; else ValueError."""
+    if not -(2**63) <= value < 2**63:
+        raise ValueError
+    return value

@@ -13,6 +13,8 @@ from dlrm_study.config.schema import (
 )
 from dlrm_study.errors import UsageError
 
+MAX_THREADS = 1024  # more than any one machine here has cores
+
 
 def validate(cfg: Config) -> Config:
     """Refuse, naming the field, any config that cannot run; return it unchanged otherwise."""
@@ -34,6 +36,8 @@ def validate(cfg: Config) -> Config:
         raise UsageError(f"model.table_rows must be a non-empty list of positive sizes, got {m.table_rows}")
     if t.steps < 0 or t.threads < 0 or t.prefetch < 0:
         raise UsageError("train.steps, train.threads and train.prefetch must not be negative")
+    if t.threads > MAX_THREADS:  # the OS refuses to start that many, deep inside torch
+        raise UsageError(f"train.threads must be at most {MAX_THREADS}, got {t.threads}")
     for key, seed in {"train.seed": t.seed, "data.teacher_seed": d.teacher_seed}.items():
         if not 0 <= seed < 2**32:  # what numpy and torch generators accept
             raise UsageError(f"{key} must be in [0, 2**32), got {seed}")
