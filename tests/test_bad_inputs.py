@@ -141,6 +141,7 @@ CASES = [
     ("resume-with-seed", [*TRAIN, "--resume", "garbage.pt", "--seed", "0"], "drop --seed"),
     # distributed setups, refused before any process group or rpc starts
     ("distributed-alone", [*TRAIN, "--distributed"], "--distributed runs under torchrun"),
+    ("distributed-checkpoint-every", [*TRAIN, "--distributed", "--checkpoint-every", "5"], "is for one process"),
     ("two-setups", [*TRAIN, "--distributed", "--remote-tables"], "two setups: choose one"),
     ("remote-bf16", [*TRAIN, "--remote-tables", "--loop", "optimized", "--precision", "bf16"], "fp32 tables only"),
     # sweep files

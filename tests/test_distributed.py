@@ -1,19 +1,23 @@
 """Hybrid parallelism under torchrun (2 gloo ranks on the CPU): equivalence, checkpoints, faults."""
 
+import itertools
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
-from tests.conftest import ROOT
+from tests.conftest import CRITEO_SAMPLE, ROOT
 
 from dlrm_study import config, results
 from dlrm_study.data import make_data
 from dlrm_study.distributed import perf_model
 from dlrm_study.distributed.hybrid import table_owners
+from dlrm_study.distributed.optimizer_state import accumulators
+from dlrm_study.errors import UsageError
 from dlrm_study.train import build, train
 from dlrm_study.train import checkpoint as ckpt
 
@@ -53,6 +57,13 @@ def assert_same(a, b, atol: float = 1e-5) -> None:
         torch.testing.assert_close(x, y, rtol=0, atol=atol)
     for x, y in zip(a.model.dense_parameters(), b.model.dense_parameters(), strict=True):
         torch.testing.assert_close(x.detach(), y.detach(), rtol=0, atol=atol)
+    assert_same_tensors(accumulators(a.model.sparse_arch), accumulators(b.model.sparse_arch), atol)
+
+
+def assert_same_tensors(a: list[torch.Tensor] | None, b: list[torch.Tensor] | None, atol: float = 1e-5) -> None:
+    assert (a is None) == (b is None)
+    for x, y in zip(a or [], b or [], strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=atol)
 
 
 @pytest.mark.slow
@@ -83,6 +94,78 @@ def test_a_distributed_checkpoint_resumes_on_one_rank_or_two(tmp_path):
     done = torchrun("train", "--distributed", *resume, "--steps", "5", *out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same(ckpt.load(tmp_path / "at5.pt"), straight)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loop", ["reference", "optimized"])
+def test_a_rowwise_adagrad_checkpoint_resumes_exactly(tmp_path, loop):
+    """Its accumulators travel with the tables: 2 steps, then 2 resumed, equal 4 straight (on 2 ranks or 1)."""
+    adagrad = sets(f"train.loop={loop}", "train.optimizer=rowwise_adagrad")
+    out = ["--out", str(tmp_path / "t.csv")]
+    for steps, name in (("4", "straight.pt"), ("2", "at2.pt")):
+        where = ["--checkpoint", str(tmp_path / name), *out]
+        done = torchrun("train", "--distributed", *adagrad, "--steps", steps, *where)
+        assert done.returncode == 0, done.stderr[-3000:]
+    resume = ["--resume", str(tmp_path / "at2.pt"), "--checkpoint", str(tmp_path / "resumed.pt")]
+    done = torchrun("train", "--distributed", *resume, "--steps", "4", *out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    straight = ckpt.load(tmp_path / "straight.pt")
+    assert accumulators(straight.model.sparse_arch) is not None
+    assert_same(ckpt.load(tmp_path / "resumed.pt"), straight, atol=1e-7)  # the same arithmetic: no drift
+    assert_same(straight, single_process(4, f"train.loop={loop}", "train.optimizer=rowwise_adagrad"))
+    one = ckpt.load(tmp_path / "at2.pt")  # one process resumes it too
+    train(one, make_data(one.cfg).batches(start=2), 4)
+    assert_same(one, straight)
+
+
+def test_the_torchrec_route_refuses_rowwise_adagrad_before_it_starts(tmp_path, capsys):
+    """It trains its tables with fused SGD only: nothing to checkpoint for Adagrad, so refused up front."""
+    from dlrm_study.cli import main
+
+    out = tmp_path / "t.csv"
+    args = ["--set", "train.optimizer=rowwise_adagrad", "--checkpoint", str(tmp_path / "c.pt"), "--out", str(out)]
+    assert main(["train", "--distributed", "--route", "torchrec", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["dlrm-study: error: --route torchrec trains the tables with SGD only (train.optimizer=sgd)"]
+    assert not out.exists()
+
+
+def criteo_file(tmp_path: Path, lines: int) -> Path:
+    """The first `lines` lines of the Criteo sample."""
+    path = tmp_path / "criteo.tsv"
+    path.write_text("".join(CRITEO_SAMPLE.read_text().splitlines(keepends=True)[:lines]))
+    return path
+
+
+# The Criteo shape (13 dense features, 26 tables), small: batches of 32, the first one held out.
+CRITEO = ["--config", "kaggle", "--set", "model.table_rows=26x1000", "--set", "train.batch_size=32"]
+CRITEO += ["--set", "train.eval_batches=1"]
+
+
+def test_distributed_batches_drop_the_short_one_and_resume_where_they_left_off(tmp_path):
+    from dlrm_study.distributed.run import training_batches
+
+    cfg = config.load("kaggle", ["model.table_rows=26x1000", "train.batch_size=32", "train.eval_batches=1"])
+    cfg.data.source, cfg.data.path = "criteo", str(criteo_file(tmp_path, 150))  # 1 held out, 3 whole, 22 left
+    dense = [b.dense for b in itertools.islice(training_batches(cfg), 7)]  # over two passes and more
+    assert [len(x) for x in dense] == [32] * 7
+    torch.testing.assert_close(dense[3], dense[0])  # the second pass: the short batch dropped between
+    for start in (2, 3, 5):  # a resumed run trains on the batches it would have had
+        torch.testing.assert_close(next(training_batches(cfg, start)).dense, dense[start])
+    cfg.data.path = str(criteo_file(tmp_path, 50))  # no whole training batch: refused, not an endless loop
+    with pytest.raises(UsageError, match="fewer training lines than one batch of 32"):
+        next(training_batches(cfg))
+
+
+@pytest.mark.slow
+def test_a_distributed_run_over_a_criteo_file_passes_it_cleanly(tmp_path):
+    """150 lines in batches of 32: each pass ends with a short batch, which the ranks cannot split evenly."""
+    out = tmp_path / "t.csv"
+    data = ["--data", str(criteo_file(tmp_path, 150)), "--out", str(out), "--timeout-s", "30"]
+    done = torchrun("train", "--distributed", *CRITEO, *data, "--steps", "8")  # 3 whole batches a pass
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = results.load(out).iloc[0]
+    assert record["steps"] == 8 and record["world_size"] == 2
 
 
 @pytest.mark.slow
@@ -205,6 +288,25 @@ def test_communication_terms_follow_the_stated_formulas():
     pooled = 500 * 2 * 10 * 4  # B/W samples x ceil(T/W) tables x D x 4 bytes, to the one other rank
     assert times["alltoall_ms"] == pytest.approx(2 * (0.01 + pooled / 1e6))
     assert times["allreduce_ms"] == pytest.approx(2 * 0.01 + 2 * 0.5 * 4e6 / 1e6)
+
+
+@pytest.mark.slow
+def test_remote_tables_resume_rowwise_adagrad_exactly(tmp_path):
+    """The servers' accumulators are in the checkpoint: 2 steps, then 2 resumed, equal 4 in one process."""
+    adagrad = sets("train.loop=optimized", "train.optimizer=rowwise_adagrad")
+    out = ["--out", str(tmp_path / "t.csv"), "--no-progress"]
+    where = ["--checkpoint", str(tmp_path / "at2.pt"), *out]
+    done = torchrun("train", "--remote-tables", *adagrad, "--steps", "2", *where)
+    assert done.returncode == 0, done.stderr[-3000:]
+    resume = ["--resume", str(tmp_path / "at2.pt"), "--checkpoint", str(tmp_path / "at4.pt")]
+    done = torchrun("train", "--remote-tables", *resume, "--steps", "4", *out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    saved = torch.load(tmp_path / "at4.pt", weights_only=True)
+    straight = single_process(4, "train.loop=optimized", "train.optimizer=rowwise_adagrad")
+    assert saved["losses"] == pytest.approx(straight.losses, abs=1e-5)
+    remote = saved["model"]["sparse_arch._extra_state"]
+    assert_same_tensors(remote["tables"], straight.model.sparse_arch.tables())
+    assert_same_tensors(remote["accumulators"], accumulators(straight.model.sparse_arch))
 
 
 @pytest.mark.slow

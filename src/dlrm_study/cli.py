@@ -198,6 +198,9 @@ def cmd_train(args: argparse.Namespace) -> None:
     if args.distributed:
         from dlrm_study.distributed.run import train_main
 
+        if args.checkpoint_every:
+            raise UsageError("--checkpoint-every is for one process; --distributed saves --checkpoint at the end")
+
         cfg = None if args.resume else load_config(args)
         out = Path(args.out) if args.out else Path("results/train.csv")
         steps = cfg.train.steps if cfg else steps_of(args)

@@ -27,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 from dlrm_study.config import Config, check_fits, validate
 from dlrm_study.data import Batch
 from dlrm_study.distributed.launch import GPU_RANKS, World
+from dlrm_study.distributed.optimizer_state import accumulators, set_accumulators
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.embeddings.base import draw_tables
 from dlrm_study.errors import UsageError
@@ -136,6 +137,9 @@ class ShardedSparseArch(SparseArch):
 
     def start(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> None:
         """Look up this rank's tables for the global batch and start the exchange."""
+        # Every rank holds the global batch: each refuses a bad id alike, naming its global table,
+        # rather than its owner alone while the others wait in the all-to-all.
+        self.check_ids(indices)
         mine = self.ex.by_rank[self.ex.rank]
         pooled = self.local([indices[t] for t in mine], [offsets[t] for t in mine])
         self.pending = AllToAllStart.apply(pooled, self.ex) if self.exchange else local_stand_in(pooled, self.ex)
@@ -188,6 +192,9 @@ class DistRun:
     def gather_tables(self) -> list[torch.Tensor] | None:
         return gather_tables(self)
 
+    def gather_accumulators(self) -> list[torch.Tensor] | None:
+        return gather_accumulators(self)
+
 
 def check_config(cfg: Config, world: World) -> None:
     validate(cfg)
@@ -204,25 +211,26 @@ def check_config(cfg: Config, world: World) -> None:
         raise UsageError(f"{cfg.model.num_tables} tables cannot be spread over {world.size} ranks (table-wise)")
 
 
+def check_route(cfg: Config, route: str) -> None:
+    """Refuse an optimizer the route cannot train, nor so checkpoint (cheap: before any process group starts)."""
+    if route == "torchrec" and cfg.train.optimizer != "sgd":
+        # Its tables train by fbgemm's fused SGD: row-wise Adagrad would be neither trained nor checkpointed.
+        raise UsageError("--route torchrec trains the tables with SGD only (train.optimizer=sgd)")
+
+
 def build(cfg: Config, world: World, initial: dict | None = None) -> DistRun:
     """This rank's share of the model, initialised exactly as a single process would be.
 
     The single process draws every table from one generator, then the MLPs; each rank draws
     them all in the same order and keeps its own tables (one table in memory at a time).
-    `initial` (tables and dense state of a checkpoint) replaces those values.
+    `initial` (a checkpoint's tables, dense state and optimizer state, see `run.load_checkpoint`)
+    replaces those values.
     """
     check_config(cfg, world)
     check_fits(cfg, "cpu")
     owners = table_owners(cfg.model.table_rows, world.size)
     generator = torch.Generator().manual_seed(cfg.train.seed)
-    owned = {t for t, rank in enumerate(owners) if rank == world.rank}
-    mine = draw_tables(cfg.model.table_rows, cfg.model.embedding_dim, generator, owned)
-    local_cfg = Config.from_dict(cfg.to_dict())
-    local_cfg.model.table_rows = [cfg.model.table_rows[t] for t, r in enumerate(owners) if r == world.rank]
-    local = make_sparse_arch(local_cfg, torch.Generator().manual_seed(0))
-    if initial is not None:
-        mine = [initial["tables"][t] for t, r in enumerate(owners) if r == world.rank]
-    local.set_tables(mine)
+    local = local_arch(cfg, [t for t, rank in enumerate(owners) if rank == world.rank], generator, initial)
     group = dist.new_group(backend=dist.get_backend(), timeout=world.timeout)  # new groups do not inherit it
     ex = Exchange(owners, world.size, world.rank, cfg.train.batch_size // world.size, cfg.model.embedding_dim, group)
     sparse = ShardedSparseArch(local, cfg.model.table_rows, cfg.model.embedding_dim, ex)
@@ -236,7 +244,26 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> DistRun:
     DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(dlrm, ignored)
     model = DistributedDataParallel(dlrm, **no_buffer_sync())
     optimizer = torch.optim.SGD(dlrm.dense_parameters(), lr=cfg.train.learning_rate)
+    if initial is not None:
+        optimizer.load_state_dict(initial["dense_optimizer"])
     return DistRun(cfg, world, model, dlrm, optimizer)
+
+
+def local_arch(cfg: Config, owned: list[int], generator: torch.Generator, initial: dict | None) -> SparseArch:
+    """The loop's sparse arch holding the `owned` tables (ascending), from the init or a checkpoint.
+
+    `generator` is left where a single process leaves it after drawing every table.
+    """
+    mine = draw_tables(cfg.model.table_rows, cfg.model.embedding_dim, generator, set(owned))
+    local_cfg = Config.from_dict(cfg.to_dict())
+    local_cfg.model.table_rows = [cfg.model.table_rows[t] for t in owned]
+    local = make_sparse_arch(local_cfg, torch.Generator().manual_seed(0))
+    if initial is not None:
+        mine = [initial["tables"][t] for t in owned]
+    local.set_tables(mine)
+    if initial is not None and initial["accumulators"] is not None:
+        set_accumulators(local, [initial["accumulators"][t] for t in owned])
+    return local
 
 
 def no_buffer_sync() -> dict[str, bool]:
@@ -297,12 +324,23 @@ class Laps:
 
 def gather_tables(run: DistRun) -> list[torch.Tensor] | None:
     """Every table, in table order, on rank 0 (None elsewhere)."""
-    mine = dict(zip(run.owned_tables(), run.dlrm.sparse_arch.tables(), strict=True))
+    return gather_by_table(run, run.dlrm.sparse_arch.tables())
+
+
+def gather_accumulators(run: DistRun) -> list[torch.Tensor] | None:
+    """Every table's row-wise Adagrad accumulator, in table order, on rank 0 (None elsewhere, and under SGD)."""
+    mine = accumulators(run.dlrm.sparse_arch.local)
+    return None if mine is None else gather_by_table(run, mine)
+
+
+def gather_by_table(run: DistRun, mine: list[torch.Tensor]) -> list[torch.Tensor] | None:
+    """This rank's tensors for its own tables -> all of them in table order on rank 0 (None elsewhere)."""
     parts: list[dict | None] = [None] * run.world.size if run.world.is_main else []
-    dist.gather_object({t: w.detach().clone() for t, w in mine.items()}, parts if run.world.is_main else None)
+    owned = {t: x.detach().clone() for t, x in zip(run.owned_tables(), mine, strict=True)}
+    dist.gather_object(owned, parts if run.world.is_main else None)
     if not run.world.is_main:
         return None
-    merged = {t: w for part in parts for t, w in part.items()}
+    merged = {t: x for part in parts for t, x in part.items()}
     return [merged[t] for t in range(len(merged))]
 
 

@@ -23,6 +23,7 @@ from dlrm_study.errors import UsageError
 GPU_RANKS = "distributed runs are built for CPU ranks over gloo (train.device=cpu); GPU ranks (NCCL) are not"
 
 EXIT_PEER_FAILED = 3  # a rank gave up because another died or hung
+EXIT_USAGE = 2  # bad input, as the CLI ends on a UsageError
 
 
 @dataclass
@@ -45,6 +46,11 @@ class World:
 
 def under_torchrun() -> bool:
     return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def launched_rank() -> int:
+    """This process's rank as torchrun set it (0 outside torchrun), known before any group starts."""
+    return int(os.environ.get("RANK", "0"))
 
 
 def init(device: str = "cpu", timeout_s: float = 60.0) -> World:
@@ -72,6 +78,15 @@ def fail(world: World, what: str) -> None:
     verdict = world.watchdog.verdict() if world.watchdog else ""
     print(f"dlrm-study: rank {world.rank}: {what}; {verdict}".rstrip("; "), file=sys.stderr, flush=True)
     os._exit(EXIT_PEER_FAILED)  # not sys.exit: tearing down a broken gloo group can block
+
+
+def refuse(world: World, err: UsageError) -> None:
+    """Bad input every rank met alike (a config, a data file): one line from rank 0, exit 2 everywhere."""
+    # The first rank out makes torchrun stop the others: that is no failure to report.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if world.is_main:
+        print(f"dlrm-study: error: {err}", file=sys.stderr, flush=True)
+    os._exit(EXIT_USAGE)  # not sys.exit: the group may be mid-collective on another rank
 
 
 def shutdown(world: World) -> None:

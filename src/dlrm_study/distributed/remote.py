@@ -35,6 +35,7 @@ import torch.distributed.rpc as rpc
 
 from dlrm_study.config import Config
 from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
+from dlrm_study.distributed.optimizer_state import accumulators, set_accumulators
 from dlrm_study.embeddings import kernels
 from dlrm_study.embeddings.base import SparseArch, batched_ids, draw_tables
 from dlrm_study.embeddings.fused_cpu import FusedCPUSparseArch
@@ -125,6 +126,16 @@ def _weights(key: str) -> torch.Tensor:
 def _set_weights(key: str, weights: list[torch.Tensor]) -> None:
     """Overwrite this shard's tables (a checkpoint resumed)."""
     _SHARDS[key].arch.set_tables(weights)
+
+
+def _accumulators(key: str) -> list[torch.Tensor] | None:
+    """This shard's row-wise Adagrad accumulators, one (rows,) per table (None under SGD)."""
+    return accumulators(_SHARDS[key].arch)
+
+
+def _set_accumulators(key: str, values: list[torch.Tensor]) -> None:
+    """Overwrite this shard's accumulators (a checkpoint resumed)."""
+    set_accumulators(_SHARDS[key].arch, values)
 
 
 _STOPPING = threading.Event()
@@ -219,6 +230,7 @@ class RemoteSparseArch(SparseArch):
         if not servers:
             raise ValueError("RemoteSparseArch needs at least one server")
         self.servers, self.deferred = list(servers), deferred
+        self.optimizer = cfg.train.optimizer
         self.timeout = rpc.get_rpc_timeout() if timeout is None else timeout
         num_tables = len(self.table_rows)
         self.owned = [list(range(s, num_tables, len(servers))) for s in range(len(servers))]
@@ -258,16 +270,38 @@ class RemoteSparseArch(SparseArch):
                 out[table] = part
         return out
 
+    def accumulators(self) -> list[torch.Tensor] | None:
+        """Every table's row-wise Adagrad accumulator, in table order (None under SGD)."""
+        if self.optimizer != "rowwise_adagrad":
+            return None
+        self.flush()
+        futures = [rpc.rpc_async(s, _accumulators, args=(self.key,), timeout=self.timeout) for s in self.servers]
+        out: list[torch.Tensor | None] = [None] * len(self.table_rows)
+        for s, future in enumerate(futures):
+            for table, part in zip(self.owned[s], self._wait(s, future, "sending its accumulators"), strict=True):
+                out[table] = part
+        return out
+
     def get_extra_state(self) -> dict:
-        return {"tables": self.tables()}  # checkpoints hold the remote tables
+        # Checkpoints hold the remote tables, and the optimizer state that resumes them exactly.
+        sums = self.accumulators()
+        return {"tables": self.tables(), **({"accumulators": sums} if sums is not None else {})}
 
     def set_extra_state(self, state: dict) -> None:
+        if self.optimizer == "rowwise_adagrad" and "accumulators" not in state:
+            raise UsageError("this checkpoint has no row-wise Adagrad accumulators: it cannot resume exactly")
+        self._send_each(_set_weights, state["tables"], "loading its tables")
+        if "accumulators" in state:
+            self._send_each(_set_accumulators, state["accumulators"], "loading its accumulators")
+
+    def _send_each(self, function: Callable, per_table: list[torch.Tensor], what: str) -> None:
+        """`function(key, its tables' tensors)` on every server, waited for."""
         futures = [
-            rpc.rpc_async(server, _set_weights, args=(self.key, [_compact(state["tables"][t]) for t in tables]))
+            rpc.rpc_async(server, function, args=(self.key, [_compact(per_table[t]) for t in tables]))
             for server, tables in zip(self.servers, self.owned, strict=True)
         ]
         for s, future in enumerate(futures):
-            self._wait(s, future, "loading its tables")
+            self._wait(s, future, what)
 
     def stats(self) -> dict[str, float]:
         steps = max(self._steps, 1)

@@ -5,11 +5,11 @@ A failure on any rank (a dead or hung peer, a bad config) ends every rank non-ze
 no record is written: a record is appended only after the last collective succeeded.
 """
 
+import itertools
 import json
-import os
 import statistics
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -17,9 +17,10 @@ import torch.distributed as dist
 
 from dlrm_study import results
 from dlrm_study.config import Config
-from dlrm_study.data import make_data
+from dlrm_study.data import Batch, SyntheticData, make_data
 from dlrm_study.distributed import hybrid
-from dlrm_study.distributed.launch import fail, init, inject_fault, shutdown
+from dlrm_study.distributed.launch import EXIT_USAGE, fail, init, inject_fault, launched_rank, refuse, shutdown
+from dlrm_study.distributed.optimizer_state import accumulators, set_accumulators
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.bench import elapsed_ms, quantile
@@ -32,15 +33,14 @@ PHASES = ("lookup", "forward", "backward", "update", "loss_allreduce")
 def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, route: str = "own") -> hybrid.DistRun:
     """Join the group and build this rank's share (from a checkpoint when resuming)."""
     initial, step, losses = None, 0, []
-    if resume:  # before joining: a missing or foreign file is a usage error like any other
-        saved = ckpt.load(resume)
-        cfg, step, losses = saved.cfg, saved.step, saved.losses
-        state = saved.model.state_dict()
-        initial = {
-            "tables": [w.clone() for w in saved.model.sparse_arch.tables()],
-            "dense": {k: v for k, v in state.items() if not k.startswith("sparse_arch.")},
-        }
-        del saved
+    try:  # before joining: a missing or foreign file, or what the route cannot do, is a usage error
+        if resume:
+            cfg, step, losses, initial = load_checkpoint(resume)
+        hybrid.check_route(cfg, route)
+    except UsageError:
+        if launched_rank() != 0:  # every rank reaches the same verdict: rank 0 says it
+            raise SystemExit(EXIT_USAGE) from None
+        raise
     world = init(cfg.train.device, timeout_s)
     try:
         if route == "torchrec":
@@ -50,12 +50,51 @@ def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, rout
         else:
             run = hybrid.build(cfg, world, initial)
     except UsageError as err:  # every rank reaches the same verdict on a config
-        if world.is_main:
-            print(f"dlrm-study: error: {err}", file=sys.stderr)
-        os._exit(2)
+        refuse(world, err)
     run.step, run.losses = step, list(losses)
     world.beat()  # built
     return run
+
+
+def load_checkpoint(path: Path) -> tuple[Config, int, list[float], dict]:
+    """A single-process checkpoint as (config, step, losses, what `hybrid.build` starts from)."""
+    saved = ckpt.load(path)
+    state = saved.model.state_dict()
+    initial = {
+        "tables": [w.clone() for w in saved.model.sparse_arch.tables()],
+        "accumulators": accumulators(saved.model.sparse_arch),
+        "dense": {k: v for k, v in state.items() if not k.startswith("sparse_arch.")},
+        "dense_optimizer": saved.dense_optimizer.state_dict(),
+    }
+    return saved.cfg, saved.step, list(saved.losses), initial
+
+
+def training_batches(cfg: Config, start: int = 0) -> Iterator[Batch]:
+    """The training batches from step `start` on, each of the whole global batch.
+
+    The ranks' all-to-all sizes are fixed by the local batch (`train.batch_size` / ranks),
+    but the Criteo reader ends every pass over its file with a short batch (the lines left
+    over): that batch is dropped here, so a distributed pass trains on whole batches only
+    (a single process trains on the short one too). Step s is then the s-th whole batch,
+    not the reader's batch s, so a resumed run counts them from the start of the stream.
+    """
+    data = make_data(cfg)
+    if isinstance(data, SyntheticData):  # every batch whole, and addressed by its index
+        return data.batches(start=start)
+    return itertools.islice(whole_batches(data.batches(), cfg.train.batch_size, cfg.data.path), start, None)
+
+
+def whole_batches(batches: Iterator[Batch], size: int, path: str) -> Iterator[Batch]:
+    """The batches of `size` samples; a pass without one (two short batches in a row) is an error."""
+    dropped = False
+    for batch in batches:
+        if len(batch.labels) == size:
+            dropped = False
+            yield batch
+        elif dropped:
+            raise UsageError(f"{path}: fewer training lines than one batch of {size} after the held-out ones")
+        else:
+            dropped = True
 
 
 def train_main(
@@ -71,7 +110,7 @@ def train_main(
     run = start(cfg, timeout_s, resume, route)
     world, cfg = run.world, run.cfg
     try:
-        batches = make_data(cfg).batches(start=run.step)
+        batches = training_batches(cfg, run.step)
         begin, first = time.perf_counter(), run.step
         while run.step < steps:
             inject_fault(world.rank, run.step)
@@ -83,6 +122,8 @@ def train_main(
         if checkpoint:
             save_checkpoint(run, checkpoint)
         dist.barrier()
+    except UsageError as err:  # bad data (a Criteo file too short, a malformed line): every rank reads the same
+        refuse(world, err)
     except Exception as err:  # a collective failed: a peer died or hung
         fail(world, collective_error(err))
     if world.is_main:
@@ -110,17 +151,22 @@ def collective_error(err: Exception) -> str:
 
 
 def save_checkpoint(run: hybrid.DistRun, path: Path) -> None:
-    """A single-process checkpoint (any number of ranks, or one process, resumes it), on rank 0."""
-    if run.cfg.train.optimizer != "sgd":
-        raise UsageError("distributed checkpoints keep no optimizer state: they need train.optimizer=sgd")
-    tables = run.gather_tables()
+    """A single-process checkpoint (any number of ranks, or one process, resumes it), on rank 0.
+
+    It holds the optimizer state too: the tables' row-wise Adagrad accumulators, gathered by
+    table like the tables, and the dense optimizer's (the same on every rank under DDP).
+    """
+    tables, sums = run.gather_tables(), run.gather_accumulators()
     if not run.world.is_main:
         return
     from dlrm_study.train.loop import build
 
     whole = build(Config.from_dict(run.cfg.to_dict()))  # the single-process layout, filled in
     whole.model.sparse_arch.set_tables(tables)
+    if sums is not None:
+        set_accumulators(whole.model.sparse_arch, sums)
     whole.model.load_state_dict(hybrid.dense_state(run), strict=False)
+    whole.dense_optimizer.load_state_dict(run.dense_optimizer.state_dict())
     whole.step, whole.losses = run.step, run.losses
     ckpt.save(whole, path)
 
@@ -161,6 +207,8 @@ def bench_main(
                 progress=False,
                 on_record=say,
             )
+    except UsageError as err:  # bad data, read alike by every rank
+        refuse(world, err)
     except Exception as err:
         fail(world, collective_error(err))
     shutdown(world)
@@ -178,7 +226,7 @@ def say(record: dict[str, object]) -> None:
 def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, object]:
     """Timed steps with their phases, the same steps without the network, then the network alone."""
     world, arch, cfg = run.world, run.dlrm.sparse_arch, run.cfg
-    batches = make_data(cfg).batches()
+    batches = training_batches(cfg)
     timed_steps(run, batches, warmup)
     arch.wait_s = arch.ex.backward_s = 0.0
     phases: dict[str, float] = {}

@@ -16,7 +16,7 @@ from torch.nn import functional as F
 from dlrm_study.config import Config
 from dlrm_study.data import Batch
 from dlrm_study.data.batch import to_kjt
-from dlrm_study.distributed.hybrid import DistRun, check_config
+from dlrm_study.distributed.hybrid import DistRun, check_config, check_route
 from dlrm_study.distributed.launch import World
 from dlrm_study.embeddings.base import SparseArch
 from dlrm_study.errors import UsageError
@@ -81,14 +81,16 @@ class TorchrecRun(DistRun):
                 tables[t].append((first, weight))
         return [torch.cat([w for _, w in sorted(chunks, key=lambda c: c[0])]) for chunks in tables]
 
+    def gather_accumulators(self) -> list[torch.Tensor] | None:
+        return None  # fused SGD keeps no state (`check_route` refuses any other optimizer)
+
 
 def build(cfg: Config, world: World, initial: dict | None = None) -> TorchrecRun:
     """The single-process model, its tables handed to a sharded EmbeddingBagCollection."""
     from dlrm_study.train.loop import build as build_single
 
     check_config(cfg, world)
-    if cfg.train.optimizer != "sgd":
-        raise UsageError("--route torchrec trains the tables with SGD here (train.optimizer=sgd)")
+    check_route(cfg, "torchrec")
     dlrm = build_single(Config.from_dict(cfg.to_dict())).model
     tables = initial["tables"] if initial else [w.clone() for w in dlrm.sparse_arch.tables()]
     if initial:
@@ -119,6 +121,8 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> TorchrecRun
                 shard.tensor.copy_(weight[r : r + nr, c : c + nc])
     dense = [p for _, p in in_backward_optimizer_filter(model.named_parameters())]
     optimizer = torch.optim.SGD(dense, lr=cfg.train.learning_rate)
+    if initial:
+        optimizer.load_state_dict(initial["dense_optimizer"])
     return TorchrecRun(cfg, world, model, dlrm, optimizer, route="torchrec")
 
 
