@@ -16,7 +16,6 @@ from dlrm_study import config, results
 from dlrm_study.data import make_data
 from dlrm_study.distributed import perf_model
 from dlrm_study.distributed.hybrid import table_owners
-from dlrm_study.distributed.optimizer_state import accumulators
 from dlrm_study.errors import UsageError
 from dlrm_study.train import build, train
 from dlrm_study.train import checkpoint as ckpt
@@ -57,7 +56,7 @@ def assert_same(a, b, atol: float = 1e-5) -> None:
         torch.testing.assert_close(x, y, rtol=0, atol=atol)
     for x, y in zip(a.model.dense_parameters(), b.model.dense_parameters(), strict=True):
         torch.testing.assert_close(x.detach(), y.detach(), rtol=0, atol=atol)
-    assert_same_tensors(accumulators(a.model.sparse_arch), accumulators(b.model.sparse_arch), atol)
+    assert_same_tensors(a.model.sparse_arch.accumulators(), b.model.sparse_arch.accumulators(), atol)
 
 
 def assert_same_tensors(a: list[torch.Tensor] | None, b: list[torch.Tensor] | None, atol: float = 1e-5) -> None:
@@ -110,7 +109,7 @@ def test_a_rowwise_adagrad_checkpoint_resumes_exactly(tmp_path, loop):
     done = torchrun("train", "--distributed", *resume, "--steps", "4", *out)
     assert done.returncode == 0, done.stderr[-3000:]
     straight = ckpt.load(tmp_path / "straight.pt")
-    assert accumulators(straight.model.sparse_arch) is not None
+    assert straight.model.sparse_arch.accumulators() is not None
     assert_same(ckpt.load(tmp_path / "resumed.pt"), straight, atol=1e-7)  # the same arithmetic: no drift
     assert_same(straight, single_process(4, f"train.loop={loop}", "train.optimizer=rowwise_adagrad"))
     one = ckpt.load(tmp_path / "at2.pt")  # one process resumes it too
@@ -306,7 +305,7 @@ def test_remote_tables_resume_rowwise_adagrad_exactly(tmp_path):
     assert saved["losses"] == pytest.approx(straight.losses, abs=1e-5)
     remote = saved["model"]["sparse_arch._extra_state"]
     assert_same_tensors(remote["tables"], straight.model.sparse_arch.tables())
-    assert_same_tensors(remote["accumulators"], accumulators(straight.model.sparse_arch))
+    assert_same_tensors(remote["accumulators"], straight.model.sparse_arch.accumulators())
 
 
 @pytest.mark.slow

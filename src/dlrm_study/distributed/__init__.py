@@ -7,6 +7,5 @@
 - `torchrec_route`: the same split done by torchrec's DistributedModelParallel.
 - `bench`: timed distributed steps with a per-phase breakdown; `perf_model`: the model
   calibrated on those records that projects scaling to many ranks; `remote`: tables on
-  parameter-server processes (torch.distributed.rpc); `optimizer_state`: row-wise Adagrad
-  accumulators by table, so split tables checkpoint and resume exactly.
+  parameter-server processes (torch.distributed.rpc).
 """

@@ -27,7 +27,6 @@ from torch.nn.parallel import DistributedDataParallel
 from dlrm_study.config import Config, check_fits, validate
 from dlrm_study.data import Batch
 from dlrm_study.distributed.launch import GPU_RANKS, World
-from dlrm_study.distributed.optimizer_state import accumulators, set_accumulators
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.embeddings.base import draw_tables
 from dlrm_study.errors import UsageError
@@ -262,7 +261,7 @@ def local_arch(cfg: Config, owned: list[int], generator: torch.Generator, initia
         mine = [initial["tables"][t] for t in owned]
     local.set_tables(mine)
     if initial is not None and initial["accumulators"] is not None:
-        set_accumulators(local, [initial["accumulators"][t] for t in owned])
+        local.set_accumulators([initial["accumulators"][t] for t in owned])
     return local
 
 
@@ -329,7 +328,7 @@ def gather_tables(run: DistRun) -> list[torch.Tensor] | None:
 
 def gather_accumulators(run: DistRun) -> list[torch.Tensor] | None:
     """Every table's row-wise Adagrad accumulator, in table order, on rank 0 (None elsewhere, and under SGD)."""
-    mine = accumulators(run.dlrm.sparse_arch.local)
+    mine = run.dlrm.sparse_arch.local.accumulators()
     return None if mine is None else gather_by_table(run, mine)
 
 

@@ -35,7 +35,6 @@ import torch.distributed.rpc as rpc
 
 from dlrm_study.config import Config
 from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
-from dlrm_study.distributed.optimizer_state import accumulators, set_accumulators
 from dlrm_study.embeddings import kernels
 from dlrm_study.embeddings.base import SparseArch, batched_ids, draw_tables
 from dlrm_study.embeddings.fused_cpu import FusedCPUSparseArch
@@ -130,12 +129,12 @@ def _set_weights(key: str, weights: list[torch.Tensor]) -> None:
 
 def _accumulators(key: str) -> list[torch.Tensor] | None:
     """This shard's row-wise Adagrad accumulators, one (rows,) per table (None under SGD)."""
-    return accumulators(_SHARDS[key].arch)
+    return _SHARDS[key].arch.accumulators()
 
 
 def _set_accumulators(key: str, values: list[torch.Tensor]) -> None:
     """Overwrite this shard's accumulators (a checkpoint resumed)."""
-    set_accumulators(_SHARDS[key].arch, values)
+    _SHARDS[key].arch.set_accumulators(values)
 
 
 _STOPPING = threading.Event()

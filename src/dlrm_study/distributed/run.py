@@ -20,7 +20,6 @@ from dlrm_study.config import Config
 from dlrm_study.data import Batch, SyntheticData, make_data
 from dlrm_study.distributed import hybrid
 from dlrm_study.distributed.launch import EXIT_USAGE, fail, init, inject_fault, launched_rank, refuse, shutdown
-from dlrm_study.distributed.optimizer_state import accumulators, set_accumulators
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.bench import elapsed_ms, quantile
@@ -62,7 +61,7 @@ def load_checkpoint(path: Path) -> tuple[Config, int, list[float], dict]:
     state = saved.model.state_dict()
     initial = {
         "tables": [w.clone() for w in saved.model.sparse_arch.tables()],
-        "accumulators": accumulators(saved.model.sparse_arch),
+        "accumulators": saved.model.sparse_arch.accumulators(),
         "dense": {k: v for k, v in state.items() if not k.startswith("sparse_arch.")},
         "dense_optimizer": saved.dense_optimizer.state_dict(),
     }
@@ -164,7 +163,7 @@ def save_checkpoint(run: hybrid.DistRun, path: Path) -> None:
     whole = build(Config.from_dict(run.cfg.to_dict()))  # the single-process layout, filled in
     whole.model.sparse_arch.set_tables(tables)
     if sums is not None:
-        set_accumulators(whole.model.sparse_arch, sums)
+        whole.model.sparse_arch.set_accumulators(sums)
     whole.model.load_state_dict(hybrid.dense_state(run), strict=False)
     whole.dense_optimizer.load_state_dict(run.dense_optimizer.state_dict())
     whole.step, whole.losses = run.step, run.losses

@@ -73,6 +73,19 @@ class SparseArch(nn.Module):
         """Overwrite each table with fp32 weights (rows, dim): a checkpoint's, or another arch's."""
         raise NotImplementedError(f"{type(self).__name__} cannot load tables")
 
+    def accumulators(self) -> list[torch.Tensor] | None:
+        """Each table's row-wise Adagrad accumulator, (rows,) in table order (copies); None under SGD.
+
+        Distributed checkpoints gather them by table, as the tables, so a run split over ranks
+        resumes exactly on any number of ranks or in one process.
+        """
+        return None
+
+    @torch.no_grad()
+    def set_accumulators(self, values: list[torch.Tensor]) -> None:
+        """Overwrite each table's accumulator with `values` (as `accumulators` returns them)."""
+        raise TypeError(f"the {type(self).__name__} keeps no row-wise Adagrad accumulators")
+
     def stats(self) -> dict[str, float]:
         """Counters worth a column in the record (a cache's hit rate, say); reset by the call."""
         return {}

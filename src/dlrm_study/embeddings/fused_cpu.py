@@ -122,6 +122,17 @@ class FusedCPUSparseArch(SparseArch):
         for start, weight in zip(self.table_starts.tolist(), weights, strict=True):
             self.set_rows(start, weight)
 
+    def accumulators(self) -> list[torch.Tensor] | None:
+        if self.optimizer != "rowwise_adagrad":
+            return None
+        return [part.clone() for part in self.momentum.split(self.table_rows)]
+
+    @torch.no_grad()
+    def set_accumulators(self, values: list[torch.Tensor]) -> None:
+        if self.optimizer != "rowwise_adagrad":
+            super().set_accumulators(values)
+        self.momentum.copy_(torch.cat(values))  # in place: the buffer may sit on huge pages
+
 
 def each_table(ids: torch.Tensor, bag_starts: torch.Tensor, batch: int):
     """Each table's ids and bag starts (from 0), out of the table-major batched ones."""

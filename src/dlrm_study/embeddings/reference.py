@@ -52,6 +52,20 @@ class ReferenceSparseArch(SparseArch):
         for bag, weight in zip(self.bags, weights, strict=True):
             bag.weight.copy_(weight)
 
+    def accumulators(self) -> list[torch.Tensor] | None:
+        if not isinstance(self.optimizer, RowWiseSparseAdagrad):
+            return None
+        # The optimizer makes a table's accumulator at its first update: none yet is all zeros.
+        state = self.optimizer.state
+        return [state[bag.weight].get("momentum", torch.zeros(bag.weight.shape[0])).clone() for bag in self.bags]
+
+    @torch.no_grad()
+    def set_accumulators(self, values: list[torch.Tensor]) -> None:
+        if not isinstance(self.optimizer, RowWiseSparseAdagrad):
+            super().set_accumulators(values)
+        for bag, value in zip(self.bags, values, strict=True):
+            self.optimizer.state[bag.weight]["momentum"] = value.clone()
+
 
 class RowWiseSparseAdagrad(torch.optim.Optimizer):
     """Row-wise Adagrad on sparse gradients, as facebookresearch/dlrm's optim/rwsadagrad.py.
