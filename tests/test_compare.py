@@ -91,3 +91,14 @@ def test_studies_skip_cpu_bf16_variants_without_native_bf16(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert "no native bf16" in err and "optimized-bf16 not measured" in err
     assert set(pd.read_csv(tmp_path / "s.csv")["variant"]) == {"reference"}
+
+
+def test_bf16_bench_with_an_odd_embedding_dim_measures_its_bound(tmp_path, capsys):
+    """A bf16 row of odd dim is 2-byte aligned; the roofline gathers 4-byte words: rows are rounded up."""
+    out = tmp_path / "b.csv"
+    argv = ["bench", "--loop", "optimized", "--precision", "bf16", "--set", "model.embedding_dim=7",
+            "--set", "model.bottom_mlp=16-7", "--steps", "1", "--repeats", "1", "--warmup", "0",
+            "--roofline", "quick", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    record = results.load(out).iloc[0]
+    assert record["model.embedding_dim"] == 7 and record["roofline_ms"] > 0
