@@ -148,9 +148,7 @@ def load_config(args: argparse.Namespace) -> config.Config:
     default_steps = [f"train.steps={args.default_steps}"] if hasattr(args, "default_steps") else []
     cfg = config.load(args.config or "tiny", [*default_steps, *args.set])
     if getattr(args, "steps", None) is not None:
-        if args.steps <= 0:
-            raise UsageError(f"--steps must be positive, got {args.steps}")
-        config.set_field(cfg, "train.steps", args.steps)
+        config.set_field(cfg, "train.steps", steps_of(args))
     for option in ("device", "loop", "precision", "seed", "threads", "placement", "cache_fraction", "cache_policy"):
         value = getattr(args, option, None)
         if value is not None:

@@ -20,6 +20,7 @@ from dlrm_study.config.memory import (
 )
 from dlrm_study.config.overrides import (
     apply_override,
+    check_input_file,
     coerce,
     from_yaml,
     load,
@@ -53,8 +54,8 @@ __all__ = [
     "AUTO_ORDER", "CACHE_POLICIES", "DEVICES", "KAGGLE_ROWS", "LATER_FIELDS", "LOOPS", "MLPERF_ROWS",
     "MLPERF_ROW_CAP", "OPTIMIZED_SWITCHES", "OPTIMIZERS", "PLACEMENTS", "PRECISIONS", "PRESETS", "SECTIONS",
     "TORCHREC_PLACEMENTS", "Config", "DataConfig", "GiB", "MemoryEstimate", "ModelConfig", "TrainConfig",
-    "apply_override", "available_memory", "check_fits", "check_split_fits", "coerce", "estimate_memory",
-    "format_value", "from_yaml", "load", "parse_int_list", "parse_text", "placements", "preset",
-    "read_text", "read_yaml",
-    "resolve_placement", "set_field", "split_memory", "table_bytes", "validate", "validate_placement",
+    "apply_override", "available_memory", "check_fits", "check_input_file", "check_split_fits", "coerce",
+    "estimate_memory", "format_value", "from_yaml", "load", "parse_int_list", "parse_text", "placements", "preset",
+    "read_text", "read_yaml", "resolve_placement", "set_field", "split_memory", "table_bytes", "validate",
+    "validate_placement",
 ]  # fmt: skip

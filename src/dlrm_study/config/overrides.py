@@ -54,16 +54,21 @@ def parse_yaml(text: str) -> object:
     return yaml.load(text, Loader=Loader)  # a SafeLoader: builds plain data only
 
 
-def read_text(path: Path, what: str) -> str:
-    """A UTF-8 text file's content, or a UsageError naming the file and why it cannot be read."""
+def check_input_file(path: Path, what: str) -> None:
+    """Refuse, naming it, an input file that is a folder or is not there."""
     if path.is_dir():
         raise UsageError(f"{what} file {path} is a folder")
     if not path.is_file():
         raise UsageError(f"{what} file not found: {path}")
+
+
+def read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file's content, or a UsageError naming the file and why it cannot be read."""
+    check_input_file(path, what)
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        line = err.object[: err.start].count(b"\n") + 1  # the bytes read: no second read
         raise UsageError(f"{path}:{line}: not UTF-8 text (byte 0x{err.object[err.start]:02x})") from None
     except OSError as err:
         raise UsageError(f"{what} file {path}: {err.strerror}") from None

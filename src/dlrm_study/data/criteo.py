@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from dlrm_study.config import Config
+from dlrm_study.config import Config, check_input_file
 from dlrm_study.data.batch import Batch
 from dlrm_study.errors import UsageError
 
@@ -25,10 +25,7 @@ class CriteoData:
 
     def __init__(self, cfg: Config, stream: str = "train") -> None:
         self.path = Path(cfg.data.path)
-        if self.path.is_dir():
-            raise UsageError(f"Criteo file {self.path} is a folder")
-        if not self.path.is_file():
-            raise UsageError(f"Criteo file not found: {self.path}")
+        check_input_file(self.path, "Criteo")  # streamed line by line later, so not read here
         self.rows = cfg.model.table_rows
         self.batch_size = cfg.train.batch_size
         self.skip_bad_lines = cfg.data.skip_bad_lines
