@@ -290,7 +290,7 @@ def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
     labels = {v: f"{v} (AUC {evals[v]:.4f})" for v in order if v in evals}
     fig, ax = plt.subplots(figsize=(8, 4))
     for variant in order:
-        rows = losses[losses["variant"] == variant]
+        rows = losses[losses["variant"] == variant].sort_values("step")  # records come in timestamp order
         ax.plot(rows["step"], rows["loss"], label=labels.get(variant, variant), linewidth=1.2)
     ax.set_xlabel("training step")
     ax.set_ylabel("training loss (BCE, window mean)")
