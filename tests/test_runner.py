@@ -32,11 +32,13 @@ def fake_measure(log: list | None = None, fail: str = ""):
     return measure
 
 
-def test_variants_interleave_and_rotate_between_repeats():
+def test_repeats_run_every_point_and_variant_rotated_repeat_major():
     tasks = runner.schedule([point("p", "a", "b", "c"), point("q", "a", "b", "c")], 4, lambda _: "m")
     order = [(t.repeat, t.point, t.variant) for t in tasks]
-    assert order[:6] == [(0, "p", "a"), (0, "p", "b"), (0, "p", "c"), (1, "p", "b"), (1, "p", "c"), (1, "p", "a")]
-    assert [point for _, point, _ in order] == ["p"] * 12 + ["q"] * 12  # point by point
+    assert order[:6] == [(0, "p", "a"), (0, "p", "b"), (0, "p", "c"), (0, "q", "a"), (0, "q", "b"), (0, "q", "c")]
+    assert order[6:9] == [(1, "q", "b"), (1, "q", "c"), (1, "q", "a")]  # points and variants both rotated
+    assert [r for r, _, _ in order] == sorted(r for r, _, _ in order)  # repeat-major: the ends of a knob are
+    # measured in every repeat, minutes apart at most, never all of one point before the other
     by_repeat = {r: [t.variant for t in tasks if t.repeat == r and t.point == "p"] for r in range(4)}
     assert by_repeat == {0: ["a", "b", "c"], 1: ["b", "c", "a"], 2: ["c", "a", "b"], 3: ["a", "b", "c"]}
     assert [t.order for t in tasks if t.repeat == 1 and t.point == "p"] == [0, 1, 2]
@@ -47,12 +49,12 @@ def test_variants_interleave_and_rotate_between_repeats():
 
 def test_each_measurement_is_one_record_with_its_repeat_and_machine(tmp_path):
     out = tmp_path / "r.csv"
-    tasks = runner.schedule([point("p", "a", "b")], 3, lambda _: "cpu-x/avx2/2t")
+    tasks = runner.schedule([point("p", "a", "b")], 3, lambda _: "cpu-x/avx2/2cpu")
     counts = runner.run(tasks, fake_measure(), out, "s", progress=False)
     assert (counts.ran, counts.skipped, counts.failed) == (6, 0, 0)
     frame = results.load(out)
     assert sorted(zip(frame["variant"], frame["repeat"], strict=True)) == [(v, r) for v in "ab" for r in range(3)]
-    assert set(frame["machine"]) == {"cpu-x/avx2/2t"} and set(frame["study"]) == {"s"}
+    assert set(frame["machine"]) == {"cpu-x/avx2/2cpu"} and set(frame["study"]) == {"s"}
     assert frame["flags"].isna().all() and frame["error"].isna().all()
 
 
@@ -71,21 +73,21 @@ def test_a_stopped_run_resumes_and_loses_and_duplicates_nothing(tmp_path):
 
 def test_two_machines_records_stay_apart(tmp_path):
     out = tmp_path / "r.csv"
-    tasks_a = runner.schedule([point("p", "a")], 2, lambda _: "xeon/avx512f/2t")
-    tasks_b = runner.schedule([point("p", "a")], 2, lambda _: "epyc/avx2/2t")
+    tasks_a = runner.schedule([point("p", "a")], 2, lambda _: "xeon/avx512f/2cpu")
+    tasks_b = runner.schedule([point("p", "a")], 2, lambda _: "epyc/avx2/2cpu")
     runner.run(tasks_a, fake_measure(), out, "s", progress=False)
     assert runner.run(tasks_b, fake_measure(), out, "s", progress=False).ran == 2  # not taken for A's
     frame = results.load(out)
-    assert frame.groupby("machine").size().to_dict() == {"epyc/avx2/2t": 2, "xeon/avx512f/2t": 2}
+    assert frame.groupby("machine").size().to_dict() == {"epyc/avx2/2cpu": 2, "xeon/avx512f/2cpu": 2}
 
 
 def test_sweep_records_select_one_machine(tmp_path):
     spec = sweep.Sweep(name="m", variants=["reference"], repeats=2, steps=1, warmup=0, out=str(tmp_path / "s.csv"))
     sweep.run(spec, progress=False)
-    other = [{**row, "machine": "amd-epyc-7b13/avx2/2t"} for row in results.read_rows(tmp_path / "s.csv")[1]]
+    other = [{**row, "machine": "amd-epyc-7b13/avx2/2cpu"} for row in results.read_rows(tmp_path / "s.csv")[1]]
     results.append_many(tmp_path / "s.csv", other)
     assert len(sweep.records(spec)) == 2  # this machine's
-    assert len(sweep.records(spec, "amd-epyc-7b13/avx2/2t")) == 2
+    assert len(sweep.records(spec, "amd-epyc-7b13/avx2/2cpu")) == 2
     assert len(sweep.records(spec, None)) == 4
 
 
@@ -103,23 +105,49 @@ def test_a_failing_variant_is_recorded_once_and_the_rest_go_on(tmp_path):
         runner.run(tasks, fake_measure(fail="ok"), None, "s", progress=False, resume=False, record_errors=False)
 
 
-def test_old_records_get_a_machine_that_says_the_isa_was_not_recorded(tmp_path):
+def test_old_records_get_a_machine_from_their_own_fields_whoever_reads_them(tmp_path, monkeypatch):
     path = tmp_path / "old.csv"
     results.append_many(path, [
-        {"study": "x", "cpu_model": "Intel(R) Xeon(R) Processor", "threads": 2, "gpu_model": "", "round": 1},
-        {"study": "x", "cpu_model": "AMD EPYC 7B13 64-Core Processor", "threads": 1, "gpu_model": "", "round": 0},
+        {"study": "x", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 2, "threads": 2, "gpu_model": "",
+         "round": 1},
+        {"study": "x", "cpu_model": "AMD EPYC 7B13 64-Core Processor", "threads": "", "gpu_model": "", "round": 0},
+        {"study": "x", "machine": "intel-xeon/avx512f+avx512_bf16/1t", "cpu_count": 2, "threads": 1},
+        {"study": "x", "machine": "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "cpu_count": 2, "threads": 2},
     ])  # fmt: skip
-    frame = results.load(path)
-    assert list(frame["machine"]) == ["intel-xeon/isa-unrecorded/2t", "amd-epyc-7b13/isa-unrecorded/1t"]
-    assert list(frame["repeat"]) == [1, 0]
+    keys = []
+    for flags in ({"avx2"}, {"avx512f", "amx_bf16"}):  # two readers: what they run on must not matter
+        monkeypatch.setattr(results, "cpu_flags", lambda flags=flags: frozenset(flags))
+        keys.append(list(results.load(path)["machine"]))
+    assert (
+        keys[0]
+        == keys[1]
+        == [
+            "intel-xeon/isa-unrecorded/2cpu",
+            "amd-epyc-7b13/isa-unrecorded/?cpu",  # no thread count, no CPU count: nothing invented
+            "intel-xeon/avx512f+avx512_bf16/2cpu",  # the ISA it recorded is kept; threads left the key
+            "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu",
+        ]
+    )
+    assert list(results.load(path)["repeat"])[:2] == [1, 0]
 
 
-def test_machine_key_names_cpu_isa_threads_and_gpu(monkeypatch):
-    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
-    assert results.machine_key(2, cpu="AMD EPYC 7B13 64-Core Processor") == "amd-epyc-7b13/avx2/2t"
-    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "avx512f", "amx_bf16", "avx512_bf16"}))
-    key = results.machine_key(4, "NVIDIA H200", cpu="Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz")
-    assert key == "intel-xeon-platinum-8480/avx512f+avx512_bf16+amx_bf16/4t/nvidia-h200"
+def test_machine_key_names_cpu_generation_isa_cpus_and_gpu(monkeypatch):
+    from dlrm_study.records import Machine, machine
+
+    monkeypatch.setattr(machine, "cpuinfo", lambda: {"model name": "AMD EPYC", "cpu family": "25", "model": "17",
+                                                     "stepping": "1", "flags": "avx2 avx512f avx512_bf16"})  # fmt: skip
+    monkeypatch.setattr(results, "cpu_flags", machine.cpu_flags)
+    monkeypatch.setattr(machine, "gpu_name", lambda: "")
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    assert results.machine_key() == "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
+    monkeypatch.setattr(machine, "gpu_name", lambda: "NVIDIA H200")
+    m = Machine.parse(results.machine_key())
+    assert m.key.endswith("/2cpu/nvidia-h200") and m.has_gpu and m.native_bf16 and m.cpuid == "f25m17s1"
+    assert m.bf16_class == "native bf16 without AMX"
+    for key in ("amd-epyc/avx2/2cpu", "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200",
+                "intel-xeon/isa-unrecorded/2cpu"):  # fmt: skip
+        assert Machine.parse(key).key == key
+    assert Machine.parse("intel-xeon/isa-unrecorded/2cpu").native_bf16 is None
 
 
 @pytest.mark.parametrize("fits", [True, False])
@@ -143,7 +171,7 @@ def test_a_points_runs_are_built_once_where_they_fit_together(tmp_path, monkeypa
     frame = results.load(tmp_path / "r.csv")
     if fits:  # 4 builds (2 points x 2 variants), each run measured in all 3 repeats
         assert len(built) == 4 and frame.groupby(["point", "variant"])["run"].nunique().eq(1).all()
-        assert set(frame["builds"]) == {"once per point"}
+        assert set(frame["builds"]) == {"once per run"}
     else:
         assert len(built) == 12 and frame["run"].nunique() == 12 and set(frame["builds"]) == {"every repeat"}
     assert sorted(released) == sorted(set(frame["run"]))  # every run released, none twice

@@ -96,7 +96,7 @@ def test_flags_name_what_is_wrong():
     assert stats.flags({"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0}) == ""  # no breakdown: no check
 
 
-def test_a_flagged_record_is_left_out_of_a_finding_and_counted():
+def test_a_flagged_record_counts_and_is_said():
     rows = [
         {"variant": v, "repeat": r, "ms_median": 10.0, "ms_p10": 9.5, "ms_p90": 10.5, "samples_per_s": rate}
         for r in range(3)
@@ -105,13 +105,15 @@ def test_a_flagged_record_is_left_out_of_a_finding_and_counted():
     rows.append({"variant": "reference", "repeat": 3, "ms_median": 10.0, "ms_p10": 5.0, "ms_p90": 20.0,
                  "samples_per_s": 9e9})  # fmt: skip
     frame = pd.DataFrame(rows)
-    clean, excluded = stats.usable(frame)
-    assert excluded == 1 and len(clean) == 6
+    clean, excluded = stats.without_flagged(frame)
+    assert excluded == 1 and len(clean) == 6  # the second view
     lines = studies.base_intervals(frame)
-    assert lines[0].startswith("optimized-fp32: 2,001") and lines[1].startswith("reference: 1,001")
-    assert "(3 repeats)" in lines[1]  # the flagged fourth is not among them
+    assert lines[0].startswith("optimized-fp32: 2,001") and lines[1].startswith(
+        "reference: 1,002"
+    )  # the median of four
+    assert "(4 repeats)" in lines[1]  # every repeat counts: the flagged fourth too
     assert lines[2].startswith("optimized-fp32 / reference (paired): 2.00x")
-    assert lines[-1] == "(1 flagged repeat(s) left out)"
+    assert lines[-1].startswith("(1 of 7 repeat(s) flagged")
 
 
 def test_a_flag_rules_out_what_it_puts_in_doubt():
@@ -121,7 +123,7 @@ def test_a_flag_rules_out_what_it_puts_in_doubt():
         {"flags": "spread", "samples_per_s": 1.0},
         {"flags": "profile-vs-timed;spread", "samples_per_s": 1.0},
     ])  # fmt: skip
-    assert stats.usable(frame)[1] == 2 and stats.usable(frame, "breakdown")[1] == 3
+    assert stats.without_flagged(frame)[1] == 2 and stats.without_flagged(frame, "breakdown")[1] == 3
     assert list(stats.flagged(frame, "breakdown")) == [False, True, True, True]
 
 
@@ -134,11 +136,12 @@ def test_findings_and_figures_survive_every_repeat_flagged(tmp_path):
          "torch_version": "2", "git_commit": "abc", "config_name": "c"}
         for v in ("reference", "optimized-fp32") for r in range(2) for x in (4.0, 13.0)
     ])  # fmt: skip
-    assert studies.knob_findings(frame, "dense_features") == ["no unflagged records"]
-    assert studies.base_intervals(frame) == ["(8 flagged repeat(s) left out)"]
-    assert studies.rates_table(frame).empty
+    said = studies.knob_findings(frame, "dense_features")
+    assert said[0].startswith("dense features: no finding") and said[-1].startswith("(8 of 8 repeat(s) flagged")
+    assert studies.base_intervals(frame[frame["x"] == 4.0])[-1].startswith("(4 of 4 repeat(s) flagged")
+    assert not studies.rates_table(frame).empty  # every repeat counts
     plots.save(plots.sensitivity(frame, "all flagged"), "flagged", tmp_path)
-    plots.save(plots.speedup(frame, "reference", "all flagged"), "flagged-speedup", tmp_path)
+    plots.save(plots.speedup(frame[frame["x"] == 4.0], "reference", "all flagged"), "flagged-speedup", tmp_path)
 
 
 def test_a_repeat_far_from_its_points_median_is_an_outlier():
@@ -149,7 +152,7 @@ def test_a_repeat_far_from_its_points_median_is_an_outlier():
     frame = pd.DataFrame(rows([100, 102, 98, 101, 180]) + rows([50, 80], "b"))  # b: too few to judge
     flagged = stats.with_flags(frame)
     assert list(flagged["flags"]) == ["", "", "", "", "outlier", "", ""]
-    clean, excluded = stats.usable(frame)
+    clean, excluded = stats.without_flagged(frame)
     assert excluded == 1 and stats.interval(clean[clean.variant == "a"]["ms_median"])[2] < 105
 
 

@@ -346,10 +346,11 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
             f"  repeat {r['repeat']}: {r['samples_per_s']:>12,.0f} samples/s   {r['ms_median']:.1f} ms/it median "
             f"(p10 {r['ms_p10']:.1f}, p90 {r['ms_p90']:.1f})   input {r['input_ms_median']:.1f} ms/batch{flagged}"
         )
-    clean, excluded = stats.usable(pd.DataFrame(records))
-    center, low, high = stats.interval(clean["samples_per_s"])
-    kind = " (95% interval)" if low == low else ""
-    note = f"; {excluded} flagged repeat(s) left out" if excluded else ""
+    frame = stats.with_flags(pd.DataFrame(records))
+    center, low, high = stats.interval(frame["samples_per_s"])
+    kind = " (95% interval, all repeats)" if low == low else ""
+    excluded = int(stats.flagged(frame).sum())
+    note = f"; {excluded} of them flagged" if excluded else ""
     print(f"  samples/s, median of repeats: {stats.describe(center, low, high, digits=0)}{kind}{note}")
     if first["precision"] == "bf16" and first["native_bf16"] is False:
         print("  bf16 ran emulated: this CPU has no native bf16 (native_bf16=False in the records)")

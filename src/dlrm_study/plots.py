@@ -109,7 +109,7 @@ def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
         clean = group[~group["doubtful"]]
         hollow = clean.empty
         per_sample = (group if hollow else clean)[ops].div(group["batch_size"].iloc[0] / 1e3)  # us per sample
-        timed = stats.interval(stats.usable(group)[0]["ms_median"] / group["batch_size"].iloc[0] * 1e3)
+        timed = stats.interval(group["ms_median"] / group["batch_size"].iloc[0] * 1e3)
         bars.append((label + (" (flagged)" if hollow else ""), per_sample.median(), hollow, timed))
     fig, (ax, share_ax) = plt.subplots(1, 2, figsize=(13, 0.5 * len(bars) + 2.2), sharey=True,
                                        gridspec_kw={"width_ratios": [3, 2]})  # fmt: skip
@@ -185,7 +185,7 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
 
     `bands` (variant, config_name, low, high): predicted ranges, drawn as shaded boxes behind the bars.
     """
-    clean, _ = stats.usable(records)
+    clean = stats.with_flags(records)  # every repeat counts
     configs = list(dict.fromkeys(records["config_name"]))
     variants = [v for v in ordered(records["variant"]) if v != baseline]
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) * max(1, len(variants)) / 2), 4))
@@ -382,7 +382,7 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     and the rest is the cost of the collective calls themselves (DDP's gradient buckets, a
     local all-to-all), drawn apart so it does not read as communication.
     """
-    clean, _ = stats.usable(records)
+    clean = stats.with_flags(records)  # every repeat counts
     keys = ["world_size", "batch_size", "data.lookups_per_table"]
     rows = clean.groupby(keys)[["compute_ms_median", "exposed_comm_ms"]].median().reset_index().sort_values(keys)
     steps = stats.summarize(clean, keys, "ms_median").sort_values(keys)

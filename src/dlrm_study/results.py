@@ -6,23 +6,25 @@ its labels, the measured fields, the flattened config, provenance and the machin
 killed midway leaves either the old file or the new one, never a half-written row, and a
 record with new fields widens the header instead of breaking it.
 
-The machine key (`machine_key`) names the hardware a record was measured on: CPU model, the
-instruction-set flags that change these timings (AVX-512, AVX512-BF16, AMX-BF16) and the
-thread count, plus the GPU where one ran. Records of several machines live side by side in
-one file; figures and findings select one machine. The resume key (`resume_key`) says
-"already measured": config hash, variant, machine, the versions of the libraries that
-change timing, and the repeat. Records written before machine keys existed are read with
-`machine` = `<cpu>/isa-unrecorded/<threads>t` (`load`): kept, and kept apart.
+The machine key (`machine_key`, `records.Machine`) names the host a record was measured on:
+its CPU (model string, family/model/stepping), the instruction-set flags that change these
+timings (AVX-512, AVX512-BF16, AMX-BF16), its logical CPUs, and its GPU if it has one; the
+threads a run used are a column of their own. Records of several machines live side by side
+in one file; figures and findings select one machine (`select`). The resume key
+(`resume_key`) says "already measured": config hash, variant, machine, threads, the versions
+of the libraries that change timing, and the repeat. Every record also carries its `run_id`
+(pairs are formed within one run) and the `rules_hash` of the verdict rules in force.
 """
 
 import csv
+import dataclasses
 import datetime
 import fcntl
 import functools
+import hashlib
 import importlib.metadata
 import os
 import platform
-import re
 import subprocess
 import sys
 import typing
@@ -31,6 +33,8 @@ from pathlib import Path
 import torch
 
 import dlrm_study
+from dlrm_study.records import machine as machines
+from dlrm_study.records.machine import BF16_FLAGS, LEGACY_THREADS, UNRECORDED_ISA, Machine
 
 if typing.TYPE_CHECKING:
     from dlrm_study.config import Config
@@ -38,12 +42,11 @@ if typing.TYPE_CHECKING:
 PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu", "triton")
 # The provenance columns whose change makes an old timing stale (part of the resume key).
 TIMING_VERSIONS = tuple(f"{name.replace('-', '_')}_version" for name in PACKAGES)
-# CPU flags that change what these timings mean: AVX-512 kernels, bf16 dot products, AMX tiles.
-ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-UNRECORDED_ISA = "isa-unrecorded"
 # Columns read as text whatever they look like (a hash of digits only is not a number).
-TEXT_COLUMNS = ("config_hash", "sweep_point", "git_commit", "variant", "machine", "point", "flags", "error")
+TEXT_COLUMNS = (
+    "config_hash", "sweep_point", "git_commit", "variant", "machine", "point", "flags", "error", "run_id", "rules_hash",
+)  # fmt: skip
+__all__ = ["BF16_FLAGS", "UNRECORDED_ISA", "Machine"]
 
 
 def git_commit() -> str:
@@ -75,27 +78,13 @@ def checkout_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-@functools.cache
 def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return machines.cpu_model()
 
 
-@functools.cache
 def cpu_flags() -> frozenset[str]:
     """The CPU's instruction-set flags (Linux /proc/cpuinfo); empty where unknown."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
+    return machines.cpu_flags()
 
 
 def native_bf16() -> bool:
@@ -103,23 +92,22 @@ def native_bf16() -> bool:
     return any(flag in cpu_flags() for flag in BF16_FLAGS)
 
 
-def isa() -> str:
-    """The ISA_FLAGS this CPU has, joined by '+' (`avx2` or `baseline` when it has none of them)."""
-    flags = cpu_flags()
-    present = [flag for flag in ISA_FLAGS if flag in flags]
-    return "+".join(present) or ("avx2" if "avx2" in flags else "baseline")
+def this_machine() -> Machine:
+    """This host as records measured now name it (`records.Machine`)."""
+    m = Machine.this()
+    return dataclasses.replace(m, isa=machines.isa(cpu_flags()))  # through cpu_flags: tests fake it
 
 
-def slug(name: str) -> str:
-    """`Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz` -> `intel-xeon-platinum-8481c`."""
-    text = re.sub(r"\((r|tm)\)|@.*$|\bcpu\b|\bprocessor\b|\b\d+-core\b", " ", name.lower())
-    return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"
+def machine_key() -> str:
+    """This host's key, `<cpu>/<isa>/<N>cpu[/<gpu>]` (`records.Machine`); threads are a column of their own."""
+    return this_machine().key
 
 
-def machine_key(threads: int | None = None, gpu: str = "", cpu: str | None = None, isa_flags: str | None = None) -> str:
-    """`<cpu>/<isa>/<threads>t[/<gpu>]`: this machine, or one described by the arguments."""
-    key = f"{slug(cpu or cpu_model())}/{isa_flags or isa()}/{threads or torch.get_num_threads()}t"
-    return f"{key}/{slug(gpu)}" if gpu else key
+def select(frame, which: str | None = "this"):  # frame: pandas.DataFrame
+    """The records of one machine: `this` (this host's key), a key, or None for every machine."""
+    if which is None or frame.empty or "machine" not in frame:
+        return frame
+    return frame[frame["machine"] == (machine_key() if which == "this" else which)]
 
 
 def package_version(name: str) -> str:
@@ -139,6 +127,7 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
         "python_version": platform.python_version(),
         **{f"{name.replace('-', '_')}_version": package_version(name) for name in PACKAGES},
         "cpu_model": cpu_model(),
+        "cpuid": machines.cpuid(),
         "cpu_count": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "device_name": gpu or cpu_model(),
@@ -155,12 +144,15 @@ def record(
     cfg: "Config | None" = None,
     device: torch.device | str = "cpu",
     machine: str | None = None,
+    run_id: str | None = None,
     **labels: object,
 ) -> dict[str, object]:
     """The one record builder: study and labels, measured fields, the config, provenance, machine.
 
-    `fields` may name the `threads` they ran with (a rank's, not this process's); the machine
-    key follows them. Labels (variant, repeat, point, ...) come first, for a readable CSV.
+    `fields` may name the `threads` they ran with (a rank's, not this process's). `run_id` names
+    the run of a study this record belongs to (`runner.run` makes one per run; else this
+    process's), so pairs are formed only within one run. `rules_hash` is the hash of the verdict
+    rules in force when it was measured. Labels (variant, repeat, point, ...) come first.
     """
     prov = provenance(device)
     if fields.get("threads"):
@@ -171,10 +163,45 @@ def record(
         **labels,
         **described,
         **fields,
-        "machine": machine or machine_key(int(prov["threads"]), str(prov["gpu_model"])),
+        "machine": machine or machine_key(),
+        "run_id": run_id or process_run_id(),
+        "rules_hash": rules_hash(),
         **(cfg.flat() if cfg is not None else {}),
         **{key: value for key, value in prov.items() if key not in fields},
     }
+
+
+def new_run_id() -> str:
+    """A fresh run id: when it started (UTC), this process, and a random part."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{os.getpid()}-{os.urandom(2).hex()}"
+
+
+@functools.cache
+def process_run_id() -> str:
+    """The run id of records made outside `runner.run` (one per process)."""
+    return new_run_id()
+
+
+RULES = Path(dlrm_study.__file__).resolve().parents[2] / "docs" / "claims.md"
+RULES_BEGIN, RULES_END = "<!-- rules: begin -->", "<!-- rules: end -->"
+
+
+@functools.cache
+def rules_hash(path: Path = RULES) -> str:
+    """12 hex digits of sha256 over the verdict rules (docs/claims.md between its rules markers).
+
+    Every record carries it, so the ledger can tell records measured under the rules in force
+    from records the rules were written after. "" where the rules file is not beside the package.
+    """
+    try:
+        text = path.read_text()
+    except OSError:
+        return ""
+    if RULES_BEGIN not in text or RULES_END not in text:
+        return ""
+    rules = text.split(RULES_BEGIN, 1)[1].split(RULES_END, 1)[0]
+    return hashlib.sha256(rules.strip().encode()).hexdigest()[:12]
 
 
 def versions() -> dict[str, str]:
@@ -182,17 +209,26 @@ def versions() -> dict[str, str]:
     return {key: package_version(key.removesuffix("_version").replace("_", "-")) for key in TIMING_VERSIONS}
 
 
-def resume_key(config_hash: str, variant: str, machine: str, repeat: object, versions: dict[str, object]) -> str:
+def resume_key(
+    config_hash: str, variant: str, machine: str, threads: object, repeat: object, versions: dict[str, object]
+) -> str:
     """What makes a stored record the measurement a run would make now."""
     stamp = ",".join(f"{key}={text(versions.get(key))}" for key in TIMING_VERSIONS)
-    return f"{config_hash}|{variant}|{machine}|{stamp}|{text(repeat)}"
+    return f"{config_hash}|{variant}|{machine}|{text(threads)}t|{stamp}|{text(repeat)}"
+
+
+def key_here(cfg: "Config", variant: str, repeat: object = 0, threads: int | None = None) -> str:
+    """The resume key a measurement of `cfg` would get on this machine now."""
+    return resume_key(cfg.hash(), variant, machine_key(), threads or cfg.train.threads or torch.get_num_threads(),
+                      repeat, versions())  # fmt: skip
 
 
 def key_of(row: dict[str, object]) -> str:
     """The resume key of a stored record (a row of `read_rows`, or a record dict)."""
     return resume_key(
-        text(row.get("config_hash")), text(row.get("variant")), text(row.get("machine")), row.get("repeat"), row
-    )
+        text(row.get("config_hash")), text(row.get("variant")), text(row.get("machine")), row.get("threads"),
+        row.get("repeat"), row,
+    )  # fmt: skip
 
 
 def text(value: object) -> str:
@@ -245,26 +281,36 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def load(path: Path):  # -> pandas.DataFrame (pandas imported only when records are read)
-    """All records of a CSV as a pandas DataFrame, older records given their machine and repeat."""
+    """All records of a CSV as a pandas DataFrame.
+
+    Nothing is filled in from the machine reading them. A record written before the machine key
+    existed, or with the old key that ended in threads, gets the key its own fields give
+    (`Machine.from_legacy_row`: `isa-unrecorded` where it never said its ISA); `scripts/migrate_records.py`
+    writes the same keys into the files once. A record without `run_id` was measured before run
+    ids: its run reads as "" (one run per machine and study).
+    """
     import pandas as pd
 
     frame = pd.read_csv(path, low_memory=False, dtype=dict.fromkeys(TEXT_COLUMNS, str))
-    if frame.empty or "cpu_model" not in frame:
+    if frame.empty or "study" not in frame:
         return frame
-    if "machine" not in frame:
-        frame["machine"] = pd.NA
-    missing = frame["machine"].isna() & frame["cpu_model"].notna()
-    if missing.any():  # measured before the key existed: the ISA flags were not recorded
-        old = frame[missing]
-        gpus = old["gpu_model"] if "gpu_model" in old else pd.Series("", index=old.index)
-        frame.loc[missing, "machine"] = [
-            machine_key(int(threads) if threads == threads else 0, gpu if isinstance(gpu, str) else "", cpu,
-                        UNRECORDED_ISA)
-            for cpu, threads, gpu in zip(old["cpu_model"], old["threads"], gpus, strict=True)
-        ]  # fmt: skip
-    if "env_key" in frame:  # rows without provenance (a study's loss curve) share their run's env_key
+    if "env_key" in frame and "machine" in frame:  # a loss row without provenance shares its run's machine
         known = frame.dropna(subset=["machine"]).drop_duplicates("env_key").set_index("env_key")["machine"]
         frame["machine"] = frame["machine"].fillna(frame["env_key"].map(known))
+    frame["machine"] = [
+        Machine.from_legacy_row(row).key if is_legacy_key(key) else key
+        for key, row in zip(frame.get("machine", pd.Series(pd.NA, index=frame.index)), frame.to_dict("records"),
+                            strict=True)
+    ]  # fmt: skip
     rounds = frame.get("round", 0)  # `dlrm-study compare` called its repeats rounds
     frame["repeat"] = frame["repeat"].fillna(rounds) if "repeat" in frame else rounds
+    frame["run_id"] = frame["run_id"].fillna("") if "run_id" in frame else ""
     return frame
+
+
+def is_legacy_key(key: object) -> bool:
+    """Whether a stored machine key predates today's form: missing, or ending in threads (`cpu/isa/2t`)."""
+    if not isinstance(key, str) or not key:
+        return True
+    parts = key.split("/")
+    return len(parts) in (3, 4) and LEGACY_THREADS.match(parts[2]) is not None

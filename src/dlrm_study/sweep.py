@@ -200,17 +200,8 @@ def records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
     frame = frame[[pair in labels for pair in pairs]].copy()
     frame["point"] = [labels[pair] for pair in zip(frame["config_hash"], frame["variant"], strict=True)]
     frame["grid"] = frame["point"]
-    if machine is not None:
-        frame = frame[frame["machine"] == machine_key(machine, sweep)]
+    frame = results.select(frame, machine)
     if "error" in frame:
         frame = frame[frame["error"].isna()]
     keys = ["variant", "config_hash", "machine", "repeat"]
     return frame.sort_values("timestamp").drop_duplicates(keys, keep="last")
-
-
-def machine_key(machine: str, sweep: Sweep) -> str:
-    """`this` resolved to the key this machine gives the sweep's points."""
-    if machine != "this":
-        return machine
-    first = points(sweep)[0].cfg if sweep.variants else config.load("tiny")
-    return runner.machine_of(first)

@@ -194,7 +194,7 @@ def bench_main(
             if world.is_main:
                 fields_json.write_text(json.dumps(fields))
         else:
-            tasks = runner.schedule([(cfg.name, {variant: cfg})], repeats, lambda _: results.machine_key())
+            tasks = runner.schedule([(cfg.name, {variant: cfg})], repeats, runner.machine_of)
             runner.run(
                 tasks,
                 lambda _: {**measure_once(run, steps, warmup), "builds": "once"},

@@ -73,7 +73,7 @@ def measure(profile: str, out: Path, progress: bool = True) -> pd.DataFrame:
         ]
         return {**launch_fields(ranks, args), "builds": "every repeat (own processes)"}
 
-    tasks = runner.schedule(plan(profile), p.repeats, lambda _: results.machine_key(1))
+    tasks = runner.schedule(plan(profile), p.repeats, runner.machine_of, threads=lambda _: 1)
     runner.run(tasks, measure_one, path, study, record_errors=False, progress=progress)
     return records(profile, out)
 
@@ -112,26 +112,23 @@ def records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFra
     pairs = list(zip(frame["config_hash"], frame["variant"].astype(str), strict=True))
     frame = frame[[pair in labels for pair in pairs]].copy()
     frame["point"] = [labels[pair] for pair in zip(frame["config_hash"], frame["variant"], strict=True)]
-    if machine is not None:
-        frame = frame[frame["machine"] == (results.machine_key(1) if machine == "this" else machine)]
-    return frame.sort_values("timestamp").drop_duplicates(["config_hash", "variant", "repeat"], keep="last")
+    frame = results.select(frame, machine)
+    return frame.sort_values("timestamp").drop_duplicates(["config_hash", "variant", "machine", "repeat"], keep="last")
 
 
 def calibration_records(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The single-rank records the model is fitted on: the unflagged ones, else all of them (said so)."""
-    single = frame[frame["world_size"] == 1]
-    clean, excluded = stats.usable(single)
-    if clean.empty:
-        return single, f"every single-rank record is flagged: the model is fitted on all {len(single)} of them"
-    return clean, f"{excluded} flagged single-rank record(s) left out of the fit" if excluded else ""
+    """The single-rank records the model is fitted on: all of them (every repeat counts), said so."""
+    single = stats.with_flags(frame[frame["world_size"] == 1])
+    flagged = int(stats.flagged(single).sum())
+    return single, f"fitted on all {len(single)} single-rank records ({flagged} flagged)" if flagged else ""
 
 
 def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
     """Strong and weak scaling from 1 to 2 ranks, paired within repeats: (center, low, high) each.
 
-    From unflagged records only; NaN where no repeat pairs up.
+    From all repeats; NaN where no repeat pairs up.
     """
-    clean, _ = stats.usable(frame)
+    clean = stats.with_flags(frame)
     none = (math.nan, math.nan, math.nan)
     if clean.empty:
         return {"strong_speedup": none, "strong_efficiency": none, "weak_efficiency": none}
@@ -180,7 +177,7 @@ def model(records: pd.DataFrame) -> dict[str, object]:
         "calibration": calibration,
         "note": note,
         "link": link,
-        "check": perf_model.check(calibration, stats.usable(records)[0], link),
+        "check": perf_model.check(calibration, stats.with_flags(records), link),
         "shape": shape,
         "per_rank_batch": per_rank,
         "network": perf_model.OMNI_PATH_100G,

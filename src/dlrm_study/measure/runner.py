@@ -1,20 +1,23 @@
 """The one runner of timed studies: points x variants x repeats, interleaved, resumable.
 
 Every timed study goes through `run`: `dlrm-study bench` and `compare`, sweeps, the studies
-behind the notebooks, distributed bench and the GPU script. Order (`schedule`): point by
-point, R repeats each; within a repeat the point's variants run back to back, in an order
-rotated between repeats (ABC, BCA, CAB, ...), so no variant always runs first and a speedup
-is a ratio of two variants measured side by side within one repeat (`stats.paired_ratios`).
+behind the notebooks, distributed bench and the GPU script. Order (`schedule`): repeat-major
+across the whole comparison. Repeat r runs every point of the study (the knob values a finding
+compares) and, within each point, its variants back to back; both orders rotate between
+repeats (points p, q, s then q, s, p ...; variants ABC then BCA ...), so no point or variant
+always runs first, and a ratio between two variants or between two knob values is a ratio of
+two measurements made minutes apart at most, within one repeat of one run (`run_id`).
 
 A measurement (the `measure` function a study passes) warms its run up and times its steps;
-its fields become one record (`results.record`), appended at once. The runs of a point are
-built once and kept across its repeats where they fit in memory together (`KeptRuns`), so
-a repeat's spread is the machine's, not a rebuild's; where they do not fit, each repeat
+its fields become one record (`results.record`), appended at once, with the run's id. Built
+runs are kept across repeats where all of the study's runs fit in memory together
+(`KeptRuns`), so a repeat's spread is the machine's, not a rebuild's; otherwise each task
 builds its own (records say which, `builds`). Started again after a kill, `run` skips every
 task whose record is stored (`results.resume_key`), so it loses at most the task it was
-measuring and duplicates nothing.
+measuring and duplicates nothing; the resumed tasks carry the new run's id.
 """
 
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Sequence
@@ -41,11 +44,12 @@ class Task:
     order: int  # the variant's position within its point's repeat
     cfg: Config
     machine: str
+    threads: int = 0
     versions: dict[str, str] = field(default_factory=results.versions, compare=False)
 
     @property
     def key(self) -> str:
-        return results.resume_key(self.cfg.hash(), self.variant, self.machine, self.repeat, self.versions)
+        return results.resume_key(self.cfg.hash(), self.variant, self.machine, self.threads, self.repeat, self.versions)
 
     @property
     def pair(self) -> tuple[str, str, str]:
@@ -60,19 +64,30 @@ Point = tuple[str, dict[str, Config]]
 Measure = Callable[[Task], dict[str, object]]
 
 
-def schedule(points: Sequence[Point], repeats: int, machine: Callable[[Config], str]) -> list[Task]:
-    """Every task in run order: point by point, its repeats in turn, the variants rotated by the repeat."""
+def schedule(
+    points: Sequence[Point],
+    repeats: int,
+    machine: Callable[[Config], str],
+    threads: Callable[[Config], int] | None = None,
+) -> list[Task]:
+    """Every task in run order: repeat after repeat, each running every point, every point its
+    variants; points and variants rotated by the repeat (see the module docstring)."""
     if repeats < 1:
         raise UsageError(f"repeats must be at least 1, got {repeats}")
+    threads = threads or threads_of
     tasks = []
-    for label, configs in points:
-        for repeat in range(repeats):
-            names = list(configs)
-            shift = repeat % len(names) if names else 0
-            for order, variant in enumerate(names[shift:] + names[:shift]):
+    for repeat in range(repeats):
+        for label, configs in rotated(list(points), repeat):
+            for order, variant in enumerate(rotated(list(configs), repeat)):
                 cfg = configs[variant]
-                tasks.append(Task(label, variant, repeat, order, cfg, machine(cfg)))
+                tasks.append(Task(label, variant, repeat, order, cfg, machine(cfg), threads(cfg)))
     return tasks
+
+
+def rotated(items: list, by: int) -> list:
+    """`items` started at position `by` (mod its length): ABC, BCA, CAB, ..."""
+    shift = by % len(items) if items else 0
+    return items[shift:] + items[:shift]
 
 
 # Measurements made and reused by this process so far (a rendered notebook reports them).
@@ -124,6 +139,7 @@ def run(
       distributed run). `on_record` sees each record (the CLI prints it).
     """
     counts = Counts(tasks=len(tasks))
+    run_id = results.new_run_id()
     stored = results.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
     todo = [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
@@ -138,7 +154,7 @@ def run(
             counts.failed += 1  # failed in an earlier repeat of this run: once is enough
             continue
         bar.set_postfix_str(f"r{task.repeat} {task.point} {task.variant}"[:60])
-        record = measured(task, measure, study, record_errors)
+        record = measured(task, measure, study, record_errors, run_id)
         if record.get("error"):
             failed_pairs.add(task.pair)
             counts.failed += 1
@@ -152,52 +168,53 @@ def run(
     return counts
 
 
-def measured(task: Task, measure: Measure, study: str, record_errors: bool) -> dict[str, object]:
+def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_id: str = "") -> dict[str, object]:
     """The task's record: its measured fields and flags, or the error that stopped it."""
     cfg = Config.from_dict(task.cfg.to_dict())  # a measurement may adjust its copy (placement auto)
     labels = {"variant": task.variant, "repeat": task.repeat, "point": task.point, "order": task.order}
     try:
-        fields = measure(Task(task.point, task.variant, task.repeat, task.order, cfg, task.machine, task.versions))
+        fields = measure(dataclasses.replace(task, cfg=cfg))
     except (UsageError, RuntimeError, MemoryError) as err:
         if not record_errors:
             raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         fields = {"loop": cfg.train.loop, "precision": cfg.train.precision, "error": f"{type(err).__name__}: {message}"}
-        return results.record(study, fields, task.cfg, record_device(cfg), task.machine, **labels)
+        return results.record(study, fields, task.cfg, record_device(cfg), task.machine, run_id or None, **labels)
     fields = {**fields, "flags": stats.flags(fields), "error": ""}
-    return results.record(study, fields, task.cfg, str(fields.get("device", "cpu")), task.machine, **labels)
+    device = str(fields.get("device", "cpu"))
+    return results.record(study, fields, task.cfg, device, task.machine, run_id or None, **labels)
 
 
 class KeptRuns(Generic[R]):
-    """The built runs of the point being measured, kept across its repeats where they all fit.
+    """The built runs of a study, kept across its repeats where they all fit in memory together.
 
     `get(task)` returns the task's run (built on first use) and what the record says of it;
-    `done(task)` releases it unless it is kept. A new point releases the previous one's runs.
-    They are kept when the point's variants together need at most half of the memory free
-    when the point starts (host memory, and GPU memory for runs on a GPU), by the configs'
-    own estimates; otherwise every repeat builds its run anew.
+    `done(task)` releases it unless runs are kept. Whether they are is decided once, before
+    the first task: when every run of the study (all points and variants) needs at most half
+    of the memory free then (host memory, and GPU memory for runs on a GPU), by the configs'
+    own estimates. Otherwise every task builds its run anew (repeat-major order visits every
+    point in each repeat, so keeping only one point's runs would keep nothing).
     """
 
     def __init__(self, build: Callable[[Config], R], release: Callable[[R], None]) -> None:
         self.build, self.release = build, release
-        self.point: str | None = None
-        self.keep = False
-        self.runs: dict[str, R] = {}
+        self.keep: bool | None = None
+        self.runs: dict[tuple[str, str], R] = {}
 
-    def start(self, task: Task, configs: Sequence[Config]) -> None:
-        if task.point == self.point:
-            return
-        self.clear()
-        self.point, self.keep = task.point, fits_together(configs)
+    def start(self, configs: Sequence[Config]) -> None:
+        if self.keep is None:
+            self.keep = fits_together(configs)
 
     def get(self, task: Task) -> tuple[R, dict[str, object]]:
-        if task.variant not in self.runs:
-            self.runs[task.variant] = self.build(task.cfg)
-        return self.runs[task.variant], {"builds": "once per point" if self.keep else "every repeat"}
+        key = (task.point, task.variant)
+        if key not in self.runs:
+            self.runs[key] = self.build(task.cfg)
+        return self.runs[key], {"builds": "once per run" if self.keep else "every repeat"}
 
     def done(self, task: Task) -> None:
-        if not self.keep and task.variant in self.runs:
-            self.release(self.runs.pop(task.variant))
+        key = (task.point, task.variant)
+        if not self.keep and key in self.runs:
+            self.release(self.runs.pop(key))
 
     def clear(self) -> None:
         for run in self.runs.values():
@@ -212,15 +229,15 @@ def with_kept_runs(
     release: Callable[[R], None],
     measure_run: Callable[[R, Task], dict[str, object]],
 ) -> tuple[Measure, KeptRuns[R]]:
-    """A `measure` for `run` that keeps each point's runs across its repeats (`KeptRuns`).
+    """A `measure` for `run` that keeps the study's runs across its repeats where they fit (`KeptRuns`).
 
-    Clear the returned `KeptRuns` when the run is over: it holds the last point's runs.
+    Clear the returned `KeptRuns` when the run is over: it may hold every run.
     """
     runs: KeptRuns[R] = KeptRuns(build, release)
-    configs = {label: list(cfgs.values()) for label, cfgs in points}
+    configs = [cfg for _, cfgs in points for cfg in cfgs.values()]
 
     def measure(task: Task) -> dict[str, object]:
-        runs.start(task, configs[task.point])
+        runs.start(configs)
         run, said = runs.get(task)
         try:
             return {**measure_run(run, task), **said}
@@ -248,13 +265,14 @@ def failed(out: Path) -> set[tuple[str, str, str]]:
     return {(r.get("config_hash", ""), r.get("variant", ""), r.get("machine", "")) for r in rows if r.get("error")}
 
 
-def machine_of(cfg: Config, threads: int | None = None) -> str:
-    """The machine key a config is measured on here: its threads (or torch's), and the GPU it uses."""
-    device = cfg.train.device
-    gpu = ""
-    if device.startswith("cuda") or (device == "auto" and torch.cuda.is_available()):
-        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cuda-unavailable"
-    return results.machine_key(threads or cfg.train.threads or torch.get_num_threads(), gpu)
+def machine_of(cfg: Config) -> str:
+    """The machine key a config is measured on here: this host's (`results.machine_key`)."""
+    return results.machine_key()
+
+
+def threads_of(cfg: Config) -> int:
+    """The threads a config runs with here: its own, else torch's."""
+    return cfg.train.threads or torch.get_num_threads()
 
 
 def record_device(cfg: Config) -> str:

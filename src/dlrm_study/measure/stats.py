@@ -7,22 +7,26 @@ The unit of evidence is a repeat: one record, the median of its timed steps. Per
   `exp(mean(log x) +- t(0.975, n-1) * sd(log x) / sqrt(n))`. Timings are positive and their
   noise on a shared machine is multiplicative (another job slows every step by a factor),
   so logs are the natural scale; for log-normal noise the interval covers the true median
-  95% of the time (tested on synthetic timings). With one repeat there is no interval (NaN).
-- **paired ratio** of variant A over baseline B (a speedup): per repeat, A's value over B's
-  measured side by side in that repeat; then the same center and interval over those
-  per-repeat ratios. Drift between repeats cancels in each ratio, so the paired interval is
-  narrower than one computed from A's and B's intervals.
+  95% of the time at any n >= 2 (tested on synthetic timings): with few repeats it is wide,
+  as it should be. A share (a part of a whole) gets the same interval on the logit scale, so
+  it stays inside (0, 1). With one repeat there is no interval (NaN).
+- **paired ratio** of variant A over baseline B (a speedup), or of one knob value over
+  another: per repeat, A's value over B's measured side by side in that repeat of one run
+  (`run_id`) on one machine; then the same center and interval over those per-repeat ratios.
+  Records of two machines or two runs never pair; two records of one cell (the same point,
+  variant, machine, run and repeat) are an error, not a median. Knob values are paired only
+  in records of runs that interleaved them (every record with a `run_id`: `runner.schedule`
+  is repeat-major since run ids exist; earlier sweeps measured one point after another).
+- **a verdict word** ("faster", "reproduced") needs at least MIN_PAIRS pairs; with fewer the
+  finding says "too few repeats".
 
-A record is **flagged** (`flags`, `;`-separated, empty when clean) when its profiled
-operators sum to more than 15% away from its timed median (`profile-vs-timed`: the profiler
-distorted the steps it broke down, or the machine changed between them), or its p90/p10 over
-the timed steps exceeds 1.5 (`spread`: the timed steps themselves were disturbed). Both are
-written with the record. When records are read, a repeat whose median is more than 1.25x
-away from the median of its point's repeats (at least three of them) is flagged `outlier`:
-a whole repeat slowed by another job on the machine, which `spread` cannot see. A flag rules
-out the quantities it puts in doubt: `spread` and `outlier` every finding of the record,
-`profile-vs-timed` its breakdown (its timed steps ran unprofiled). Findings use `usable`
-records only and say how many were left out; figures draw flagged repeats hollow.
+Every repeat counts. A record is **flagged** (`flags`, `;`-separated, empty when clean) when its
+profiled operators sum to more than 15% away from its timed median (`profile-vs-timed`), its
+p90/p10 over the timed steps exceeds 1.5 (`spread`), or, when read, its median is more than
+1.25x from the median of its point's repeats (`outlier`, with at least three). Flags are
+diagnostics printed beside a finding, never a filter: a finding is computed with all repeats,
+and again with the flagged ones removed (`without_flagged`); where the two say different
+things, the finding says **fragile** and shows both. Figures draw flagged repeats hollow.
 """
 
 import math
@@ -37,7 +41,9 @@ PROFILE_TOLERANCE = 0.15  # |profiled sum - timed median| / timed median
 SPREAD_LIMIT = 1.5  # p90 / p10 of the timed steps
 OUTLIER_FACTOR = 1.25  # a repeat's median against the median of its point's repeats
 OUTLIER_MIN_REPEATS = 3
-POINT_KEYS = ("config_hash", "variant", "machine")  # what one point's repeats share
+POINT_KEYS = ("config_hash", "variant", "machine", "threads")  # what one point's repeats share
+MIN_PAIRS = 5  # pairs (or repeats) a verdict word needs
+RUN = "run_id"
 
 # Two-sided 95% quantiles of Student's t, t(0.975, df), df = 1..30 (the standard table).
 T975 = (
@@ -72,11 +78,30 @@ def interval(values: Iterable[float]) -> tuple[float, float, float]:
     return center, math.exp(mean - half), math.exp(mean + half)
 
 
-def summarize(records: pd.DataFrame, by: Sequence[str], value: str = "samples_per_s") -> pd.DataFrame:
-    """Per group of `by`: repeats `n`, `center`, `low`, `high` and `half_width` (relative, +-)."""
+def share_interval(values: Iterable[float]) -> tuple[float, float, float]:
+    """(center, low, high) of shares in (0, 1): their median, and the t interval on the logit scale."""
+    xs = [float(v) for v in values if v == v]
+    if not xs:
+        return math.nan, math.nan, math.nan
+    if min(xs) <= 0 or max(xs) >= 1:
+        raise ValueError("shares must lie strictly between 0 and 1")
+    center = statistics.median(xs)
+    if len(xs) < 2:
+        return center, math.nan, math.nan
+    odds = interval(x / (1 - x) for x in xs)  # the log-scale interval of the odds is the logit one
+    return center, odds[1] / (1 + odds[1]), odds[2] / (1 + odds[2])
+
+
+def summarize(
+    records: pd.DataFrame, by: Sequence[str], value: str = "samples_per_s", share: bool = False
+) -> pd.DataFrame:
+    """Per group of `by`: repeats `n`, `center`, `low`, `high` and `half_width` (relative, +-).
+
+    `share`: the values are parts of a whole, summarized on the logit scale (`share_interval`).
+    """
     rows = []
     for group, frame in records.groupby(list(by), sort=True, dropna=False):
-        center, low, high = interval(frame[value])
+        center, low, high = (share_interval if share else interval)(frame[value])
         row = dict(zip(by, group, strict=True))
         row.update(n=int(frame[value].notna().sum()), center=center, low=low, high=high)
         row["half_width"] = half_width(center, low, high)
@@ -95,11 +120,23 @@ def paired_ratios(
     """Per group of `by`: `variant`'s value over `baseline`'s within each repeat, as a `summarize` table.
 
     `between` names the column the two are values of: two variants of a point (a speedup), or
-    two values of a knob (`x`) for one variant, measured in the same repeat of one sweep. Only
-    repeats where both were measured pair up; `n` counts those pairs.
+    two values of a knob (`x`) for one variant. Only records of one machine and one run pair up
+    (see the module docstring); `n` counts the pairs.
     """
     pick = records[records[between].isin([variant, baseline])]
-    wide = pick.pivot_table(index=[*by, "repeat"], columns=between, values=value, aggfunc="median")
+    if between != "variant":  # knob values pair only where a run interleaved them (records with a run id)
+        pick = pick[pick[RUN].fillna("") != ""] if RUN in pick else pick.iloc[0:0]
+    cell = [*by, *(k for k in ("machine", RUN) if k in pick and k not in by), "repeat"]
+    pick = pick.assign(**{k: pick[k].fillna("") for k in cell if k in (RUN, "machine")})
+    doubled = pick.duplicated([*cell, between], keep=False)
+    if doubled.any():
+        first = pick[doubled].iloc[0]
+        raise ValueError(
+            f"two records of one cell ({between} {first[between]!r}, repeat {first['repeat']}"
+            + (f", run {first[RUN]!r}" if RUN in pick else "")
+            + "): a repeat is measured once per run; deduplicate the records first"
+        )
+    wide = pick.pivot_table(index=cell, columns=between, values=value, aggfunc="first")
     if variant not in wide or baseline not in wide:
         return pd.DataFrame(columns=[*by, *SUMMARY])
     ratios = (wide[variant] / wide[baseline]).dropna().rename("ratio").reset_index()
@@ -174,17 +211,18 @@ def with_flags(records: pd.DataFrame) -> pd.DataFrame:
 
 def outliers(records: pd.DataFrame) -> pd.Series:
     """Repeats more than OUTLIER_FACTOR away from the median of their point's repeats."""
-    if records.empty or "ms_median" not in records or not set(POINT_KEYS) <= set(records):
+    keys = [k for k in POINT_KEYS if k in records]
+    if records.empty or "ms_median" not in records or not set(POINT_KEYS[:3]) <= set(keys):
         return pd.Series(False, index=records.index)
     ms = records["ms_median"].astype(float)
-    groups = records.groupby(list(POINT_KEYS), dropna=False)["ms_median"]
+    groups = records.groupby(keys, dropna=False)["ms_median"]
     median = groups.transform("median").astype(float)
     enough = groups.transform("count") >= OUTLIER_MIN_REPEATS
     ratio = ms / median
     return (enough & ((ratio > OUTLIER_FACTOR) | (ratio < 1 / OUTLIER_FACTOR))).fillna(False)
 
 
-# The flags that rule a record out of a finding about each quantity.
+# The flags that put each quantity in doubt (diagnostics: `without_flagged` removes them).
 DOUBTS = {"throughput": {"spread", "outlier"}, "breakdown": {"spread", "outlier", "profile-vs-timed"}}
 
 
@@ -194,15 +232,24 @@ def flagged(records: pd.DataFrame, quantity: str = "throughput") -> pd.Series:
     return frame["flags"].map(lambda text: bool(set(filter(None, text.split(";"))) & DOUBTS[quantity])).astype(bool)
 
 
-def usable(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.DataFrame, int]:
-    """The records a finding about `quantity` may use, and how many flagged ones were left out."""
+def without_flagged(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.DataFrame, int]:
+    """The records with the repeats flagged for `quantity` removed, and how many were: the
+    second view every finding is computed in (never the only one)."""
     frame = with_flags(records)
     doubtful = flagged(frame, quantity)
     return frame[~doubtful], int(doubtful.sum())
 
 
-def direction(low: float, high: float, up: str = "higher", down: str = "lower") -> str:
-    """A directional word only where the interval of a ratio excludes 1 (no effect)."""
+def views(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """(all repeats, flagged ones removed, how many were flagged): the two views of a finding."""
+    clean, dropped = without_flagged(records, quantity)
+    return with_flags(records), clean, dropped
+
+
+def direction(low: float, high: float, up: str = "higher", down: str = "lower", n: int | None = None) -> str:
+    """A directional word only where the interval of a ratio excludes 1 and `n` pairs are enough."""
+    if n is not None and n < MIN_PAIRS:
+        return f"too few repeats for a verdict ({n} < {MIN_PAIRS})"
     if low != low:
         return "no interval"
     if low > 1:
@@ -210,6 +257,13 @@ def direction(low: float, high: float, up: str = "higher", down: str = "lower") 
     if high < 1:
         return down
     return "no clear effect at this size"
+
+
+def fragile(all_word: str, clean_word: str) -> str:
+    """The word of a finding seen both ways: itself where the two views agree, else `fragile (...)`."""
+    if all_word.split(" (")[0] == clean_word.split(" (")[0]:  # "too few repeats (3 < 5)" and "(0 < 5)" agree
+        return all_word
+    return f"fragile (all repeats: {all_word}; flagged removed: {clean_word})"
 
 
 def describe(center: float, low: float, high: float, unit: str = "", digits: int = 2, percent: bool = False) -> str:
@@ -223,3 +277,52 @@ def describe(center: float, low: float, high: float, unit: str = "", digits: int
     if low != low:
         return f"{number(center)}{unit} (one repeat: no interval)"
     return f"{number(center)}{unit} [{number(low)}, {number(high)}]"
+
+
+class Finding(typing.NamedTuple):
+    """A paired ratio seen both ways: with every repeat, and with the flagged ones removed."""
+
+    all: Ratio
+    clean: Ratio
+    flagged: int  # repeats flagged (removed in the second view)
+    word: str  # the direction both views support, or `fragile (...)`, or why there is none
+
+    def text(self, unit: str = "x") -> str:
+        """`1.42x [1.35, 1.49] (5 pairs): faster`, and the flagged-removed view where it differs."""
+        r = self.all
+        said = f"{describe(r.center, r.low, r.high, unit)} ({r.n} pairs): {self.word}"
+        if self.flagged and self.clean != self.all:
+            c = self.clean
+            said += f"; without the {self.flagged} flagged repeat(s): {describe(c.center, c.low, c.high, unit)} ({c.n})"
+        return said
+
+
+def paired_finding(
+    records: pd.DataFrame,
+    variant: object,
+    baseline: object,
+    up: str = "higher",
+    down: str = "lower",
+    between: str = "variant",
+    value: str = "samples_per_s",
+) -> Finding:
+    """`variant` over `baseline`, paired, with all repeats and without flagged ones, and one word for both."""
+    everything, clean, dropped = views(records)
+    both = [paired_ratio(frame, variant, baseline, value, between) for frame in (everything, clean)]
+    words = [direction(r.low, r.high, up, down, r.n) for r in both]
+    return Finding(both[0], both[1], dropped, fragile(*words))
+
+
+def flag_note(records: pd.DataFrame, quantity: str = "throughput") -> list[str]:
+    """`(3 of 20 repeats flagged; counted)`: what a finding says of its flagged repeats, or nothing."""
+    if records.empty:
+        return []
+    n = int(flagged(records, quantity).sum())
+    return [f"({n} of {len(records)} repeat(s) flagged: counted, and shown without them where it differs)"] if n else []
+
+
+def unpaired_reason(records: pd.DataFrame, between: str) -> str:
+    """Why no pair formed between two values of `between` (for a finding that has none)."""
+    if between != "variant" and (RUN not in records or (records[RUN].fillna("") == "").all()):
+        return "the two ends were measured one point after the other, before runs interleaved them: not paired"
+    return "no repeat pairs up at the two ends within one run"

@@ -141,15 +141,12 @@ def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame
 
     `machine`: a machine key; its records at every thread count are kept (None: every machine's).
     """
-    from dlrm_study.studies.summary import host
-
     path = out / "baseline.csv"
     if not path.exists():
         return pd.DataFrame()
     frame = results.load(path)
-    frame = frame[(frame["study"] == f"baseline-2020-{profile}") & frame["error"].isna()].copy()
-    if machine is not None:
-        frame = frame[frame["machine"].map(host) == host(machine)]
+    frame = results.select(frame[(frame["study"] == f"baseline-2020-{profile}") & frame["error"].isna()], machine)
+    frame = frame.copy()
     frame["step"] = frame["variant"].map(STEPS)
     frame["threads"] = frame["train.threads"].astype(int)
     return frame
@@ -157,7 +154,7 @@ def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame
 
 def factors(frame: pd.DataFrame) -> pd.DataFrame:
     """Each step's samples/s over the 2020 step on torch 1.5.1, paired within repeats, per config and threads."""
-    clean, _ = stats.usable(frame)
+    clean = stats.with_flags(frame)  # every repeat counts
     tables = []
     for variant in STEPS:
         if variant == OLD or variant not in set(clean["variant"]):
@@ -173,7 +170,7 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
     from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
     """
-    clean, _ = stats.usable(frame[frame["config_name"] == config_name])
+    clean = frame[frame["config_name"] == config_name]
     rate = clean.groupby(["variant", "threads"])["samples_per_s"].median()
     best = max(
         (v for v in ("optimized-fp32", "optimized-bf16") if (v, 2) in rate and (v, 1) in rate),

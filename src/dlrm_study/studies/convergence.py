@@ -47,7 +47,7 @@ def run_convergence(
     stored = results.stored_keys(path)
     for variant in runnable(variants or list(CPU_VARIANTS))[0]:
         cfg = variant_config(profile, variant)
-        if results.resume_key(cfg.hash(), variant, results.machine_key(), 0, results.versions()) in stored:
+        if results.key_here(cfg, variant) in stored:
             runner.tally(reused=1)
             continue
         runner.tally(measured=1)
@@ -78,6 +78,5 @@ def convergence_records(profile: str, out: Path, machine: str | None = "this") -
     frame = results.load(path)
     current = {variant_config(profile, v).hash() for v in CPU_VARIANTS}
     frame = frame[frame["config_hash"].isin(current)]
-    if machine is not None:
-        frame = frame[frame["machine"] == (results.machine_key() if machine == "this" else machine)]
-    return frame.sort_values("timestamp").drop_duplicates(["variant", "kind", "step"], keep="last")
+    frame = results.select(frame, machine)
+    return frame.sort_values("timestamp").drop_duplicates(["machine", "variant", "kind", "step"], keep="last")

@@ -63,14 +63,15 @@ def ablation(profile: str, out: Path) -> Sweep:
 
 
 def ablation_steps(records: pd.DataFrame) -> pd.DataFrame:
-    """Each step's samples/s over the step before it and over the reference, paired within repeats."""
-    clean, _ = stats.usable(records)
-    steps = [v for v in ABLATION if v in set(clean["variant"])]
+    """Each step's samples/s over the step before it and over the reference, paired within repeats
+    (all repeats; `word` from both views, `stats.paired_finding`)."""
+    steps = [v for v in ABLATION if v in set(records["variant"])]
     rows = []
     for before, step in itertools.pairwise(steps):
-        gain = stats.paired_ratio(clean, step, before)
-        total = stats.paired_ratio(clean, step, "reference")
-        rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain._asdict(),
+        gain = stats.paired_finding(records, step, before, "faster", "slower")
+        total = stats.paired_ratio(records, step, "reference")
+        rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain.all._asdict(),
+                     "word": gain.word, "text": gain.text(),
                      **{f"total_{k}": v for k, v in total._asdict().items()}})  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -79,24 +80,27 @@ def ablation_findings(records: pd.DataFrame) -> list[str]:
     """One sentence per step: its gain over the step before, and where that leaves the loop."""
     table = ablation_steps(records)
     lines = [
-        f"{r.label}: {stats.describe(r.center, r.low, r.high, 'x')} the step before ({r.n} paired repeats: "
-        f"{stats.direction(r.low, r.high, 'faster', 'slower')}); "
+        f"{r.label}: over the step before, {r.text}; "
         f"{stats.describe(r.total_center, r.total_low, r.total_high, 'x')} the reference"
         for r in table.itertuples()
     ]
-    excluded = stats.usable(records)[1]
     lines = lines or ["ablation: no finding: no step pairs up with the one before it"]
-    return lines + ([f"({excluded} flagged repeat(s) left out)"] if excluded else [])
+    return lines + stats.flag_note(records)
 
 
-def embedding_share(records: pd.DataFrame) -> pd.DataFrame:
-    """Per config: the share of the profiled iteration in embedding forward and backward/update.
+S2_PART = ("embedding_backward_update",)  # S2's claim: embedding backward and update
+EMBEDDING_PARTS = ("embedding_forward", "embedding_backward_update")
 
-    A summary table (`stats.summarize`): median share over repeats and its 95% interval.
+
+def embedding_share(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> pd.DataFrame:
+    """Per config: the share of the profiled iteration spent in the operators `parts` (by default
+    embedding backward + update, S2's claim).
+
+    A summary table (`stats.summarize`, on the logit scale): median share over repeats and its 95% interval.
     """
     ops = records[[f"op_{name}_ms" for name in OPERATORS]].sum(axis=1)
-    share = (records["op_embedding_forward_ms"] + records["op_embedding_backward_update_ms"]) / ops
-    return stats.summarize(records.assign(share=share), ["config_name"], "share")
+    share = sum(records[f"op_{name}_ms"] for name in parts) / ops
+    return stats.summarize(records.assign(share=share), ["config_name"], "share", share=True)
 
 
 def speedups(records: pd.DataFrame, baseline: str = "reference") -> pd.DataFrame:

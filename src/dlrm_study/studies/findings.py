@@ -1,8 +1,9 @@
 """The findings under each figure, computed from its records: one sentence each, with its interval.
 
-The notebooks print them and the README's gallery repeats them (`studies.summary`), so a
-number appears in the study only as these functions compute it. A direction ("faster",
-"lower") is stated only where the interval excludes no effect.
+The notebooks print them and the README's gallery repeats them (`studies.ledger`), so a
+number appears in the study only as these functions compute it. Every repeat counts; a
+direction ("faster", "lower") is stated only where the interval excludes no effect, on at
+least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "fragile").
 """
 
 import re
@@ -14,43 +15,33 @@ from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import knob_findings
 
 
-def left_out(excluded: int) -> list[str]:
-    return [f"({excluded} flagged repeat(s) left out)"] if excluded else []
-
-
 def reference_breakdown(records: pd.DataFrame) -> list[str]:
-    """Notebook 01: the embedding share of the reference's profiled iteration, per preset."""
-    reference = records[records["variant"] == "reference"]
-    clean, excluded = stats.usable(reference, "breakdown")
-    shares = cpu.embedding_share(clean).set_index("config_name")
+    """Notebook 01: the share of the reference's profiled iteration in embedding backward + update
+    (S2), and in embedding forward beside it, per preset, over all repeats."""
+    reference = records[records["variant"] == "reference"].dropna(subset=["op_embedding_forward_ms"])
+    update = cpu.embedding_share(reference).set_index("config_name")
+    forward = cpu.embedding_share(reference, ("embedding_forward",)).set_index("config_name")
     lines = []
     for name in dict.fromkeys(reference["config_name"]):
-        if name in shares.index:
-            row = shares.loc[name]
-            lines.append(
-                f"{name}: embedding forward + backward/update take "
-                f"{stats.describe(row.center, row.low, row.high, percent=True)} of the reference's profiled "
-                f"iteration ({row.n:.0f} repeats)"
-            )
-        else:
-            lines.append(f"{name}: no finding: every repeat's breakdown is flagged")
-    return lines + left_out(excluded)
+        u, f = update.loc[name], forward.loc[name]
+        lines.append(
+            f"{name}: embedding backward + update take {stats.describe(u.center, u.low, u.high, percent=True)} "
+            f"of the reference's profiled iteration, forward {stats.describe(f.center, f.low, f.high, percent=True)}"
+            f" ({u.n:.0f} repeats)"
+        )
+    return (lines or ["breakdown: no finding: no profiled reference repeat"]) + stats.flag_note(reference, "breakdown")
 
 
 def speedups(records: pd.DataFrame) -> list[str]:
     """Notebook 02: each loop's samples/s over the reference's, paired within repeats, per preset."""
-    clean, excluded = stats.usable(records)
-    table = cpu.speedups(clean)
-    lines = (
-        [
-            f"{r.config_name}: {r.variant} {stats.describe(r.center, r.low, r.high, 'x')} the reference "
-            f"({r.n:.0f} paired repeats: {stats.direction(r.low, r.high, 'faster', 'slower')})"
-            for r in table.sort_values(["config_name", "variant"]).itertuples()
-        ]
-        if not table.empty
-        else ["speedups: no finding: no loop pairs up with the reference"]
-    )
-    return lines + left_out(excluded)
+    lines = []
+    for name in sorted(set(records["config_name"])):
+        preset = records[records["config_name"] == name]
+        for variant in sorted(set(preset["variant"]) - {"reference"}):
+            f = stats.paired_finding(preset, variant, "reference", "faster", "slower")
+            if f.all.n:
+                lines.append(f"{name}: {variant} over the reference {f.text()}")
+    return (lines or ["speedups: no finding: no loop pairs up with the reference"]) + stats.flag_note(records)
 
 
 def largest_operator(records: pd.DataFrame) -> list[str]:
@@ -58,7 +49,7 @@ def largest_operator(records: pd.DataFrame) -> list[str]:
     from dlrm_study.measure.bench import OPERATORS
 
     ops = [f"op_{name}_ms" for name in OPERATORS]
-    clean, excluded = stats.usable(records.dropna(subset=ops), "breakdown")
+    clean = records.dropna(subset=ops)
     lines = []
     for (name, variant), group in clean.groupby(["config_name", "variant"], sort=True):
         shares = group[ops].div(group[ops].sum(axis=1), axis=0)  # per repeat
@@ -66,7 +57,7 @@ def largest_operator(records: pd.DataFrame) -> list[str]:
         share = stats.describe(*stats.interval(shares[top]), percent=True)
         label = top.removeprefix("op_").removesuffix("_ms").replace("_", " ")
         lines.append(f"{name} / {variant}: {label} takes the largest share, {share} ({len(group)} repeats)")
-    return (lines or ["breakdown: no finding: every repeat's breakdown is flagged"]) + left_out(excluded)
+    return (lines or ["breakdown: no finding: no profiled repeat"]) + stats.flag_note(clean, "breakdown")
 
 
 def ablation(records: pd.DataFrame) -> list[str]:
@@ -99,14 +90,12 @@ def cache(rates: pd.DataFrame, profile: str) -> list[str]:
 
 def remote(records: pd.DataFrame) -> list[str]:
     """Notebook 05: tables on a parameter server against local tables, paired within repeats."""
-    clean, excluded = stats.usable(records)
-    r = stats.paired_ratio(clean, "remote", "local")
-    waits = clean[clean["variant"] == "remote"]["remote_ms_per_step"].median()
+    f = stats.paired_finding(records, "remote", "local", "faster", "slower")
+    waits = records[records["variant"] == "remote"]["remote_ms_per_step"].median()
     return [
-        f"Remote tables: {stats.describe(r.center, r.low, r.high, 'x')} the samples/s of local tables "
-        f"({r.n} paired repeats: {stats.direction(r.low, r.high, 'faster', 'slower')}); the trainer waits "
-        f"{waits:.1f} ms per step on RPC (median)",
-        *left_out(excluded),
+        f"Remote tables over local tables, samples/s: {f.text()}; the trainer waits {waits:.1f} ms per step on "
+        "RPC (median)",
+        *stats.flag_note(records),
     ]
 
 
@@ -119,7 +108,7 @@ def scaling(records: pd.DataFrame) -> list[str]:
         f"Measured, 1 -> 2 ranks (paired within repeats): strong scaling {stats.describe(*eff['strong_speedup'], 'x')}"
         f", efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}; weak scaling efficiency "
         f"{stats.describe(*eff['weak_efficiency'], percent=True)}",
-        *left_out(stats.usable(records)[1]),
+        *stats.flag_note(records),
     ]
 
 
@@ -181,8 +170,7 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
                 f"{p['measured']:.1f}x the 2020 step at 2 threads would be {p['projected']:.0f}x if each side kept "
                 f"its 1-to-2-thread scaling (exponents {p['exponent_best']:.2f} and {p['exponent_2020']:.2f})"
             )
-    excluded = int(stats.usable(records)[1])
-    return lines + left_out(excluded)
+    return lines + stats.flag_note(records)
 
 
 QUANTITIES = {"samples_per_s": "samples/s", "over_hbm": "over hbm", "gpu_over_cpu": "GPU over CPU"}

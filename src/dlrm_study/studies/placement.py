@@ -23,13 +23,12 @@ def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str 
     Resumable: points already recorded (`results.resume_key`) are skipped.
     """
     path, study = out / "cache.csv", f"cache-hit-rate-{profile}"
-    here = results.machine_key()
     configs = cache_configs(profile)
     if measure:
         stored = results.stored_keys(path)
         for cfg in configs:
             variant = f"cached-{cfg.train.cache_policy}"
-            if results.resume_key(cfg.hash(), variant, here, 0, results.versions()) in stored:
+            if results.key_here(cfg, variant) in stored:
                 runner.tally(reused=1)
                 continue
             runner.tally(measured=1)
@@ -38,9 +37,7 @@ def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str 
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    frame = frame[frame["config_hash"].isin({cfg.hash() for cfg in configs})]
-    if machine is not None:
-        frame = frame[frame["machine"] == (here if machine == "this" else machine)]
+    frame = results.select(frame[frame["config_hash"].isin({cfg.hash() for cfg in configs})], machine)
     return frame.sort_values("timestamp").drop_duplicates(["config_hash", "machine"], keep="last")
 
 
@@ -131,7 +128,6 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
     p = RANKS[profile]
     base = "tiny" if profile == "smoke" else "dlrm-benchmark"
     cfg = config.load(base, [*REMOTE_BASE[profile], "train.loop=optimized", f"train.steps={p.steps}"])
-    here = results.machine_key(1)  # one thread per process
     if measure:
 
         def measure_one(task: runner.Task) -> dict[str, object]:
@@ -142,13 +138,13 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
                 return {**launch_fields(2, [*args, "--remote-tables"]), "builds": "every repeat (own processes)"}
             return {**launch_fields(0, args), "builds": "every repeat (own process)"}
 
-        tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, lambda _: here)
+        one_core = {"threads": lambda _: 1}  # a core per process
+        tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, runner.machine_of, **one_core)
         runner.run(tasks, measure_one, path, study, record_errors=False, progress=False)
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    frame = frame[(frame["config_hash"] == cfg.hash()) & frame["variant"].isin(list(TABLES))].copy()
-    if machine is not None:
-        frame = frame[frame["machine"] == (here if machine == "this" else machine)]
+    frame = results.select(frame[(frame["config_hash"] == cfg.hash()) & frame["variant"].isin(list(TABLES))], machine)
+    frame = frame.copy()
     frame["tables"] = frame["variant"].map(TABLES)
     return frame

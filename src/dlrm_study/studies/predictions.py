@@ -186,11 +186,11 @@ def measured(out: Path) -> pd.DataFrame:
     if frame.empty:
         return frame
     keys = ["config_hash", "variant"]
-    clean, _ = stats.usable(frame)
+    clean, _ = stats.without_flagged(frame)
     every = frame.groupby(keys)["samples_per_s"].median().rename("all")
     kept = clean.groupby(keys)["samples_per_s"].median().rename("clean")
     both = pd.concat([every, kept], axis=1)
-    both["samples_per_s"] = both["clean"].fillna(both["all"])
+    both["samples_per_s"] = both["all"]  # every repeat counts
     both["flagged_only"] = both["clean"].isna()
     return both.reset_index()[[*keys, "samples_per_s", "flagged_only"]]
 

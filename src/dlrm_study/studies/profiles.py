@@ -70,6 +70,6 @@ def results_dir(profile: str, value: str | None = None) -> Path:
     return Path("../results")
 
 
-def machine(value: str = "this", threads: int | None = None) -> str:
-    """A notebook's `machine` parameter as a key: `this` is this machine (at `threads`, else torch's)."""
-    return results.machine_key(threads) if value == "this" else value
+def machine(value: str = "this") -> str:
+    """A notebook's `machine` parameter as a key: `this` is this machine (`results.machine_key`)."""
+    return results.machine_key() if value == "this" else value

@@ -151,53 +151,44 @@ def base_point(records: pd.DataFrame, knob: str, profile: str) -> pd.DataFrame:
 
 
 def base_intervals(records: pd.DataFrame) -> list[str]:
-    """The base point's 95% intervals: each variant's samples/s, and optimized over reference (paired)."""
-    clean, excluded = stats.usable(records)
+    """The base point's 95% intervals over all repeats: each variant's samples/s, and optimized over
+    reference (paired)."""
     lines = []
-    for _, row in stats.summarize(clean, ["variant"]).iterrows():
+    for _, row in stats.summarize(records, ["variant"]).iterrows():
         described = stats.describe(row.center, row.low, row.high, digits=0)
         lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)")
     for variant in ("optimized-fp32", "optimized-bf16"):
-        r = stats.paired_ratio(clean, variant, "reference")
+        r = stats.paired_ratio(records, variant, "reference")
         if r.n:
             lines.append(
                 f"{variant} / reference (paired): {stats.describe(r.center, r.low, r.high, 'x')}, "
                 f"+-{r.half_width:.1%} ({r.n} pairs)"
             )
-    if excluded:
-        lines.append(f"({excluded} flagged repeat(s) left out)")
-    return lines
+    return lines + stats.flag_note(records)
 
 
 def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
-    """One sentence per variant: samples/s at the knob's largest value over its smallest, paired within repeats."""
-    clean, excluded = stats.usable(records)
-    if clean.empty:
-        return ["no unflagged records"]
-    low_x, high_x = clean["x"].min(), clean["x"].max()
+    """One sentence per variant: samples/s at the knob's largest value over its smallest, paired within
+    repeats of one run (all repeats, and without the flagged ones: `stats.paired_finding`)."""
+    if records.empty:
+        return [f"{KNOBS[knob][2]}: no finding: no records"]
+    low_x, high_x = records["x"].min(), records["x"].max()
     lines = []
-    for variant in dict.fromkeys(clean["variant"]):
-        r = stats.paired_ratio(clean[clean["variant"] == variant], high_x, low_x, between="x")
-        if not r.n:
+    for variant in dict.fromkeys(records["variant"]):
+        f = stats.paired_finding(records[records["variant"] == variant], high_x, low_x, between="x")
+        if not f.all.n:
             continue
-        word = stats.direction(r.low, r.high)
-        lines.append(
-            f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s x "
-            f"{stats.describe(r.center, r.low, r.high)} ({r.n} paired repeats): {word}"
-        )
+        lines.append(f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s {f.text()}")
     if not lines:
-        lines.append(f"{KNOBS[knob][2]}: no finding: no repeat pairs up at the knob's two ends")
-    if excluded:
-        lines.append(f"({excluded} flagged repeat(s) left out)")
-    return lines
+        lines.append(f"{KNOBS[knob][2]}: no finding: {stats.unpaired_reason(records, 'x')}")
+    return lines + stats.flag_note(records)
 
 
 def rates_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Thousand samples/s per knob value and variant: median of unflagged repeats [95% interval]."""
-    clean, _ = stats.usable(records)
-    if clean.empty:
+    """Thousand samples/s per knob value and variant: median of all repeats [95% interval]."""
+    if records.empty:
         return pd.DataFrame()
-    summary = stats.summarize(clean, ["x", "variant"])
+    summary = stats.summarize(records, ["x", "variant"])
     summary["k samples/s"] = [
         stats.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
     ]
