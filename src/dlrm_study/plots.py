@@ -283,15 +283,18 @@ def drawn_band(ax: plt.Axes) -> bool:
 
 
 def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
-    """Training loss (windowed mean) against step, one line per variant; AUC in the legend."""
+    """Training loss (windowed mean, averaged over seeds) against step, one line per variant; the median
+    held-out AUC over seeds in the legend."""
     losses = records[records["kind"] == "loss"]
-    evals = records[records["kind"] == "eval"].set_index("variant")["eval_auc"]
+    evals = records[records["kind"] == "eval"].groupby("variant")["eval_auc"].agg(["median", "count"])
     order = ordered(losses["variant"])
-    labels = {v: f"{v} (AUC {evals[v]:.4f})" for v in order if v in evals}
+    labels = {
+        v: f"{v} (AUC {evals.loc[v, 'median']:.4f}, {evals.loc[v, 'count']} seed(s))" for v in order if v in evals.index
+    }
     fig, ax = plt.subplots(figsize=(8, 4))
     for variant in order:
-        rows = losses[losses["variant"] == variant].sort_values("step")  # records come in timestamp order
-        ax.plot(rows["step"], rows["loss"], label=labels.get(variant, variant), linewidth=1.2)
+        rows = losses[losses["variant"] == variant].groupby("step")["loss"].mean()  # in step order
+        ax.plot(rows.index, rows.values, label=labels.get(variant, variant), linewidth=1.2)
     ax.set_xlabel("training step")
     ax.set_ylabel("training loss (BCE, window mean)")
     ax.set_title(title)

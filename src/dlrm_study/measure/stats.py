@@ -326,3 +326,25 @@ def unpaired_reason(records: pd.DataFrame, between: str) -> str:
     if between != "variant" and (RUN not in records or (records[RUN].fillna("") == "").all()):
         return "the two ends were measured one point after the other, before runs interleaved them: not paired"
     return "no repeat pairs up at the two ends within one run"
+
+
+def mean_interval(values: Iterable[float]) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) of differences that may be negative: the mean with a t interval (NaN with one)."""
+    xs = [float(v) for v in values if v == v]
+    if not xs:
+        return math.nan, math.nan, math.nan, 0
+    mean = statistics.fmean(xs)
+    if len(xs) < 2:
+        return mean, math.nan, math.nan, 1
+    half = t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+    return mean, mean - half, mean + half, len(xs)
+
+
+def describe_difference(values: Iterable[float], digits: int = 4) -> str:
+    """`+0.0003 [-0.0004, +0.0010]`: the mean of paired differences and its t interval (one: no interval)."""
+    mean, low, high, n = mean_interval(values)
+    if not n:
+        return "no pair"
+    if n < 2:
+        return f"{mean:+.{digits}f} (one pair: no interval)"
+    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"

@@ -1,4 +1,4 @@
-"""Notebook 07: the CPU loops trained from one seed; windowed losses and held-out AUC."""
+"""Notebook 07: the CPU loops trained from several seeds; windowed losses and held-out AUC."""
 
 import itertools
 from pathlib import Path
@@ -9,7 +9,7 @@ from dlrm_study import config, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, runnable
-from dlrm_study.studies.profiles import CONVERGENCE_STEPS, LOSS_WINDOW
+from dlrm_study.studies.profiles import CONVERGENCE_SEEDS, CONVERGENCE_STEPS, LOSS_WINDOW
 
 
 def convergence_config(profile: str) -> list[str]:
@@ -26,17 +26,20 @@ def convergence_config(profile: str) -> list[str]:
     ]
 
 
-def variant_config(profile: str, variant: str) -> config.Config:
-    return config.load("tiny", [*convergence_config(profile), *VARIANTS[variant]])
+def variant_config(profile: str, variant: str, seed: int = 0) -> config.Config:
+    """A loop's convergence config; seed 0 is the config's own (no override: the hash of its first records)."""
+    seeded = [f"train.seed={seed}"] if seed else []
+    return config.load("tiny", [*convergence_config(profile), *VARIANTS[variant], *seeded])
 
 
 def run_convergence(
     profile: str, out: Path, variants: list[str] | None = None, machine: str | None = "this"
 ) -> pd.DataFrame:
-    """Train each variant from the same seed; record windowed losses and held-out AUC.
+    """Train each variant from each of the profile's seeds (seed by seed, the variants interleaved
+    within each); record windowed losses and held-out AUC, `repeat` = the seed.
 
-    A variant's rows are appended together, so an interrupted study resumes at the first
-    variant not yet recorded (`results.resume_key`). bf16 runs only where it is native: an
+    A run's rows are appended together, so an interrupted study resumes at the first run not
+    yet recorded (`results.resume_key`). bf16 runs only where it is native: an
     emulated run would train the same numbers, so it says nothing the fp32 run does not.
     """
     from dlrm_study.data import make_data
@@ -45,9 +48,10 @@ def run_convergence(
     path, study = out / "convergence.csv", f"convergence-{profile}"
     steps, window = CONVERGENCE_STEPS[profile], LOSS_WINDOW[profile]
     stored = results.stored_keys(path)
-    for variant in runnable(variants or list(CPU_VARIANTS))[0]:
-        cfg = variant_config(profile, variant)
-        if results.key_here(cfg, variant) in stored:
+    kept = runnable(variants or list(CPU_VARIANTS))[0]
+    for seed, variant in itertools.product(range(CONVERGENCE_SEEDS[profile]), kept):
+        cfg = variant_config(profile, variant, seed)
+        if results.key_here(cfg, variant, repeat=seed) in stored:
             runner.tally(reused=1)
             continue
         runner.tally(measured=1)
@@ -60,12 +64,12 @@ def run_convergence(
                 {"kind": "loss", "step": end, "loss": sum(losses[end - window : end]) / window},
                 cfg,
                 variant=variant,
-                repeat=0,
+                repeat=seed,
             )
             for end in range(window, steps + 1, window)
         ]
         evaluation = {"kind": "eval", "step": steps, **{f"eval_{k}": v for k, v in metrics.items()}}
-        rows.append(results.record(study, evaluation, cfg, variant=variant, repeat=0))
+        rows.append(results.record(study, evaluation, cfg, variant=variant, repeat=seed))
         results.append_many(path, rows)
     return convergence_records(profile, out, machine)
 
@@ -76,7 +80,8 @@ def convergence_records(profile: str, out: Path, machine: str | None = "this") -
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    current = {variant_config(profile, v).hash() for v in CPU_VARIANTS}
-    frame = frame[frame["config_hash"].isin(current)]
-    frame = results.select(frame, machine)
-    return frame.sort_values("timestamp").drop_duplicates(["machine", "variant", "kind", "step"], keep="last")
+    seeds = range(CONVERGENCE_SEEDS["full"])
+    current = {variant_config(profile, v, s).hash() for v in CPU_VARIANTS for s in seeds}
+    frame = results.select(frame[frame["config_hash"].isin(current)], machine)
+    keys = ["machine", "variant", "train.seed", "kind", "step"]
+    return frame.sort_values("timestamp").drop_duplicates(keys, keep="last")

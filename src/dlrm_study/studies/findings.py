@@ -134,15 +134,21 @@ def projection(fitted: dict) -> list[str]:
 
 
 def convergence(records: pd.DataFrame) -> list[str]:
-    """Notebook 07: held-out AUC and log loss of each loop, trained from one seed."""
-    evals = records[records["kind"] == "eval"].set_index("variant")
-    if "reference" not in evals.index:
+    """Notebook 07: held-out AUC of each loop over its seeds, and its difference from the reference's,
+    paired by seed (mean over seeds with a t interval)."""
+    evals = records[records["kind"] == "eval"]
+    if "reference" not in set(evals["variant"]):
         return ["no reference run recorded"]
-    return [
-        f"{variant}: held-out AUC {row['eval_auc']:.4f} ({row['eval_auc'] - evals.loc['reference', 'eval_auc']:+.4f} "
-        f"vs the reference), log loss {row['eval_logloss']:.4f}"
-        for variant, row in evals.iterrows()
-    ]
+    wide = evals.pivot_table(index="train.seed", columns="variant", values="eval_auc", aggfunc="first")
+    lines = []
+    for variant in wide:
+        auc = wide[variant].dropna()
+        gap = (wide[variant] - wide["reference"]).dropna()
+        said = f"{variant}: held-out AUC {auc.median():.4f} (median of {len(auc)} seed(s))"
+        if variant != "reference":
+            said += f", {stats.describe_difference(gap)} vs the reference (paired by seed)"
+        lines.append(said)
+    return lines
 
 
 # A finding states a number with its 95% interval (or says it has none), or says why there is none.
@@ -193,11 +199,25 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     ]
     for row in done[done["sweep"].isin(headline)].itertuples():
         lines.append(
-            f"{row.grid} {row.variant} {QUANTITIES.get(row.quantity, row.quantity)}: measured {number(row.measured)}, "
+            f"{row.sweep}, {row.grid} {row.variant} {QUANTITIES.get(row.quantity, row.quantity)}: measured "
+            f"{number(row.measured)}, "
             f"predicted {number(row.mid)} [{number(row.low)}, {number(row.high)}]: {row.verdict}"
             + (" (flagged repeats)" if row.flagged_only else "")
         )
     return lines
+
+
+def predictions_against_naive(scored: pd.DataFrame) -> list[str]:
+    """How the model's ranges score against a constant range of the same width, per quantity (each point once)."""
+    from dlrm_study.studies.predictions import against_naive
+
+    table = against_naive(scored)
+    return [
+        f"{QUANTITIES.get(r.quantity, r.quantity)}: each measured point scored once, {r.model_inside} of {r.points} "
+        f"inside the model's ranges; {r.naive_inside} of {r.points} inside one constant range as wide, centred on "
+        "the measurements' median (a naive baseline)"
+        for r in table.itertuples()
+    ] or ["predictions: no measured point to score"]
 
 
 WITH_INTERVAL = re.compile(r"\d[\d,.]*(%|x)? (\[[-\d,.]+%?, [-\d,.]+%?\]|\(one repeat: no interval\))")

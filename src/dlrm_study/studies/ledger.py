@@ -212,7 +212,7 @@ def predictions_section(out: Path) -> list[str]:
     counts = predictions.counts(scored)
     head = "| claim | " + " | ".join(counts.columns) + " |"
     rows = [f"| {claim} | " + " | ".join(str(int(n)) for n in row) + " |" for claim, row in counts.iterrows()]
-    lines = findings.predictions(scored, ("target",), ("gpu-presets",))
+    lines = [*findings.predictions_against_naive(scored), *findings.predictions(scored, ("target",), ("gpu-presets",))]
     return [head, "| --- |" + " --- |" * len(counts.columns), *rows, "", *(f"- {line}" for line in lines)]
 
 

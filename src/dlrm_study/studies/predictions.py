@@ -310,7 +310,40 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
 
 
 def counts(scored: pd.DataFrame) -> pd.DataFrame:
-    """Per claim: how many predictions fell inside, below or above their range, or are unmeasured."""
+    """Per claim: how many measured points fell inside, below or above their range, or are unmeasured
+    (each point once: `independent`)."""
     if scored.empty:
         return scored
-    return scored.pivot_table(index="claim", columns="verdict", values="low", aggfunc="count", fill_value=0)
+    waiting = scored[scored["verdict"] == "not yet measured"].drop_duplicates(["config_hash", "variant"])
+    points = pd.concat([independent(scored), waiting])
+    return points.pivot_table(index="claim", columns="verdict", values="low", aggfunc="count", fill_value=0)
+
+
+def independent(scored: pd.DataFrame) -> pd.DataFrame:
+    """One scored prediction per measured point (config, variant): its samples/s row, where one was made.
+
+    The ratios (GPU over CPU, a placement over hbm) are computed from the same measurements, so
+    scoring them too would count one measurement two or three times.
+    """
+    if scored.empty:
+        return scored
+    done = scored[scored["verdict"] != "not yet measured"]
+    rank = done["quantity"].map({"samples_per_s": 0}).fillna(1)
+    return done.assign(_rank=rank).sort_values("_rank", kind="stable").drop_duplicates(["config_hash", "variant"])
+
+
+def against_naive(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per quantity: how many independent points fell inside the model's range, and inside a naive one.
+
+    The naive range is one constant range per quantity, as wide (in log terms) as the model's ranges
+    are at their median, centred on the median of the measurements themselves: a baseline that
+    knows the answers' typical level but nothing of the points. A model worth its name does better.
+    """
+    rows = []
+    for quantity, group in independent(scored).groupby("quantity", sort=True):
+        logs = group["measured"].astype(float).map(math.log)
+        half = (group["high"].astype(float) / group["low"].astype(float)).map(math.log).median() / 2
+        naive = int(((logs - logs.median()).abs() <= half).sum())
+        model = int((group["verdict"] == "inside").sum())
+        rows.append({"quantity": quantity, "points": len(group), "model_inside": model, "naive_inside": naive})
+    return pd.DataFrame(rows, columns=["quantity", "points", "model_inside", "naive_inside"])

@@ -298,13 +298,8 @@ def auc_gap(convergence: pd.DataFrame) -> tuple[stats.Ratio | None, int]:
     wide = evals.pivot_table(index=seed, columns="variant", values="eval_auc", aggfunc="first")
     if not {"optimized-bf16", "optimized-fp32"} <= set(wide):
         return None, 0
-    gaps = (wide["optimized-bf16"] - wide["optimized-fp32"]).dropna()
-    n = len(gaps)
-    if n < 2:
-        center = float(gaps.iloc[0]) if n else math.nan
-        return stats.Ratio(center, math.nan, math.nan, n, math.nan), n
-    half = stats.t975(n - 1) * gaps.std() / math.sqrt(n)
-    return stats.Ratio(float(gaps.median()), gaps.mean() - half, gaps.mean() + half, n, math.nan), n
+    mean, low, high, n = stats.mean_interval(wide["optimized-bf16"] - wide["optimized-fp32"])
+    return stats.Ratio(mean, low, high, n, math.nan), n
 
 
 def s3(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:

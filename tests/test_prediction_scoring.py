@@ -1,0 +1,31 @@
+"""Predictions scored once per measured point, and against a naive constant range."""
+
+import pandas as pd
+
+from dlrm_study.studies import predictions
+
+
+def scored(rows: list[tuple]) -> pd.DataFrame:
+    cols = ["claim", "config_hash", "variant", "quantity", "low", "high", "measured", "verdict"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def test_a_point_with_a_ratio_row_counts_once() -> None:
+    frame = scored([
+        ("H2/H3", "a", "gpu-hbm", "samples_per_s", 1.0, 4.0, 2.0, "inside"),
+        ("H2/H3", "a", "gpu-hbm", "gpu_over_cpu", 10.0, 40.0, 50.0, "above"),  # the same measurement again
+        ("H2/H3", "b", "gpu-hbm", "samples_per_s", 1.0, 4.0, float("nan"), "not yet measured"),
+        ("H2/H3", "b", "gpu-hbm", "gpu_over_cpu", 1.0, 4.0, float("nan"), "not yet measured"),
+    ])  # fmt: skip
+    assert len(predictions.independent(frame)) == 1
+    counts = predictions.counts(frame)
+    assert counts.loc["H2/H3", "inside"] == 1 and counts.loc["H2/H3", "not yet measured"] == 1
+    assert "above" not in counts  # the ratio row was not scored a second time
+
+
+def test_the_naive_range_is_as_wide_and_centred_on_the_measurements() -> None:
+    # Ranges 4x wide placed badly (every measurement above its range), but the measurements sit close together:
+    # one constant 4x range around their median holds them all.
+    frame = scored([("H1", str(i), "gpu-hbm", "samples_per_s", 1.0, 4.0, 10.0 + i, "above") for i in range(5)])
+    table = predictions.against_naive(frame).iloc[0]
+    assert (table.points, table.model_inside, table.naive_inside) == (5, 0, 5)
