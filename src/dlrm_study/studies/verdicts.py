@@ -20,7 +20,7 @@ from dlrm_study.measure import stats
 from dlrm_study.records import Machine
 from dlrm_study.studies import baseline, cpu
 from dlrm_study.studies.evidence import H1_KNOBS, Evidence
-from dlrm_study.studies.sensitivity import KNOBS
+from dlrm_study.studies.sensitivity import KNOBS, gpu_over_cpu_pairs
 
 CLAIMS = {
     "H1": "GPU throughput depends strongly on the model's shape",
@@ -138,33 +138,15 @@ def h1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     return Verdict("inconclusive", text)
 
 
-def fastest_cpu_loop(cpu: pd.DataFrame) -> str | None:
-    """The CPU loop with the highest median samples/s in these records (chosen from them, not from this CPU)."""
-    if cpu.empty:
-        return None
-    return str(cpu.groupby("variant")["samples_per_s"].median().idxmax())
-
-
 def grid_changes(evidence: Evidence, drop_flagged: bool, along: str) -> tuple[list, str | None]:
-    """GPU over the fastest CPU loop, paired per repeat within one run on this machine, and its change
-    from the low to the high end of `along` at every value of the other axis: (other, Ratio) pairs."""
+    """GPU over the fastest CPU loop, paired per repeat within one run on this machine
+    (`sensitivity.gpu_over_cpu_pairs`), and its change from the low to the high end of `along` at
+    every value of the other axis: (other, Ratio) pairs."""
     gpu, cpu_grid = view(evidence.gpu_grid, drop_flagged), view(evidence.cpu_grid, drop_flagged)
-    gpu = gpu[gpu["run_id"].fillna("") != ""] if not gpu.empty else gpu
-    best = fastest_cpu_loop(cpu_grid)
-    if gpu.empty or best is None:
-        return [], best
-    cpu_side = cpu_grid[cpu_grid["variant"] == best]
-    keys = ["model.dense_features", "tables", "run_id", "repeat"]
-
-    def rates(frame: pd.DataFrame) -> pd.Series:
-        tables = frame["model.table_rows"].map(lambda rows: len(str(rows).split("-")) if "x" not in str(rows)
-                                               else int(str(rows).split("x")[0]))  # fmt: skip
-        return frame.assign(tables=tables).groupby(keys)["samples_per_s"].median()
-
-    ratio = (rates(gpu) / rates(cpu_side)).dropna().rename("ratio").reset_index()
-    other = "tables" if along == "model.dense_features" else "model.dense_features"
+    ratio, best = gpu_over_cpu_pairs(cpu_grid, gpu)
     if ratio.empty:
         return [], best
+    other = "tables" if along == "model.dense_features" else "model.dense_features"
     lo, hi = ratio[along].min(), ratio[along].max()
     changes = []
     for value, part in ratio.groupby(other):
