@@ -183,7 +183,7 @@ def bench_main(
     """Repeats of timed steps through `measure.runner` (rank 0 writes the records).
 
     With `fields_json`, one repeat whose fields rank 0 writes there as JSON instead: a study
-    that launched this process group makes the record (`distributed.scaling`).
+    that launched this process group makes the record (`studies.scaling`).
     """
     run = start(cfg, timeout_s)
     world = run.world

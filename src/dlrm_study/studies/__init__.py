@@ -2,7 +2,7 @@
 
 One module per notebook family: `profiles` (how much every study measures), `cpu` (01, 02),
 `sensitivity` (03, 04 and the GPU mirrors of their sweeps), `placement` (05), `convergence`
-(07); the scaling study (06) lives in `distributed.scaling`. The names notebooks use are
+(07), `scaling` (06). The names notebooks use are
 re-exported here.
 """
 

@@ -11,10 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study import results, sweep
-from dlrm_study.distributed import scaling
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine
-from dlrm_study.studies import baseline, convergence, cpu, placement
+from dlrm_study.studies import baseline, convergence, cpu, placement, scaling
 from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity, sensitivity_records
 
 H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size

@@ -11,7 +11,10 @@ import re
 import pandas as pd
 
 from dlrm_study.measure import stats
-from dlrm_study.studies import cpu
+from dlrm_study.measure.bench import OPERATORS
+from dlrm_study.studies import baseline, cpu
+from dlrm_study.studies import scaling as scaling_study
+from dlrm_study.studies.predictions import against_naive
 from dlrm_study.studies.sensitivity import knob_findings
 
 
@@ -46,8 +49,6 @@ def speedups(records: pd.DataFrame) -> list[str]:
 
 def largest_operator(records: pd.DataFrame) -> list[str]:
     """Notebook 02's breakdown: per preset and loop, the operator with the largest share of the iteration."""
-    from dlrm_study.measure.bench import OPERATORS
-
     ops = [f"op_{name}_ms" for name in OPERATORS]
     clean = records.dropna(subset=ops)
     lines = []
@@ -101,9 +102,7 @@ def remote(records: pd.DataFrame) -> list[str]:
 
 def scaling(records: pd.DataFrame) -> list[str]:
     """Notebook 06: strong and weak scaling from 1 to 2 ranks, measured."""
-    from dlrm_study.distributed import scaling as study
-
-    eff = study.measured_efficiency(records)
+    eff = scaling_study.measured_efficiency(records)
     return [
         f"Measured, 1 -> 2 ranks (paired within repeats): strong scaling {stats.describe(*eff['strong_speedup'], 'x')}"
         f", efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}; weak scaling efficiency "
@@ -159,8 +158,6 @@ def number(value: float) -> str:
 
 def baseline_2020(records: pd.DataFrame) -> list[str]:
     """Notebook 02: each step over the 2020 step on torch 1.5.1, per config and threads; S1 projected."""
-    from dlrm_study.studies import baseline
-
     if records.empty:
         return ["2020 baseline: no records: not measured here (`make baseline-2020` measures it)"]
     table = baseline.factors(records)
@@ -209,8 +206,6 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
 
 def predictions_against_naive(scored: pd.DataFrame) -> list[str]:
     """How the model's ranges score against a constant range of the same width, per quantity (each point once)."""
-    from dlrm_study.studies.predictions import against_naive
-
     table = against_naive(scored)
     return [
         f"{QUANTITIES.get(r.quantity, r.quantity)}: each measured point scored once, {r.model_inside} of {r.points} "

@@ -14,7 +14,7 @@ from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
 from dlrm_study.records import Machine
-from dlrm_study.studies import cpu, findings
+from dlrm_study.studies import cpu, findings, predictions, scaling
 from dlrm_study.studies.evidence import Evidence, of, primary_machine
 from dlrm_study.studies.sensitivity import sensitivity, sensitivity_records
 from dlrm_study.studies.verdicts import CLAIMS, judge, verdicts
@@ -103,8 +103,6 @@ KNOB_FIGURES = {
 
 def gallery_findings(out: Path, profile: str, evidence: Evidence, machine: str) -> dict[str, list[str]]:
     """Each figure's findings on one machine, computed as its notebook computes them."""
-    from dlrm_study.distributed import scaling
-
     loops = at_usual_threads(evidence.cpu_loops, machine)
     said: dict[str, list[str]] = {}
     if not loops.empty:
@@ -204,8 +202,6 @@ def readme_section(out: Path, profile: str = "quick") -> str:
 
 def predictions_section(out: Path) -> list[str]:
     """The scored predictions as Markdown: a count per claim, then the presets' lines."""
-    from dlrm_study.studies import predictions
-
     scored = predictions.score(out)
     if scored.empty:
         return ["No predictions yet: `dlrm-study predict` writes them."]

@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study import config, results
+from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS
@@ -122,8 +123,6 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
     Each process gets one core (the trainer and the server one each), so the remote setup has a
     second core for its tables: the comparison is of placements, not of equal hardware.
     """
-    from dlrm_study.distributed.scaling import launch_fields
-
     path, study = out / "remote.csv", f"remote-vs-local-{profile}"
     p = RANKS[profile]
     base = "tiny" if profile == "smoke" else "dlrm-benchmark"

@@ -18,7 +18,7 @@ import pandas as pd
 
 from dlrm_study.measure import stats
 from dlrm_study.records import Machine
-from dlrm_study.studies import baseline, cpu
+from dlrm_study.studies import baseline, cpu, scaling
 from dlrm_study.studies.evidence import H1_KNOBS, Evidence
 from dlrm_study.studies.sensitivity import KNOBS, gpu_over_cpu_pairs
 
@@ -323,8 +323,6 @@ def s3(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
 
 
 def s4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    from dlrm_study.distributed import scaling
-
     records = view(evidence.scaling, drop_flagged)
     if records.empty:
         return Verdict("not yet measured", "")

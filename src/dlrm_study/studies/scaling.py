@@ -8,17 +8,14 @@ measurement is one `dlrm-study bench --distributed` process group, through `meas
 repeats, interleaved, resumable, one record each (machine key at one thread: one core per rank).
 """
 
-import json
 import math
-import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study import config, results
+from dlrm_study.distributed import perf_model
+from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, stats
 from dlrm_study.studies.profiles import RANKS
@@ -78,30 +75,6 @@ def measure(profile: str, out: Path, progress: bool = True) -> pd.DataFrame:
     return records(profile, out)
 
 
-def launch(ranks: int, args: list[str]) -> None:
-    """`dlrm-study ARGS` on `ranks` processes under torchrun (or alone for 0), one core each."""
-    command = [sys.executable, "-m", "dlrm_study", *args]
-    if ranks:
-        command[1:1] = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
-    # One core per rank: a 2-rank run shares this machine's cores without oversubscribing them.
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env.pop("TRITON_INTERPRET", None)
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if line.startswith(("dlrm-study", "parameter server"))]
-        raise UsageError(
-            f"{' '.join(args[:2])} on {ranks or 1} process(es) failed: {said[-1] if said else done.stderr[-300:]}"
-        )
-
-
-def launch_fields(ranks: int, args: list[str]) -> dict[str, object]:
-    """The measured fields of one repeat of `dlrm-study bench ARGS`, run as `launch` runs it."""
-    with tempfile.TemporaryDirectory(prefix="dlrm-study-") as scratch:
-        handback = Path(scratch) / "fields.json"
-        launch(ranks, [*args, "--fields-json", str(handback), "--no-progress"])
-        return json.loads(handback.read_text())
-
-
 def records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
     """The study's stored records for its current points, on one machine (one thread per rank)."""
     path = out / "scaling.csv"
@@ -150,8 +123,6 @@ RANKS_PROJECTED = [1, 2, 4, 8, 16, 32, 64]
 
 def perf_model_assumptions() -> str:
     """The projection's assumptions, as the figure states them."""
-    from dlrm_study.distributed import perf_model
-
     return perf_model.ASSUMPTIONS
 
 
@@ -163,8 +134,6 @@ def model(records: pd.DataFrame) -> dict[str, object]:
     checked on every point, then projected with the SC20 cluster's link (`OMNI_PATH_100G`),
     weak scaling at the measured batch per rank.
     """
-    from dlrm_study.distributed import perf_model
-
     fitted_on, note = calibration_records(records)
     calibration = perf_model.fit(fitted_on)
     link = perf_model.fit_network(records)
