@@ -14,31 +14,13 @@ import pandas as pd
 from dlrm_study import config, results
 from dlrm_study.measure import roofline, runner, stats
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
+from dlrm_study.records.variants import REGISTRY as VARIANTS
+from dlrm_study.records.variants import Variant
 
-VARIANTS = {
-    "reference": ["train.loop=reference"],
-    "optimized-fp32": ["train.loop=optimized", "train.precision=fp32"],
-    "optimized-bf16": ["train.loop=optimized", "train.precision=bf16"],
-    "torchrec": ["train.loop=torchrec"],
-    # The gpu loop: the dense part in bf16 (autocast) unless -fp32; tables placed as named.
-    # The device is the sweep's to set (train.device=cuda; cpu for a dry run of the GPU script).
-    "gpu-hbm-fp32": ["train.loop=gpu", "train.placement=hbm", "train.precision=fp32"],
-    "gpu-hbm": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16"],
-    "gpu-host": ["train.loop=gpu", "train.placement=host", "train.precision=bf16"],
-    "gpu-uvm": ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
-    "gpu-cached": ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
-    "gpu-cached-lfu": ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
-}
 CPU_VARIANTS = ("reference", "optimized-fp32", "optimized-bf16", "torchrec")
 
 # Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
 # `optimized-fp32` is the step that adds the fused interaction, `optimized-bf16` the one that adds bf16.
-_OFF = ["train.loop=optimized", "train.precision=fp32", "train.huge_pages=false", "train.fused_interaction=false"]
-VARIANTS |= {
-    "fused-update": [*_OFF, "train.table_batching=false"],
-    "+table-batching": _OFF,
-    "+huge-pages": [*_OFF[:2], "train.fused_interaction=false"],
-}
 ABLATION = ["reference", "fused-update", "+table-batching", "+huge-pages", "optimized-fp32", "optimized-bf16"]
 ABLATION_LABELS = {
     "reference": "reference",
@@ -59,15 +41,8 @@ ROOFLINE_TARGET = 1.3  # time per iteration within 1.3x of the bound
 
 
 def variant_name(cfg: config.Config) -> str:
-    """The variant label of a config: what runs (loop, precision, placement), as in VARIANTS."""
-    t = cfg.train
-    if t.loop in ("reference", "torchrec"):
-        return t.loop
-    if t.loop == "optimized":
-        off = "".join(f"-no-{name.replace('_', '-')}" for name in config.OPTIMIZED_SWITCHES if not getattr(t, name))
-        return f"optimized-{t.precision}{off}"
-    name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
-    return name if t.precision == "bf16" else f"{name}-fp32"
+    """The variant label of a config (`records.Variant.of`): a registered name where one describes it."""
+    return Variant.of(cfg).name
 
 
 def runnable(variants: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,96 @@
+"""Variants: the names records give to what ran (loop, precision, placement, switches), both ways.
+
+A variant name stands for config overrides (`Variant.named(name).overrides`), and a config
+has one name (`Variant.of(cfg).name`): the registered variant whose overrides, applied to
+any base, give the config's variant-relevant fields (`FIELDS`). The two are inverses for every
+registered variant (tests/test_variants.py), so `dlrm-study bench` and a sweep label one
+config alike, and their resume keys agree. A config no registered variant describes gets a
+descriptive name (`optimized-fp32-no-huge-pages`), which names no variant.
+"""
+
+import dataclasses
+
+# The fields a variant sets: what ran, apart from the model and the data.
+FIELDS = ("loop", "precision", "placement", "cache_policy", "table_batching", "huge_pages", "fused_interaction")
+SWITCHES = ("table_batching", "huge_pages", "fused_interaction")  # the optimized loop's techniques
+
+REGISTRY: dict[str, list[str]] = {
+    "reference": ["train.loop=reference"],
+    "optimized-fp32": ["train.loop=optimized", "train.precision=fp32"],
+    "optimized-bf16": ["train.loop=optimized", "train.precision=bf16"],
+    "torchrec": ["train.loop=torchrec"],
+    # The gpu loop: the dense part in bf16 (autocast) unless -fp32; tables placed as named.
+    # The device is the sweep's to set (train.device=cuda; cpu for a dry run of the GPU script).
+    "gpu-hbm-fp32": ["train.loop=gpu", "train.placement=hbm", "train.precision=fp32"],
+    "gpu-hbm": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16"],
+    "gpu-host": ["train.loop=gpu", "train.placement=host", "train.precision=bf16"],
+    "gpu-uvm": ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
+    "gpu-cached": ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
+    "gpu-cached-lfu": ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
+}
+# Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
+_OFF = ["train.loop=optimized", "train.precision=fp32", "train.huge_pages=false", "train.fused_interaction=false"]
+REGISTRY |= {
+    "fused-update": [*_OFF, "train.table_batching=false"],
+    "+table-batching": _OFF,
+    "+huge-pages": [*_OFF[:2], "train.fused_interaction=false"],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    name: str
+
+    @property
+    def overrides(self) -> list[str]:
+        return list(REGISTRY[self.name])
+
+    @classmethod
+    def named(cls, name: str) -> "Variant":
+        if name not in REGISTRY:
+            raise KeyError(f"unknown variant {name!r} (choose from {', '.join(REGISTRY)})")
+        return cls(name)
+
+    @classmethod
+    def of(cls, cfg) -> "Variant":  # cfg: config.Config
+        """The registered variant that describes `cfg`, else a descriptive name that is no variant."""
+        mine = signature(cfg)
+        for name in REGISTRY:
+            if signature(applied(cfg, name)) == mine:
+                return cls(name)
+        return cls(describe(cfg))
+
+
+def applied(cfg, name: str):
+    """`cfg` with variant `name`'s overrides applied over its own variant fields reset to the defaults."""
+    from dlrm_study.config import Config, apply_override
+
+    base = Config.from_dict(cfg.to_dict())
+    defaults = type(base.train)()
+    for field in FIELDS:
+        setattr(base.train, field, getattr(defaults, field))
+    for item in REGISTRY[name]:
+        apply_override(base, item)
+    return base
+
+
+def signature(cfg) -> tuple:
+    """The variant fields that matter for what ran: placement and cache policy only on the gpu loop."""
+    t = cfg.train
+    gpu = t.loop == "gpu"
+    switches = tuple(getattr(t, s) for s in SWITCHES) if t.loop == "optimized" else ()
+    placement = (t.placement, t.cache_policy if t.placement == "cached" else "") if gpu else ()
+    precision = t.precision if t.loop in ("optimized", "gpu") else ""
+    return (t.loop, precision, placement, switches)
+
+
+def describe(cfg) -> str:
+    """A name for a config no variant describes: what ran, and which techniques were off."""
+    t = cfg.train
+    if t.loop in ("reference", "torchrec"):
+        return t.loop
+    if t.loop == "optimized":
+        off = "".join(f"-no-{name.replace('_', '-')}" for name in SWITCHES if not getattr(t, name))
+        return f"optimized-{t.precision}{off}"
+    name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
+    return name if t.precision == "bf16" else f"{name}-fp32"

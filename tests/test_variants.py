@@ -1,0 +1,25 @@
+"""Variant names and configs are inverses for every registered variant (issue: records with one schema)."""
+
+import pytest
+
+from dlrm_study import config
+from dlrm_study.records.variants import REGISTRY, Variant
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("base", ["tiny", "dlrm-benchmark"])
+def test_every_variant_round_trips(name: str, base: str) -> None:
+    cfg = config.load(base, Variant.named(name).overrides)
+    assert Variant.of(cfg).name == name
+
+
+def test_the_ablation_step_keeps_its_name():
+    """`fused-update` came back as optimized-fp32-no-table-batching-no-huge-pages-no-fused-interaction."""
+    assert Variant.of(config.load("tiny", REGISTRY["fused-update"])).name == "fused-update"
+
+
+def test_a_config_no_variant_describes_gets_a_name_that_is_no_variant():
+    cfg = config.load("tiny", ["train.loop=optimized", "train.huge_pages=false"])
+    assert Variant.of(cfg).name == "optimized-fp32-no-huge-pages" and Variant.of(cfg).name not in REGISTRY
+    with pytest.raises(KeyError, match="unknown variant"):
+        Variant.named("optimized-fp32-no-huge-pages")
