@@ -84,12 +84,14 @@ def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
     ax.scatter([x[i] for i in bad], [y[i] for i in bad], s=16, facecolors="none", edgecolors=color, zorder=3)
 
 
-def save(fig: plt.Figure, name: str, results_dir: Path) -> None:
-    """The figure as PNG and SVG under results_dir/figures/ (a notebook shows it inline as well)."""
-    out = Path(results_dir) / "figures"
-    out.mkdir(parents=True, exist_ok=True)
+def save(fig: plt.Figure, name: str, folder: Path | None) -> None:
+    """The figure as PNG and SVG in `folder` (`studies.figures_dir`); None: shown inline only."""
+    if folder is None:
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     for suffix in ("png", "svg"):
-        fig.savefig(out / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
+        fig.savefig(folder / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
 
 
 def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
