@@ -22,7 +22,7 @@ from dlrm_study.studies.cpu import (
     split_sgd_exact,
 )
 from dlrm_study.studies.placement import cache_hit_rates, hit_rate, placement_records, remote_vs_local
-from dlrm_study.studies.profiles import PROFILES, machine, profile, results_dir
+from dlrm_study.studies.profiles import PROFILES, at_threads, machine, profile, results_dir
 from dlrm_study.studies.sensitivity import (
     BASE_DESCRIPTION,
     BASE_NAME,
@@ -64,6 +64,7 @@ __all__ = [
     "ablation",
     "ablation_findings",
     "ablation_steps",
+    "at_threads",
     "base_intervals",
     "base_point",
     "baseline",

@@ -11,6 +11,7 @@
 """
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,14 @@ def whose(value: str, measure: bool, out: Path) -> str:
     if known.empty or (known["machine"] == results.machine_key()).any():
         return value
     return str(known.sort_values("timestamp")["machine"].iloc[-1])
+
+
+def at_threads(machine: str, threads: int) -> str:
+    """A machine key as the studies run at `threads` (one per rank: 06, 05's remote tables) record it.
+
+    Keys carry the thread count (`cpu/isa/2t`); `this` and a key without one are left as they are.
+    """
+    return machine if machine == "this" else re.sub(r"/\d+t(?=/|$)", f"/{threads}t", machine, count=1)
 
 
 def machine(value: str = "this", threads: int | None = None) -> str:
