@@ -5,6 +5,7 @@ afterwards the folder must hold exactly what it held before (no record, no check
 half-written file, the inputs untouched). The processes run two at a time, once per session.
 """
 
+import gzip
 import hashlib
 import os
 import subprocess
@@ -36,6 +37,8 @@ def make_inputs(folder: Path) -> None:
         "norway.yaml": b"base: tiny\ntrain:\n  table_batching: no\n",
         "unknown.yaml": b"base: tiny\nmodle: {}\n",
         "bad_utf8.tsv": b"".join(sample[:20]) + b"1\t\xff\xfe\n" + b"".join(sample[20:60]),
+        "bad_utf8.tsv.gz": gzip.compress(b"".join(sample[:20]) + b"1\t\xff\xfe\n" + b"".join(sample[20:60])),
+        "cut.tsv.gz": gzip.compress(b"".join(sample))[:3000],
         "short_line.tsv": b"".join(sample[:20]) + b"0\t1\n" + b"".join(sample[20:60]),
         "huge_number.tsv": b"".join(sample[:20]) + b"\t".join([b"1", b"9" * 400, *sample[0].split(b"\t")[2:]]),
         "notes.txt": b"my notes, not records\n",
@@ -117,8 +120,10 @@ CASES = [
     ("data-missing", [*TRAIN, *KAGGLE_SMALL, "--data", "missing.tsv"], "Criteo file not found: missing.tsv"),
     ("data-literal-yes", [*TRAIN, *KAGGLE_SMALL, "--data", "yes"], "Criteo file not found: yes"),
     ("data-literal-hash", [*TRAIN, *KAGGLE_SMALL, "--data", "clicks #2.tsv"], "Criteo file not found: clicks #2.tsv"),
-    ("data-folder", [*TRAIN, *KAGGLE_SMALL, "--data", "folder"], "Criteo file folder is a folder"),
+    ("data-folder", [*TRAIN, *KAGGLE_SMALL, "--data", "folder"], "Criteo folder folder holds no day_N"),
     ("data-not-utf8", [*TRAIN, *KAGGLE_SMALL, "--data", "bad_utf8.tsv"], "bad_utf8.tsv:21: not UTF-8 text (byte 0xff"),
+    ("data-gz-not-utf8", [*TRAIN, *KAGGLE_SMALL, "--data", "bad_utf8.tsv.gz"], "bad_utf8.tsv.gz:21: not UTF-8"),
+    ("data-gz-cut-off", [*TRAIN, *KAGGLE_SMALL, "--data", "cut.tsv.gz"], "the gzip stream breaks off"),
     ("data-short-line", [*TRAIN, *KAGGLE_SMALL, "--data", "short_line.tsv"], "short_line.tsv:21: expected 40"),
     (
         "data-huge-number",
@@ -134,6 +139,7 @@ CASES = [
     ("compare-out-folder", ["compare", "--configs", "tiny", "--out", "folder"], "--out folder is a folder"),
     ("checkpoint-folder", [*TRAIN, "--checkpoint", "folder"], "--checkpoint folder is a folder"),
     ("checkpoint-under-file", [*TRAIN, "--checkpoint", "blocker/run.pt"], "blocker is not a folder"),
+    ("checkpoint-impossible-parent", [*TRAIN, "--checkpoint", "/proc/nope/ck.pt"], "no file can be made in /proc"),
     # checkpoints
     ("resume-missing", [*TRAIN, "--resume", "missing.pt"], "checkpoint not found: missing.pt"),
     ("resume-garbage", [*TRAIN, "--resume", "garbage.pt"], "garbage.pt is not a dlrm-study checkpoint"),

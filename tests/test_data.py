@@ -1,3 +1,5 @@
+import gzip
+
 import pytest
 import torch
 from tests.conftest import CRITEO_SAMPLE
@@ -132,3 +134,51 @@ def test_criteo_train_stream_resumes_and_wraps(criteo_cfg):
     first = [next(stream) for _ in range(40)]  # 2000 lines: 30 train batches per pass
     assert_same(first[30], first[0])
     assert_same(next(data.batches(start=7)), first[7])
+
+
+def gzipped(lines: list[bytes]) -> bytes:
+    return gzip.compress(b"".join(lines))
+
+
+def test_criteo_reads_gzip_as_it_streams_like_the_plain_file(criteo_cfg, tmp_path):
+    """The public logs ship as day_N.gz: the same batches as the decompressed file."""
+    plain = list(CriteoData(criteo_cfg, "eval").batches())
+    (tmp_path / "sample.tsv.gz").write_bytes(gzipped(CRITEO_SAMPLE.read_bytes().splitlines(keepends=True)))
+    criteo_cfg.data.path = str(tmp_path / "sample.tsv.gz")
+    for a, b in zip(plain, CriteoData(criteo_cfg, "eval").batches(), strict=True):
+        assert_same(a, b)
+
+
+def test_criteo_gzip_error_names_the_line_of_the_decompressed_text(criteo_cfg, tmp_path):
+    good = CRITEO_SAMPLE.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "bad.gz"  # the magic bytes tell gzip, not the name
+    path.write_bytes(gzipped([*good[:5], b"1\t2\n", *good[5:]]))
+    criteo_cfg.data.path = str(tmp_path / "bad.gz")
+    with pytest.raises(UsageError, match=f"{path}:6: expected 40 tab-separated fields, got 2"):
+        list(CriteoData(criteo_cfg, "eval").batches())
+    path.write_bytes(gzipped(good)[:4000])  # cut off mid-stream
+    with pytest.raises(UsageError, match="the gzip stream breaks off"):
+        list(CriteoData(criteo_cfg, "eval").batches())
+
+
+def test_criteo_folder_reads_its_days_in_order(criteo_cfg, tmp_path):
+    """day_0.gz, day_1, ..., day_10 by number (not by name), as one stream; errors name the day's file."""
+    good = CRITEO_SAMPLE.read_bytes().splitlines(keepends=True)
+    days = tmp_path / "days"
+    days.mkdir()
+    (days / "day_0.gz").write_bytes(gzipped(good[:64]))
+    (days / "day_2").write_bytes(b"".join(good[128:192]))
+    (days / "day_10.gz").write_bytes(gzipped(good[64:128]))
+    (days / "notes.txt").write_text("not a day")
+    criteo_cfg.data.path = str(days)
+    criteo_cfg.train.eval_batches = 2
+    first, second = CriteoData(criteo_cfg, "eval").batches()
+    criteo_cfg.data.path = str(CRITEO_SAMPLE)
+    expected = list(CriteoData(criteo_cfg, "eval").batches())
+    assert_same(first, expected[0])  # day_0
+    assert not torch.equal(second.dense, expected[1].dense)  # day_2 came before day_10
+    criteo_cfg.data.path = str(days)
+    with (days / "day_2").open("ab") as day:
+        day.write(b"0\t1\n")
+    with pytest.raises(UsageError, match=f"{days / 'day_2'}:65: expected 40"):
+        list(CriteoData(criteo_cfg, "eval").batches())

@@ -46,7 +46,7 @@ def test_dry_run_writes_every_record(tmp_path):
         papermill.execute_notebook(
             str(ROOT / "notebooks" / f"{name}.ipynb"),
             str(tmp_path / f"{name}.ipynb"),
-            parameters={"profile": "smoke", "results_dir": str(tmp_path)},
+            parameters={"profile": "smoke", "results_dir": str(tmp_path), "measure": True, "publish": True},
             kernel_name="python3",
             cwd=str(ROOT / "notebooks"),
             progress_bar=False,

@@ -1,11 +1,68 @@
 """The notebooks run under papermill with injected parameters (nbval runs them all in `make test`)."""
 
+import hashlib
 import json
+import re
+import subprocess
 
 import papermill
 from tests.conftest import ROOT
 
+from dlrm_study import results
+
 NOTEBOOKS = ROOT / "notebooks"
+PUBLISHED = ROOT / "results"
+
+
+def published() -> dict[str, str]:
+    """The committed records and figures, by content."""
+    files = [*PUBLISHED.glob("*.csv"), *(PUBLISHED / "figures").rglob("*")]
+    return {str(f.relative_to(ROOT)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+def git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--", "results"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+
+
+def printed(output) -> str:
+    book = json.loads(output.read_text())
+    cells = [cell for cell in book["cells"] if cell["cell_type"] == "code"]
+    return "".join("".join(out.get("text", "")) for cell in cells for out in cell.get("outputs", []))
+
+
+def test_papermill_from_the_repository_root_draws_the_committed_records_and_writes_nothing(tmp_path, monkeypatch):
+    """The default parameters, from the root: the published records drawn, nothing in results/ touched."""
+    monkeypatch.delenv("DLRM_STUDY_PROFILE", raising=False)  # the default profile, whose records are committed
+    before, status = published(), git_status()
+    output = tmp_path / "07.ipynb"
+    papermill.execute_notebook(str(NOTEBOOKS / "07_convergence.ipynb"), str(output), kernel_name="python3",
+                               cwd=str(ROOT), progress_bar=False)  # fmt: skip
+    text = printed(output)
+    assert "profile quick; records in results;" in text and "this run measured 0 record(s)" in text
+    assert str(ROOT) not in text  # no absolute path of the machine that rendered it
+    book = json.loads(output.read_text())
+    assert any("image/png" in out.get("data", {}) for cell in book["cells"] for out in cell.get("outputs", []))
+    assert published() == before and git_status() == status
+
+
+def test_papermill_measuring_elsewhere_keeps_the_published_figures(tmp_path):
+    """`-p measure True -p results_dir DIR`, from another folder: records and figures there, under this machine."""
+    before = published()
+    output, out = tmp_path / "07.ipynb", tmp_path / "res"
+    papermill.execute_notebook(
+        str(NOTEBOOKS / "07_convergence.ipynb"),
+        str(output),
+        parameters={"profile": "smoke", "measure": True, "results_dir": str(out)},
+        kernel_name="python3",
+        cwd=str(tmp_path),
+        progress_bar=False,
+    )
+    assert re.search(r"this run measured [1-9]\d* record", printed(output))
+    assert (out / "convergence.csv").is_file()
+    figures = out / "figures" / results.slug(results.machine_key())
+    assert (figures / "07_convergence.png").is_file() and not (out / "figures" / "07_convergence.png").exists()
+    assert published() == before
 
 
 def test_papermill_injects_parameters_and_the_figure_is_saved(tmp_path):
@@ -13,7 +70,7 @@ def test_papermill_injects_parameters_and_the_figure_is_saved(tmp_path):
     papermill.execute_notebook(
         str(NOTEBOOKS / "01_cpu_reference_breakdown.ipynb"),
         str(output),
-        parameters={"profile": "smoke", "results_dir": str(tmp_path / "res")},
+        parameters={"profile": "smoke", "results_dir": str(tmp_path / "res"), "measure": True, "publish": True},
         kernel_name="python3",
         cwd=str(NOTEBOOKS),
         progress_bar=False,
@@ -40,3 +97,21 @@ def test_source_notebooks_hold_only_checked_outputs():
         for cell in book["cells"]:
             if cell["cell_type"] == "code" and cell["outputs"]:
                 assert "".join(cell["source"]).startswith("# NBVAL_CHECK_OUTPUT"), path.name
+
+
+def test_the_rendered_copies_hide_the_tests_scaffolding():
+    """What `make reproduce` does to each rendered notebook: no nbval check, no test-only line left."""
+    import importlib.util
+
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location("hide_scaffolding", ROOT / "scripts" / "hide_scaffolding.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        book = script.hide(nbformat.read(path, as_version=4))
+        sources = "\n".join(cell.source for cell in book.cells)
+        assert "NBVAL" not in sources and "well_formed" not in sources and "said = said" not in sources, path.name
+        assert "session.in_short" in sources or "session.tally" in sources, path.name  # it ends with a summary
+        facts = [c for c in book.cells if c.metadata.get("jupyter", {}).get("source_hidden")]
+        assert all(c.outputs for c in facts), path.name  # a fact hidden keeps its output

@@ -50,7 +50,9 @@ def common_options(parser: argparse.ArgumentParser, steps: int, out: str) -> Non
     parser.add_argument("--cache-policy", help=f"cached placement: {', '.join(config.CACHE_POLICIES)}")
     parser.add_argument("--seed", type=int, help="seed of initialisation and data")
     parser.add_argument("--threads", type=int, help="intra-op threads (default: torch's)")
-    parser.add_argument("--data", metavar="TSV", help="train on a Criteo click-log file instead of synthetic data")
+    parser.add_argument(
+        "--data", metavar="TSV", help="train on Criteo click logs: a TSV file (.gz too) or a folder of day_N[.gz] files"
+    )
     parser.add_argument("--skip-bad-lines", action="store_true", help="count malformed Criteo lines instead of failing")
     parser.add_argument("--out", default=out, help="CSV the record is appended to (default %(default)s)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -6,6 +6,7 @@ be made, or a file that is not a records CSV would only fail then, after the tra
 
 import csv
 import os
+import tempfile
 from pathlib import Path
 
 from dlrm_study.errors import UsageError
@@ -23,8 +24,13 @@ def check_writable(path: Path, flag: str) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise UsageError(f"{flag} {path}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{flag} {path}: not writable")
+    try:  # not access(): it says yes to root anywhere (/proc, /sys); a file made and gone at once is proof
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: no file can be made in {existing} ({err.strerror})") from None
 
 
 def check_records_file(path: Path, flag: str = "--out") -> None:

@@ -2,7 +2,9 @@
 
 Measured points are medians of repeats with their 95% intervals as error bars, speedups
 paired ratios within repeats (`measure.stats`); each repeat is drawn as a small dot beside
-them, hollow where its record is flagged (flagged repeats stay out of the medians).
+them, hollow where its record is flagged (flagged repeats stay out of the medians). A point
+of one repeat has no interval: it is drawn without error bar and marked with a diamond. The
+caption is written from what was drawn: it speaks of intervals only where error bars are.
 """
 
 import sys
@@ -15,8 +17,10 @@ if "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # files, not windows; in a notebook the inline backend shows each figure
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from dlrm_study.measure import stats
@@ -59,20 +63,86 @@ def caption(records: pd.DataFrame) -> str:
     repeats = f", {records['repeat'].nunique()} repeats" if "repeat" in records else ""
     return (
         f"{machine} ({first['device_name']}), torch {first['torch_version']}, {when}, "
-        f"dlrm-study {str(first['git_commit'])[:7]}{repeats}; bars: 95% intervals"
+        f"dlrm-study {str(first['git_commit'])[:7]}{repeats}"
     )
 
 
+def drawn_notes(fig: plt.Figure) -> str:
+    """What the figure's marks mean, from the marks actually drawn: error bars, one-repeat diamonds."""
+    notes = []
+    if has_error_bars(fig):
+        notes.append("error bars: 95% intervals")
+    if any(ONE_REPEAT in ax.get_legend_handles_labels()[1] for ax in fig.axes):
+        notes.append(f"diamonds: {ONE_REPEAT}")
+    return "; ".join(notes)
+
+
+def has_error_bars(fig: plt.Figure) -> bool:
+    """Whether any axes carries an error bar of non-zero length."""
+    for ax in fig.axes:
+        for container in ax.containers:
+            if not isinstance(container, ErrorbarContainer):
+                continue
+            for lines in container.lines[2]:
+                for segment in lines.get_segments():
+                    if len(segment) and np.isfinite(segment).all() and np.ptp(segment, axis=0).max() > 0:
+                        return True
+    return False
+
+
 def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
-    """The hardware and date under the figure, clear of the axis label."""
-    fig.text(0.0, -0.06, caption(records), fontsize=8, ha="left", va="top")
+    """The hardware and date under the figure, clear of the axis label, and what its marks mean.
+
+    Call it last: the notes are read from the artists already drawn."""
+    notes = drawn_notes(fig)
+    fig.text(0.0, -0.06, caption(records) + (f"; {notes}" if notes else ""), fontsize=8, ha="left", va="top")
+
+
+ONE_REPEAT = "one repeat, no interval"
 
 
 def error_bars(summary: pd.DataFrame) -> list[list[float]]:
-    """Matplotlib's yerr from a `stats.summarize` table: distances below and above the center."""
-    low = (summary["center"] - summary["low"]).fillna(0).clip(lower=0)
-    high = (summary["high"] - summary["center"]).fillna(0).clip(lower=0)
+    """Matplotlib's yerr from a `stats.summarize` table: distances below and above the center.
+
+    NaN where a point has no interval (one repeat): matplotlib draws no bar and no cap there."""
+    low = (summary["center"] - summary["low"]).clip(lower=0)
+    high = (summary["high"] - summary["center"]).clip(lower=0)
     return [list(low), list(high)]
+
+
+def mark_single(ax: plt.Axes, x, summary: pd.DataFrame, color="black", horizontal: bool = False) -> None:
+    """A hollow diamond on each point that rests on one repeat (a center without an interval)."""
+    alone = (summary["center"].notna() & summary["low"].isna()).to_numpy()
+    if not alone.any():
+        return
+    xs, ys = np.asarray(list(x), dtype=float)[alone], summary["center"].to_numpy(dtype=float)[alone]
+    if horizontal:
+        xs, ys = ys, xs
+    label = None if ONE_REPEAT in ax.get_legend_handles_labels()[1] else ONE_REPEAT
+    ax.scatter(xs, ys, marker="D", s=30, facecolors="white", edgecolors=color, zorder=4, label=label)
+
+
+def clip_axis(ax: plt.Axes, centers: pd.Series, highs: pd.Series, floor: float = 0.0) -> None:
+    """Keep one huge interval from stretching the axis: the top at 1.6x the largest centre (or the
+    largest interval, whichever is lower); intervals cut there are marked with their end's value."""
+    centers = pd.to_numeric(centers, errors="coerce").dropna()
+    highs = pd.to_numeric(highs, errors="coerce").dropna()
+    top_center = max(float(centers.max()), 1.0) if len(centers) else 1.0
+    top = min(1.6 * top_center, 1.05 * float(highs.max())) if len(highs) else 1.6 * top_center
+    top = max(top, 1.15 * top_center)
+    ax.set_ylim(floor, top)
+    for container in ax.containers:
+        if not isinstance(container, ErrorbarContainer):
+            continue
+        for lines in container.lines[2]:
+            for segment in lines.get_segments():
+                if len(segment) != 2 or not np.isfinite(segment).all():
+                    continue
+                (x0, y0), (_, y1) = segment
+                if max(y0, y1) > top:  # an arrow at the axis' top, and where the interval ends
+                    ax.plot([x0], [top], marker="^", markersize=6, color="black", clip_on=False, zorder=5)
+                    ax.annotate(f"to {max(y0, y1):.1f}", (x0, top), xytext=(5, -3), textcoords="offset points",
+                                ha="left", va="top", fontsize=7)  # fmt: skip
 
 
 def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
@@ -84,15 +154,17 @@ def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
     ax.scatter([x[i] for i in bad], [y[i] for i in bad], s=16, facecolors="none", edgecolors=color, zorder=3)
 
 
-def save(fig: plt.Figure, name: str, results_dir: Path) -> None:
-    """The figure as PNG and SVG under results_dir/figures/ (a notebook shows it inline as well)."""
-    out = Path(results_dir) / "figures"
-    out.mkdir(parents=True, exist_ok=True)
+def save(fig: plt.Figure, name: str, folder: Path | None) -> None:
+    """The figure as PNG and SVG in `folder` (`studies.figures_dir`); None: shown inline only."""
+    if folder is None:
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     for suffix in ("png", "svg"):
-        fig.savefig(out / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
+        fig.savefig(folder / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
 
 
-def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
+def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] | None = None) -> plt.Figure:
     """Per config (and variant): time per sample of each operator, and each operator's share.
 
     Per sample, so a batch of 128 sits beside batches of 2,048; the medians of the repeats
@@ -123,25 +195,37 @@ def breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
             share_ax.barh(y, share, left=share_left, height=0.7, **style)
             left, share_left = left + times[op], share_left + share
         if timed[0] == timed[0]:
-            low = timed[0] - timed[1] if timed[1] == timed[1] else 0
-            high = timed[2] - timed[0] if timed[2] == timed[2] else 0
-            ax.errorbar(timed[0], y, xerr=[[low], [high]], fmt="|", color="black", markersize=14, capsize=3)
+            summary = pd.DataFrame([timed], columns=["center", "low", "high"])
+            ax.errorbar(timed[0], y, xerr=error_bars(summary), fmt="|", color="black", markersize=14, capsize=3)
+            mark_single(ax, [y], summary, horizontal=True)
     ax.set_yticks(range(len(bars)), [label for label, _, _, _ in bars])
     ax.invert_yaxis()
     ax.set_xlabel("time per sample (µs), median of repeats; black: timed median, 95% interval")
     share_ax.set_xlabel("share of the profiled iteration")
     share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     share_ax.set_xlim(0, 1)
+    if share_line is not None:  # a claim's share (S2: embeddings dominate), against each row's embedding share
+        embedding = [op for op in ops if op.startswith("op_embedding_")]
+        shares = [times[embedding].sum() / times.sum() for _, times, _, _ in bars]
+        share_ax.scatter(shares, range(len(bars)), marker="|", s=500, linewidths=2.5, color="black", zorder=4,
+                         label="share of embedding forward + backward/update")  # fmt: skip
+        share_ax.axvline(share_line[0], color="black", linestyle="--", linewidth=1, label=share_line[1])
     handles, names = ax.get_legend_handles_labels()
+    more, their_names = share_ax.get_legend_handles_labels()
     names = [n.removeprefix("op_").removesuffix("_ms").replace("_", " ") for n in names]
-    share_ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    share_ax.legend(handles + more, names + their_names, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.suptitle(title)
     add_caption(fig, records)
     return fig
 
 
-def ablation(steps: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
-    """The ablation (`studies.ablation_steps`): each step's gain over the one before, and over the reference."""
+def ablation(
+    steps: pd.DataFrame, title: str, records: pd.DataFrame, claim: tuple[str, float, str] | None = None
+) -> plt.Figure:
+    """The ablation (`studies.ablation_steps`): each step's gain over the one before, and over the reference.
+
+    `claim` (step, factor, text): a claim's factor for one step's gain (S3: bf16 over fp32), drawn on its row.
+    """
     fig, (gain_ax, total_ax) = plt.subplots(1, 2, figsize=(12, 0.55 * len(steps) + 2), sharey=True)
     y = list(range(len(steps)))
     for ax, prefix, xlabel in (
@@ -152,9 +236,14 @@ def ablation(steps: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figu
         colors = ["#888888" if low != low or low <= 1 <= high else ("#2a7" if low > 1 else "#c44")
                   for low, high in zip(summary["low"], summary["high"], strict=True)]  # fmt: skip
         ax.barh(y, summary["center"] - 1, left=1, height=0.6, color=colors, xerr=error_bars(summary), capsize=3)
+        mark_single(ax, y, summary, horizontal=True)
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.2f}x"))
         ax.set_xlabel(xlabel)
+    if claim is not None and claim[0] in list(steps["step"]):
+        row = list(steps["step"]).index(claim[0])
+        gain_ax.vlines(claim[1], row - 0.4, row + 0.4, color="black", linestyle="--", linewidth=1.2, label=claim[2])
+        gain_ax.legend(frameon=False, fontsize=8, loc="lower right")
     gain_ax.set_yticks(y, steps["label"])
     gain_ax.invert_yaxis()
     fig.suptitle(title)
@@ -191,11 +280,14 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) * max(1, len(variants)) / 2), 4))
     width = 0.8 / max(1, len(variants))
     palette = sns.color_palette(n_colors=max(1, len(variants)))
+    drawn = []
     for i, variant in enumerate(variants):
         ratio = stats.paired_ratios(clean, ["config_name"], variant, baseline).set_index("config_name")
         ratio = ratio.reindex(configs)
         x = [c + (i - (len(variants) - 1) / 2) * width for c in range(len(configs))]
         ax.bar(x, ratio["center"], width, yerr=error_bars(ratio), capsize=3, color=palette[i], label=variant)
+        mark_single(ax, x, ratio)
+        drawn.append(ratio)
         mine = pd.DataFrame() if bands is None or bands.empty else bands[bands["variant"] == variant]
         for xi, config in zip(x, configs, strict=True) if not mine.empty else ():
             box = mine[mine["config_name"] == config]
@@ -205,6 +297,10 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
                 ax.bar(xi, high - low, width * 0.9, bottom=low, color="none", edgecolor="black", hatch="///",
                        linewidth=0.8, zorder=3, label=PREDICTED if not drawn_band(ax) else None)  # fmt: skip
     ax.axhline(1.0, color="black", linewidth=0.8)
+    if drawn:
+        every = pd.concat(drawn)
+        tops = [every["center"]] + ([] if bands is None or bands.empty else [bands["high"]])
+        clip_axis(ax, pd.concat(tops), every["high"])
     ax.set_xticks(range(len(configs)), configs)
     ax.set_ylabel(f"samples/s relative to {baseline}\n(paired within repeats)")
     ax.set_title(title)
@@ -213,9 +309,11 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
     return fig
 
 
-def decomposition(factors: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
+def decomposition(
+    factors: pd.DataFrame, title: str, records: pd.DataFrame, claim: tuple[float, str] | None = None
+) -> plt.Figure:
     """S1 step by step: each step's samples/s over the 2020 step on torch 1.5.1 (paired, 95% intervals),
-    one panel per config, a bar per thread count, log scale."""
+    one panel per config, a bar per thread count, log scale; `claim` (factor, text): S1's factor as a line."""
     configs = list(dict.fromkeys(factors["config_name"]))
     steps = list(dict.fromkeys(factors["step"]))
     counts = sorted(factors["threads"].unique())
@@ -229,12 +327,16 @@ def decomposition(factors: pd.DataFrame, title: str, records: pd.DataFrame) -> p
             x = [s + (i - (len(counts) - 1) / 2) * width for s in range(len(steps))]
             ax.bar(x, mine["center"], width, yerr=error_bars(mine), capsize=3, color=palette[i],
                    label=f"{threads} thread{'s' if threads > 1 else ''}")  # fmt: skip
+            mark_single(ax, x, mine)
         ax.axhline(1.0, color="black", linewidth=0.8)
+        if claim is not None:
+            ax.axhline(claim[0], color="black", linestyle="--", linewidth=1, label=claim[1])
         ax.set_yscale("log")
         ax.set_xticks(range(len(steps)), [textwrap.fill(step, 11) for step in steps], fontsize=8)
         ax.set_title(config)
     axes[0][0].set_ylabel("samples/s over the 2020 reference step\non torch 1.5.1 (paired within repeats)")
-    log_ticks(axes[0][0].yaxis, pd.concat([factors["low"], factors["high"], factors["center"]]).dropna())
+    spans = [factors["low"], factors["high"], factors["center"]] + ([pd.Series([claim[0]])] if claim else [])
+    log_ticks(axes[0][0].yaxis, pd.concat(spans).dropna())
     axes[0][-1].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title, y=1.02)
     fig.subplots_adjust(bottom=0.25)  # the wrapped step names stay above the caption
@@ -267,8 +369,13 @@ def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
     for claim in claims:
         ax.plot([], [], color=palette[claim], linewidth=4, alpha=0.35, label=f"{claim}: {PREDICTED}")
     ax.scatter([], [], s=9, color="black", label="measured (hollow: flagged repeats only)")
-    ax.set(yscale="log", xticks=[], xlabel="predictions, grouped by claim",
-           ylabel="over the predicted range's middle", title=title)  # fmt: skip
+    groups = list(done["claim"])
+    centers = [(groups.index(c) + len(groups) - 1 - groups[::-1].index(c)) / 2 for c in claims]
+    ax.set(yscale="log", xlabel="each prediction (one per point of the GPU script), grouped by claim",
+           ylabel="measured / middle of the predicted range\n(bar: the predicted range; 1: its middle)",
+           title=title)  # fmt: skip
+    ax.set_xticks(centers, claims)
+    ax.grid(False, axis="x")
     log_ticks(ax.yaxis, pd.concat([low, high, measured]))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     first = done.iloc[0]
@@ -342,10 +449,11 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
         label = f"{variant} ({machine})" if several else variant
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
                     label=label)  # fmt: skip
+        mark_single(ax, summary["x"], summary, color)
         repeats(ax, mine["x"], mine["samples_per_s"], mine["doubtful"], color)
     ax.set(xscale="log", yscale="log", xlabel=frame["knob"].iloc[0], ylabel="training samples/s", title=title)
-    ax.set_xticks(sorted(frame["x"].unique()))  # the measured values, written plainly
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.set_xticks(sorted(frame["x"].unique()))  # the measured values, written plainly (1.05 stays 1.05)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
     ax.xaxis.set_minor_formatter(NullFormatter())
     spans = [frame["samples_per_s"]] + ([] if not predicted else [bands["low"], bands["high"]])
     log_ticks(ax.yaxis, pd.concat(spans, ignore_index=True))
@@ -357,7 +465,8 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
 def heatmap(ratio: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
     """A grid of ratios (rows x columns), annotated, 1.0 at the colour scale's centre."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    sns.heatmap(ratio, annot=True, fmt=".1f", cmap="vlag", center=1.0, cbar_kws={"label": "speedup"}, ax=ax)
+    label = "samples/s ratio (medians of repeats)"
+    sns.heatmap(ratio, annot=True, fmt=".1f", cmap="vlag", center=1.0, cbar_kws={"label": label}, ax=ax)
     ax.invert_yaxis()
     ax.set_title(title)
     add_caption(fig, records)
@@ -365,15 +474,24 @@ def heatmap(ratio: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figur
 
 
 def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
-    """Cache hit rate against id skew, one line per cache size, one panel per policy."""
+    """Cache hit rate (top) and rows evicted per batch (bottom) against id skew, one line per cache
+    size, one column per policy: counts over the measured batches, so no interval."""
     rows = records.assign(cache=records["cache_fraction"].map(lambda f: f"{f:.1%} of rows"))
-    grid = sns.relplot(
-        rows, x="zipf_alpha", y="cache_hit_rate", hue="cache", col="cache_policy", kind="line", marker="o",
-        height=3.5, aspect=1.1,
+    long = rows.melt(
+        id_vars=["zipf_alpha", "cache", "cache_policy"], value_vars=["cache_hit_rate", "evictions_per_batch"],
+        var_name="count", value_name="value",
     )  # fmt: skip
-    grid.set_axis_labels("Zipf exponent of the ids (skew)", "cache hit rate (per lookup)")
-    grid.set_titles("{col_name}")
-    grid.figure.suptitle(title, y=1.04)
+    names = {"cache_hit_rate": "hit rate (per lookup)", "evictions_per_batch": "rows evicted per batch"}
+    long["count"] = long["count"].map(names)
+    grid = sns.relplot(
+        long, x="zipf_alpha", y="value", hue="cache", col="cache_policy", row="count", kind="line", marker="o",
+        height=3.0, aspect=1.3, facet_kws={"sharey": "row"}, errorbar=None,
+    )  # fmt: skip
+    grid.set_titles("{col_name}, {row_name}")
+    grid.set_axis_labels("Zipf exponent of the ids (skew)", "")
+    for (count, _), ax in grid.axes_dict.items():
+        ax.set_ylabel(count)
+    grid.figure.suptitle(title, y=1.03)
     add_caption(grid.figure, records)
     return grid.figure
 
@@ -404,7 +522,8 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     ax.barh([i for i in y if single[i]], rest[single], left=compute[single], height=0.7, color="lightgrey",
             hatch="..", label="collective calls, no peer (1 rank)")  # fmt: skip
     ax.errorbar(steps["center"], y, xerr=error_bars(steps), fmt="|", color="black", markersize=14, capsize=3,
-                label="timed step, 95% interval")  # fmt: skip
+                label="timed step" + (", 95% interval" if steps["low"].notna().any() else ""))  # fmt: skip
+    mark_single(ax, y, steps, horizontal=True)
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     ax.set_xlabel("time per training step, slowest rank (ms, median of repeats)")
@@ -434,9 +553,11 @@ def scaling_projection(
                     label=f"{mode} scaling, model, this machine's link")  # fmt: skip
         center, low, high = measured[f"{mode}_efficiency"]
         if center == center:
-            yerr = [[center - low if low == low else 0], [high - center if high == high else 0]]
-            ax.errorbar([2], [center], yerr=yerr, fmt="s", markersize=8, capsize=4, color=colors[mode],
-                        markeredgecolor="black", label=f"{mode} scaling, measured (95% interval)")  # fmt: skip
+            summary = pd.DataFrame([(center, low, high)], columns=["center", "low", "high"])
+            ax.errorbar([2], [center], yerr=error_bars(summary), fmt="s", markersize=8, capsize=4, color=colors[mode],
+                        markeredgecolor="black",
+                        label=f"{mode} scaling, measured" + (" (95% interval)" if low == low else ""))  # fmt: skip
+            mark_single(ax, [2], summary, colors[mode])
     ax.set(xscale="log", ylim=(0, 1.1), xlabel="ranks", ylabel="parallel efficiency", title=title)
     ax.set_xticks(sorted(projection["ranks"].unique()))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.0f}"))

@@ -98,6 +98,9 @@ def this_machine() -> Machine:
     return dataclasses.replace(m, isa=machines.isa(cpu_flags()))  # through cpu_flags: tests fake it
 
 
+slug = machines.slug  # a name made safe for keys and paths
+
+
 def machine_key() -> str:
     """This host's key, `<cpu>/<isa>/<N>cpu[/<gpu>]` (`records.Machine`); threads are a column of their own."""
     return this_machine().key

@@ -4,9 +4,16 @@ Each line: label, 13 integer features, 26 categorical features as hex strings, t
 separated; any feature may be empty. Dense features become log(1 + max(x, 0)) and
 categorical ids are hashed modulo the table's rows, as facebookresearch/dlrm does.
 The first `eval_batches` batches of the file are held out for evaluation.
+
+The public logs ship gzip-compressed: a `.gz` file (told by its magic bytes) is decompressed
+as it streams, and an error names the line of the decompressed text. A folder reads its
+Terabyte days `day_0[.gz]`, `day_1[.gz]`, ... in order, as one stream.
 """
 
+import gzip
 import math
+import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +25,8 @@ from dlrm_study.errors import UsageError
 
 DENSE, SPARSE = 13, 26
 FIELDS = 1 + DENSE + SPARSE
+GZIP_MAGIC = b"\x1f\x8b"
+DAY = re.compile(r"day_(\d+)(\.gz)?")
 
 
 class CriteoData:
@@ -25,7 +34,7 @@ class CriteoData:
 
     def __init__(self, cfg: Config, stream: str = "train") -> None:
         self.path = Path(cfg.data.path)
-        check_input_file(self.path, "Criteo")  # streamed line by line later, so not read here
+        self.files = criteo_files(self.path)  # streamed line by line later, so not read here
         self.rows = cfg.model.table_rows
         self.batch_size = cfg.train.batch_size
         self.skip_bad_lines = cfg.data.skip_bad_lines
@@ -55,13 +64,13 @@ class CriteoData:
 
     def _file_batches(self) -> Iterator[Batch]:
         samples: list[tuple[float, list[float], list[int]]] = []
-        bad = 0  # per pass over the file: the train stream may read it many times
-        for number, raw in enumerate(self._lines(), start=1):
+        bad = 0  # per pass over the files: the train stream may read them many times
+        for path, number, raw in self._lines():
             try:  # decoded here, per line, so a line of bad bytes is one malformed line like any other
                 samples.append(self.parse(decode(raw)))
             except ValueError as err:
                 if not self.skip_bad_lines:
-                    raise UsageError(f"{self.path}:{number}: {err}") from None
+                    raise UsageError(f"{path}:{number}: {err}") from None
                 bad += 1
                 self.bad_lines = max(self.bad_lines, bad)
                 continue
@@ -71,12 +80,18 @@ class CriteoData:
         if samples:
             yield collate(samples)
 
-    def _lines(self) -> Iterator[bytes]:
-        try:
-            with self.path.open("rb") as lines:
-                yield from lines
-        except OSError as err:
-            raise UsageError(f"Criteo file {self.path}: {err.strerror}") from None
+    def _lines(self) -> Iterator[tuple[Path, int, bytes]]:
+        """(file, line number in its text, the line's bytes) of every file in order."""
+        for path in self.files:
+            number = 0
+            try:
+                with open_lines(path) as lines:
+                    for number, raw in enumerate(lines, start=1):
+                        yield path, number, raw
+            except OSError as err:  # gzip.BadGzipFile is an OSError too
+                raise UsageError(f"Criteo file {path}: {err.strerror or err}") from None
+            except (EOFError, zlib.error) as err:
+                raise UsageError(f"{path}:{number + 1}: the gzip stream breaks off ({err})") from None
 
     def parse(self, line: str) -> tuple[float, list[float], list[int]]:
         """One line as (label, dense, ids); ValueError saying what is wrong with it."""
@@ -97,6 +112,27 @@ class CriteoData:
             except ValueError:
                 raise ValueError(f"categorical feature C{i} is {x!r}, not hexadecimal") from None
         return float(fields[0]), dense, ids
+
+
+def criteo_files(path: Path) -> list[Path]:
+    """The file itself, or a folder's `day_N[.gz]` files in day order."""
+    if not path.is_dir():
+        check_input_file(path, "Criteo")
+        return [path]
+    days = sorted((f for f in path.iterdir() if DAY.fullmatch(f.name)), key=lambda f: int(DAY.fullmatch(f.name)[1]))
+    if not days:
+        raise UsageError(f"Criteo folder {path} holds no day_N or day_N.gz files")
+    numbers = [int(DAY.fullmatch(f.name)[1]) for f in days]
+    if len(set(numbers)) < len(numbers):
+        raise UsageError(f"Criteo folder {path} holds a day twice (day_N and day_N.gz): keep one of each")
+    return days
+
+
+def open_lines(path: Path):
+    """The file's lines as bytes, decompressed as they stream where it is gzip."""
+    with path.open("rb") as f:
+        compressed = f.read(2) == GZIP_MAGIC
+    return gzip.open(path, "rb") if compressed else path.open("rb")
 
 
 def decode(raw: bytes) -> str:

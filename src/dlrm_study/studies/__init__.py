@@ -21,7 +21,7 @@ from dlrm_study.studies.cpu import (
     speedups,
     split_sgd_exact,
 )
-from dlrm_study.studies.placement import cache_hit_rates, hit_rate, placement_records, remote_vs_local
+from dlrm_study.studies.placement import cache_hit_rates, placement_records, remote_vs_local, steady_hit_rates
 from dlrm_study.studies.profiles import PROFILES, machine, profile, results_dir
 from dlrm_study.studies.sensitivity import (
     BASE_DESCRIPTION,
@@ -79,7 +79,6 @@ __all__ = [
     "gpu_over_cpu",
     "gpu_records",
     "gpu_status",
-    "hit_rate",
     "knob_findings",
     "knob_value",
     "machine",
@@ -97,6 +96,7 @@ __all__ = [
     "session",
     "speedups",
     "split_sgd_exact",
+    "steady_hit_rates",
     "summary",
     "with_gpu",
     "with_knob",

@@ -23,7 +23,7 @@ from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, stats
 from dlrm_study.measure.bench import measure_prepared, prepare, step_times
 from dlrm_study.measure.compare import VARIANTS, runnable
-from dlrm_study.studies.profiles import BASELINE
+from dlrm_study.studies.profiles import BASELINE, shown
 
 PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
 OLD, OLD_TODAY = "reference-2020", "reference-2020-today"
@@ -120,7 +120,7 @@ def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = Tr
     """Measure what `baseline.csv` does not hold yet (resumable, like every study)."""
     old_torch = check_python(python)
     p = BASELINE[profile]
-    print(f"2020 stack: {python} (torch {old_torch}); {p.repeats} repeats of {p.warmup} + {p.steps} steps")
+    print(f"2020 stack: {shown(python)} (torch {old_torch}); {p.repeats} repeats of {p.warmup} + {p.steps} steps")
 
     def measure(task: runner.Task) -> dict[str, object]:
         if task.variant == OLD:

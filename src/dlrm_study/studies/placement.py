@@ -16,30 +16,42 @@ from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 
 def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str | None = "this") -> pd.DataFrame:
-    """Hit rate of the `cached` placement's cache (LRU, LFU) against Zipf skew and cache size.
+    """Hit rate of the `cached` placement's cache (LRU, LFU) at steady state, against Zipf skew and cache size.
 
     The ids of `mlperf-scaled` (26 tables, batch 2,048; `tiny` when smoke), fed to the
     placement's own cache book-keeping on the CPU: a hit rate depends on the id stream and
     the policy, not on the device, so it is measured here; what a miss costs is the GPU's.
+    Each point warms its cache until rows are evicted (`steady_hit_rates`), then counts.
     Resumable: points already recorded (`results.resume_key`) are skipped.
     """
     path, study = out / "cache.csv", f"cache-hit-rate-{profile}"
     configs = cache_configs(profile)
     if measure:
         stored = results.stored_keys(path)
+        todo = []
         for cfg in configs:
-            variant = f"cached-{cfg.train.cache_policy}"
-            if results.key_here(cfg, variant) in stored:
+            if results.key_here(cfg, steady_variant(cfg)) in stored:
                 runner.tally(reused=1)
-                continue
-            runner.tally(measured=1)
-            fields = hit_rate(cfg, *CACHE_BATCHES[profile])
-            results.append(path, results.record(study, fields, cfg, variant=variant, repeat=0))
+            else:
+                todo.append(cfg)
+        for _, same_ids in itertools.groupby(todo, key=lambda cfg: cfg.data.zipf_alpha):
+            same_ids = list(same_ids)
+            runner.tally(measured=len(same_ids))
+            for cfg, fields in zip(same_ids, steady_hit_rates(same_ids, *CACHE_BATCHES[profile]), strict=True):
+                results.append(path, results.record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    frame = results.select(frame[frame["config_hash"].isin({cfg.hash() for cfg in configs})], machine)
+    frame = frame[frame["config_hash"].isin({cfg.hash() for cfg in configs})]
+    frame = results.select(
+        frame[frame["variant"].isin({steady_variant(cfg) for cfg in configs})], machine
+    )  # not the cold-start records
     return frame.sort_values("timestamp").drop_duplicates(["config_hash", "machine"], keep="last")
+
+
+def steady_variant(cfg: config.Config) -> str:
+    """`cached-lru-steady`: the steady-state count (earlier records, `cached-lru`, counted a cold cache)."""
+    return f"cached-{cfg.train.cache_policy}-steady"
 
 
 def cache_configs(profile: str) -> list[config.Config]:
@@ -61,29 +73,68 @@ def cache_configs(profile: str) -> list[config.Config]:
     ]
 
 
-def hit_rate(cfg: config.Config, warm: int, timed: int) -> dict[str, object]:
-    """The cache's hit rate over `timed` batches of the config's ids, after `warm` batches."""
+def steady_hit_rates(cfgs: list[config.Config], warm: int, timed: int) -> list[dict[str, object]]:
+    """Each config's cache fed one id stream (the configs differ only in cache size and policy).
+
+    A cache warms until it has evicted rows for `timed` batches (the policy's choices, not the
+    first uses of rows, then decide its hits), or for `warm` batches where it never fills (it
+    holds every row the ids use); then its hits and evictions are counted over `timed` batches.
+    """
     import torch
 
     from dlrm_study.data import make_data
+
+    caches = [cache_of(cfg) for cfg in cfgs]
+    first_eviction: list[int | None] = [None] * len(cfgs)
+    counting_from: list[int | None] = [None] * len(cfgs)
+    done: list[dict[str, object] | None] = [None] * len(cfgs)
+    starts = caches[0].table_starts
+    for i, batch in enumerate(make_data(cfgs[0]).batches()):
+        ids = torch.cat([table_ids + s for table_ids, s in zip(batch.indices, starts, strict=True)])
+        for k, arch in enumerate(caches):
+            if done[k] is not None:
+                continue
+            arch.make_resident(ids)
+            if counting_from[k] is None:
+                if first_eviction[k] is None and int(arch.evictions) > 0:
+                    first_eviction[k] = i
+                settled = first_eviction[k] is not None and i - first_eviction[k] + 1 >= timed
+                if settled or i + 1 >= warm:
+                    arch.stats()  # the counts start now
+                    counting_from[k] = i + 1
+            elif i + 1 - counting_from[k] == timed:
+                done[k] = steady_fields(cfgs[k], arch.stats(), counting_from[k], first_eviction[k], timed)
+        if all(fields is not None for fields in done):
+            return done
+    raise AssertionError("the batch stream ended")  # synthetic streams do not end
+
+
+def cache_of(cfg: config.Config):
+    """The `cached` placement's cache for the config, one column per row: which rows are resident
+    does not depend on the dimension."""
+    import torch
+
     from dlrm_study.embeddings.cached import CachedSparseArch
 
     t = cfg.train
-    # One column per row is enough: which rows are resident does not depend on the dimension.
-    arch = CachedSparseArch(
+    return CachedSparseArch(
         cfg.model.table_rows, 1, t.learning_rate, torch.Generator(), "sgd", torch.device("cpu"),
         t.cache_fraction, t.cache_policy,
     )  # fmt: skip
-    for i, batch in enumerate(itertools.islice(make_data(cfg).batches(), warm + timed)):
-        if i == warm:
-            arch.stats()
-        arch.make_resident(torch.cat([ids + s for ids, s in zip(batch.indices, arch.table_starts, strict=True)]))
+
+
+def steady_fields(
+    cfg: config.Config, counted: dict[str, float], warm: int, first_eviction: int | None, timed: int
+) -> dict[str, object]:
     return {
         "zipf_alpha": cfg.data.zipf_alpha,
-        "cache_fraction": t.cache_fraction,
-        "cache_policy": t.cache_policy,
+        "cache_fraction": cfg.train.cache_fraction,
+        "cache_policy": cfg.train.cache_policy,
         "batches": timed,
-        **arch.stats(),
+        "warm_batches": warm,
+        "first_eviction_batch": first_eviction if first_eviction is not None else float("nan"),
+        **counted,
+        "evictions_per_batch": counted["cache_evicted_rows"] / timed,
     }
 
 
@@ -96,7 +147,12 @@ def placement_records(out: Path, study: str) -> pd.DataFrame:
     frame = results.load(path) if path.exists() else pd.DataFrame()
     if frame.empty or "study" not in frame:
         return frame
-    frame = frame[(frame["study"] == study) & frame["error"].isna()].copy()
+    # The skew sweep leaves out Zipf 1.05: gpu-placements measured that point, the same config.
+    studies = {study, "gpu-placements"} if study.endswith("-skew") else {study}
+    frame = frame[frame["study"].isin(studies) & frame["error"].isna()].copy()
+    if study.endswith("-skew"):
+        skew = frame[frame["study"] == study]
+        frame = frame[frame["model.table_rows"].isin(set(skew["model.table_rows"]))]
     frame = frame.sort_values("timestamp").drop_duplicates(["variant", "config_hash", "machine", "repeat"], keep="last")
     if study.endswith("-skew"):
         frame["x"], frame["knob"] = frame["data.zipf_alpha"], "Zipf exponent of the ids"

@@ -50,10 +50,14 @@ CONVERGENCE_STEPS = {"smoke": 40, "quick": 1500, "full": 20000}
 CONVERGENCE_SEEDS = {"smoke": 2, "quick": 3, "full": 5}
 LOSS_WINDOW = {"smoke": 10, "quick": 50, "full": 500}
 
-# The cache study (notebook 05): Zipf exponents, cache sizes, (warm-up, measured) batches.
+# The cache study (notebook 05): Zipf exponents, cache sizes, and (most warm-up, counted) batches:
+# a cache warms until it has evicted rows for as many batches as are counted (steady state), or
+# for the most warm-up batches where it never fills. On mlperf-scaled at Zipf 1.05 a 1% cache
+# first evicts after 5 batches, 5% after 55, 10% after 153 (then ~3,100 rows a batch); 20% not
+# within 400. A 10% LRU cache counted over batches 200-400 and 400-600 gave the same 94.2%.
 CACHE_ALPHAS = {"smoke": [0.8, 1.2], "quick": [0.6, 0.8, 1.05, 1.2, 1.4], "full": [0.4, 0.6, 0.8, 1.0, 1.05, 1.2, 1.4]}
 CACHE_FRACTIONS = {"smoke": [0.3, 0.5], "quick": [0.01, 0.05, 0.1, 0.2], "full": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2]}
-CACHE_BATCHES = {"smoke": (2, 3), "quick": (50, 50), "full": (500, 500)}
+CACHE_BATCHES = {"smoke": (20, 4), "quick": (300, 100), "full": (3000, 500)}
 
 
 def profile(value: str | None = None) -> str:
@@ -64,13 +68,62 @@ def profile(value: str | None = None) -> str:
     return chosen
 
 
+# The repository this package was installed from (an editable install): its results/ hold the
+# published records, found from here rather than from the working directory.
+REPO = Path(__file__).resolve().parents[3]
+
+
 def results_dir(profile: str, value: str | None = None) -> Path:
-    """Where records and figures go: the given folder; a scratch folder for smoke runs."""
+    """Where records and figures go: the given folder; a scratch folder for smoke runs; else
+    the repository's results/ (wherever the notebook runs from)."""
     if value:
         return Path(value)
     if profile == "smoke":
         return Path(tempfile.mkdtemp(prefix="dlrm-study-smoke-"))
-    return Path("../results")
+    if not (REPO / "pyproject.toml").is_file():
+        raise UsageError(f"no repository at {REPO} (dlrm-study not installed from a checkout): pass results_dir")
+    return REPO / "results"
+
+
+def measuring(profile: str, results_dir: str | None, measure: bool) -> bool:
+    """Whether this run measures: when asked to, and always in the smoke profile's scratch folder
+    (it starts empty, so there is nothing stored to draw)."""
+    return bool(measure) or (profile == "smoke" and not results_dir)
+
+
+def figures_dir(out: Path, measure: bool, publish: bool = False) -> Path | None:
+    """Where a notebook saves its figures: results/figures/ only when publishing (`make reproduce`);
+    a machine's own folder under it when it measured; nowhere (inline only) when it only draws."""
+    if publish:
+        return Path(out) / "figures"
+    if measure:
+        return Path(out) / "figures" / results.slug(results.machine_key())
+    return None
+
+
+def shown(path: Path | str) -> str:
+    """A path as a reader should see it: relative to the repository when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def whose(value: str, measure: bool, out: Path) -> str:
+    """The machine a notebook draws: `value`, except that `this` on a machine with no records
+    (and nothing measured) draws the machine of the newest CPU records in the results folder."""
+    if value != "this" or measure:
+        return value
+    path = Path(out) / "sweeps.csv"
+    frame = results.load(path) if path.exists() else None
+    if frame is None or frame.empty or "machine" not in frame:
+        return value
+    known = frame.dropna(subset=["machine"])
+    known = known[known["machine"].astype(str) != ""]
+    if known.empty or (known["machine"] == results.machine_key()).any():
+        return value
+    return str(known.sort_values("timestamp")["machine"].iloc[-1])
 
 
 def machine(value: str = "this") -> str:

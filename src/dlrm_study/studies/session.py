@@ -4,8 +4,20 @@ from pathlib import Path
 
 from dlrm_study import results
 from dlrm_study.measure import runner
+from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
+
+
+def start(
+    profile: str | None, results_dir: str | None, measure: bool = False, machine: str = "this", publish: bool = False
+) -> tuple[str, Path, bool, str, Path | None]:
+    """A notebook's parameters resolved: (profile, records folder, whether it measures, whose
+    records it draws, where its figures are saved or None for inline only)."""
+    profile = profiles.profile(profile)
+    out = profiles.results_dir(profile, results_dir)
+    measure = profiles.measuring(profile, results_dir, measure)
+    return profile, out, measure, profiles.whose(machine, measure, out), profiles.figures_dir(out, measure, publish)
 
 
 def header(profile: str, out: Path, machine: str = "this") -> str:
@@ -19,7 +31,7 @@ def header(profile: str, out: Path, machine: str = "this") -> str:
             f"dlrm-study {prov['package_version']}, commit {prov['git_commit']}, {prov['timestamp']}",
             f"machine {results.machine_key()} ({prov['cpu_model']}, {prov['cpu_count']} CPUs)",
             f"Python {prov['python_version']}, {versions}",
-            f"profile {profile}; records in {Path(out)}; figures draw {drawn}",
+            f"profile {profile}; records in {profiles.shown(out)}; figures draw {drawn}",
         ]
     )
 
@@ -28,3 +40,35 @@ def footer() -> str:
     """How many measurements this run made, and how many it reused from earlier runs' records."""
     t = runner.TALLY
     return f"this run measured {t['measured']} record(s) and reused {t['reused']} already in the results folder"
+
+
+def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
+    """The notebook's claims in plain words, each with its verdict per machine with records
+    (the claim ledger's rules, as notebook 00 and the README state them)."""
+    from dlrm_study.studies import summary  # summary reads every study: imported when asked
+
+    table = summary.verdicts(summary.Evidence.load(Path(out), profile))
+    lines = []
+    for claim in claims:
+        lines.append(f"{claim}. {summary.CLAIMS[claim]}")
+        for host, verdict in table[claim].items():
+            lines.append(f"    on {host}: {verdict.status}" + (f" ({verdict.evidence})" if verdict.evidence else ""))
+        if not table[claim]:
+            lines.append("    no machine has records of it yet")
+    return "\n".join(lines)
+
+
+def tally(out: Path, profile: str) -> str:
+    """Notebook 00's summary: per machine, how many claims got each verdict."""
+    from dlrm_study.studies import summary
+
+    by_host: dict[str, dict[str, int]] = {}
+    for by_claim in summary.verdicts(summary.Evidence.load(Path(out), profile)).values():
+        for host, verdict in by_claim.items():
+            counts = by_host.setdefault(host, {})
+            counts[verdict.status] = counts.get(verdict.status, 0) + 1
+    lines = [
+        f"On {host}: " + ", ".join(f"{n} claim{'s' if n > 1 else ''} {status}" for status, n in counts.items())
+        for host, counts in by_host.items()
+    ]
+    return "\n".join(lines) or "no machine has records yet: run notebooks 01-07"
