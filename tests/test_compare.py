@@ -2,17 +2,18 @@ import pandas as pd
 import pytest
 import torch
 
-from dlrm_study import results, sweep
+from dlrm_study import config, results, sweep
 from dlrm_study.cli import main
 from dlrm_study.measure import roofline
 from dlrm_study.measure.bench import bench
-from dlrm_study.measure.compare import compare, report, runnable
+from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, compare, report, runnable
 from dlrm_study.train import loop
 
 
 def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     pytest.importorskip("torchrec")
-    limits = roofline.measure_limits(quick=True)
+    cfgs = [config.load("tiny", VARIANTS[v]) for v in CPU_VARIANTS]
+    limits = roofline.measure_limits(quick=True, **roofline.needs(*cfgs))
     out = tmp_path / "bench.csv"
     records = compare(["tiny"], repeats=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
     kept, _ = runnable(["reference", "optimized-fp32", "optimized-bf16", "torchrec"])
@@ -78,8 +79,22 @@ def test_bf16_bench_on_a_cpu_without_native_bf16_is_honest_and_clean(tmp_path, m
     frame = results.load(out)
     assert set(frame["variant"]) == {"optimized-bf16"} and set(frame["precision"]) == {"bf16"}
     assert (frame["native_bf16"] == False).all()  # noqa: E712
+    assert set(frame["precision_label"]) == {"bf16 (emulated)"} and "(bf16 (emulated)) on" in printed
+    # The config says what was asked (bf16): its hash, and so every stored record's, is unchanged.
+    asked = config.load("tiny", ["train.loop=optimized", "train.precision=bf16", "train.steps=2"])
+    assert set(frame["config_hash"]) == {asked.hash()}
     assert set(frame["machine"].str.split("/").str[1]) == {"avx2"}
     assert "gemm_bf16_gflops" not in frame  # emulated bf16 is not a limit of the machine
+
+
+@pytest.mark.parametrize(
+    ("flags", "label"),
+    [({"avx2", "fma"}, "bf16 (emulated)"), ({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_bf16"}, "bf16")],
+)
+def test_precision_label_says_whether_bf16_was_emulated(flags, label, monkeypatch) -> None:
+    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset(flags))
+    cpu = torch.device("cpu")
+    assert loop.precision_label("bf16", cpu) == label and loop.precision_label("fp32", cpu) == "fp32"
 
 
 def test_studies_skip_cpu_bf16_variants_without_native_bf16(tmp_path, monkeypatch, capsys):

@@ -112,8 +112,7 @@ def compare(
         print(skip_note(skipped), file=sys.stderr)
     points = [(p, {v: config.load(p, [*VARIANTS[v], f"train.steps={steps}"]) for v in kept}) for p in presets]
     if limits is None:
-        sizes = sorted({size for _, cfgs in points for cfg in cfgs.values() for size in roofline.row_sizes(cfg)})
-        limits = roofline.measure_limits(sizes)
+        limits = roofline.measure_limits(**roofline.needs(*[cfg for _, cfgs in points for cfg in cfgs.values()]))
 
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, steps, warmup, profile_steps=0, progress=False, limits=limits)
