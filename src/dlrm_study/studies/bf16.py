@@ -9,8 +9,12 @@ below 1 is an operator bf16 makes faster; a GEMM ratio near or below 1 is hardwa
 library path) whose bf16 GEMM is no faster than its fp32 one, which no loop can make up for.
 """
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pandas as pd
 
+from dlrm_study import results
 from dlrm_study.measure import stats
 from dlrm_study.measure.bench import OPERATORS
 
@@ -18,6 +22,15 @@ BF16, FP32 = "optimized-bf16", "optimized-fp32"
 # One repeat of one measurement run: the two variants pair up within it.
 RUN = ["machine", "study", "config_name"]
 TABLE = [*RUN, "quantity", "n", "center", "low", "high", "fp32", "bf16"]
+LOOP, GEMM, GATHER = "samples/s", "GEMM rate (roofline)", "gather bytes/s (roofline)"
+RECORD_FILES = ("sweeps.csv", "bench.csv")  # the CPU sweeps' and `dlrm-study compare`'s records
+
+
+def stored_records(folder: Path) -> pd.DataFrame:
+    """Every machine's records of the CPU sweeps and comparisons in a results folder."""
+    frames = [results.load(folder / name) for name in RECORD_FILES if (folder / name).is_file()]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["variant"])
 
 
 def bf16_vs_fp32(records: pd.DataFrame) -> pd.DataFrame:
@@ -31,7 +44,7 @@ def bf16_vs_fp32(records: pd.DataFrame) -> pd.DataFrame:
     pair = records[records["variant"].isin([BF16, FP32])]
     if pair.empty:
         return pd.DataFrame(columns=TABLE)
-    rows = [ratio_rows(stats.usable(pair, "throughput")[0], "samples_per_s", "samples/s")]
+    rows = [ratio_rows(stats.usable(pair, "throughput")[0], "samples_per_s", LOOP)]
     timed, _ = stats.usable(pair, "breakdown")
     rows += [ratio_rows(timed, f"op_{name}_ms", name) for name in OPERATORS if f"op_{name}_ms" in timed]
     rows += [rate_rows(pair, f"roofline_{kind}_{{}}_{unit}", label) for kind, unit, label in RATES]
@@ -40,7 +53,7 @@ def bf16_vs_fp32(records: pd.DataFrame) -> pd.DataFrame:
 
 
 # (kind, unit, label) of the roofline's rates compared: the GEMMs and the random-row gather.
-RATES = [("gemm", "gflops", "GEMM rate (roofline)"), ("gather", "gbps", "gather bytes/s (roofline)")]
+RATES = [("gemm", "gflops", GEMM), ("gather", "gbps", GATHER)]
 
 
 def ratio_rows(records: pd.DataFrame, column: str, label: str) -> pd.DataFrame:
@@ -79,3 +92,20 @@ def explain(table: pd.DataFrame) -> pd.DataFrame:
         },
         index=pd.Index(table["quantity"], name="bf16 vs fp32"),
     )
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, study and config: the loop's bf16/fp32 next to the measured GEMM and gather ratios."""
+    shown = table.assign(
+        ratio=[stats.describe(c, lo, hi, "x") for c, lo, hi in table[["center", "low", "high"]].to_numpy()]
+    )
+    wide = shown[shown["quantity"].isin([LOOP, GEMM, GATHER])].pivot(index=RUN, columns="quantity", values="ratio")
+    names = {LOOP: "loop bf16/fp32 (samples/s)", GEMM: "GEMM bf16/fp32", GATHER: "gather bf16/fp32 (bytes/s)"}
+    return wide.reindex(columns=[LOOP, GEMM, GATHER]).rename(columns=names).fillna("not in the records")
+
+
+def breakdowns(table: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """(title, `explain` table) of every run whose records carry a per-operator breakdown."""
+    for run, rows in table.groupby(RUN, sort=True):
+        if len(rows) > rows["quantity"].isin([LOOP, GEMM, GATHER]).sum():
+            yield " / ".join(map(str, run)), explain(rows)
