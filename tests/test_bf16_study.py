@@ -53,3 +53,22 @@ def test_flagged_breakdowns_are_left_out_and_no_pair_is_no_row() -> None:
     table = bf16.bf16_vs_fp32(pd.DataFrame(records))
     assert set(table["quantity"]) == {"samples/s"}
     assert bf16.bf16_vs_fp32(pd.DataFrame([records[0]])).empty
+
+
+def test_summary_and_breakdowns_per_run(tmp_path) -> None:
+    rates = {"roofline_gemm_fp32_gflops": 150.0, "roofline_gemm_bf16_gflops": 300.0,
+             "roofline_gather_fp32_gbps": 4.0, "roofline_gather_bf16_gbps": 4.0}  # fmt: skip
+    faster = {"top_mlp": 20.0, "dense_backward": 40.0, "embedding_forward": 20.0, "other": 2.0}
+    records = [record("zen4", "optimized-fp32", r, 1.0, FP32, **rates) for r in range(2)]
+    records += [record("zen4", "optimized-bf16", r, 1.0, faster, **rates) for r in range(2)]
+    records += [record("old", v, 0, 1.0, FP32) | {f"op_{n}_ms": None for n in OPERATORS}
+                for v in ("optimized-fp32", "optimized-bf16")]  # fmt: skip
+    pd.DataFrame(records).to_csv(tmp_path / "sweeps.csv", index=False)
+    table = bf16.bf16_vs_fp32(bf16.stored_records(tmp_path))
+    summary = bf16.summary(table)
+    assert summary.loc[("zen4", "s", "p"), "GEMM bf16/fp32"] == "2.00x (one repeat: no interval)"
+    assert summary.loc[("old", "s", "p"), "GEMM bf16/fp32"] == "not in the records"
+    shown = dict(bf16.breakdowns(table))
+    assert list(shown) == ["zen4 / s / p"]  # the old machine's records hold no breakdown
+    assert shown["zen4 / s / p"].loc["top_mlp", "bf16 / fp32"] == "0.50x [0.50, 0.50]"
+    assert bf16.stored_records(tmp_path / "nothing").empty
