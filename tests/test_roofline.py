@@ -1,6 +1,8 @@
 import math
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from dlrm_study import config
 from dlrm_study.measure import roofline
@@ -136,3 +138,15 @@ def test_measure_limits_quick() -> None:
     limits["stream_gbps"] = -1.0  # a copy: the per-process cache is untouched
     assert roofline.measure_limits(quick=True)["stream_gbps"] > 0
     assert roofline.bound_ms(tiny, limits)["roofline_ms"] > 0 and roofline.rates(tiny, limits)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_gather_pools_the_same_rows_as_embedding_bag(dtype) -> None:
+    """The roofline's second gather (the loop's own kernel) times the same work as embedding_bag."""
+    table = torch.randn(1000, 8).to(dtype)
+    ids, offsets = torch.randint(1000, (500,)), torch.arange(0, 500, roofline.BAG)
+    fused = roofline.fused_gather(table, ids, offsets)
+    if fused is None:
+        pytest.skip("no C++ kernels here")
+    expected = F.embedding_bag(ids, table.float(), offsets, mode="sum")
+    assert torch.allclose(fused().reshape(expected.shape), expected, atol=1e-4)
