@@ -377,6 +377,7 @@ def cmd_roofline(args: argparse.Namespace) -> None:
     print(roofline.roofline_report(cfg, limits))
     if args.out:
         fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}
+        fields |= roofline.rates(cfg, limits)
         fields["threads"] = int(fields["threads"])
         results.append(Path(args.out), results.record("roofline", fields, cfg))
         print(f"record appended to {args.out}")
