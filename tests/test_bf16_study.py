@@ -52,7 +52,8 @@ def test_flagged_breakdowns_are_left_out_and_no_pair_is_no_row() -> None:
     records[1]["op_other_ms"] = 500.0  # the profiled operators no longer sum to the timed step
     table = bf16.bf16_vs_fp32(pd.DataFrame(records))
     assert set(table["quantity"]) == {"samples/s"}
-    assert bf16.bf16_vs_fp32(pd.DataFrame([records[0]])).empty
+    alone = bf16.bf16_vs_fp32(pd.DataFrame([records[0]]))
+    assert alone.empty and bf16.summary(alone).empty and not list(bf16.breakdowns(alone))
 
 
 def test_summary_and_breakdowns_per_run(tmp_path) -> None:
