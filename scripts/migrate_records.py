@@ -5,8 +5,13 @@
 Records written before the machine key carried the CPU's logical count and dropped the threads
 (`cpu/isa/2t` -> `cpu/isa/2cpu`), or before it existed at all (`cpu/isa-unrecorded/2cpu`), get
 the key `records.Machine.from_legacy_row` gives them; a loss row without provenance takes the key
-of the run it belongs to (`env_key`). Nothing else in a row changes; a file with nothing to
-migrate is left untouched. Idempotent: a second run changes nothing.
+of the run it belongs to (`env_key`).
+
+Records written before run ids get `legacy-<file>-<n>`: a run is a block of consecutive rows
+(rows are appended in the order they were measured) written by one commit and one command for one
+study. Those runs measured one point after another, so they pair variants of a point within a
+repeat, never knob values (`stats.paired_ratios`). Nothing else in a row changes; a file with
+nothing to migrate is left untouched. Idempotent: a second run changes nothing.
 """
 
 import csv
@@ -15,6 +20,7 @@ import sys
 from pathlib import Path
 
 from dlrm_study import results
+from dlrm_study.measure.stats import LEGACY
 from dlrm_study.records import Machine
 
 
@@ -23,8 +29,9 @@ def migrate(path: Path) -> int:
     header, rows = results.read_rows(path)
     if "study" not in header:
         return 0
+    before = [dict(row) for row in rows]
     by_run = {r["env_key"]: r["machine"] for r in rows if r.get("env_key") and r.get("machine")}
-    changed = 0
+    legacy_runs(path, rows)
     for row in rows:
         old = row.get("machine", "")
         if not old and row.get("env_key") in by_run:
@@ -33,9 +40,9 @@ def migrate(path: Path) -> int:
             continue
         source = row if old or row.get("cpu_model") else {**row, **first_with_provenance(rows, row)}
         row["machine"] = Machine.from_legacy_row(source).key
-        changed += 1
+    changed = sum(old != new for old, new in zip(before, rows, strict=True))
     if changed:
-        header += [] if "machine" in header else ["machine"]
+        header += [c for c in ("machine", "run_id") if c not in header]
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=header)
@@ -43,6 +50,19 @@ def migrate(path: Path) -> int:
             writer.writerows(rows)
         os.replace(tmp, path)
     return changed
+
+
+def legacy_runs(path: Path, rows: list[dict[str, str]]) -> None:
+    """Give rows without a run id the id of their block (see the module docstring)."""
+    block, last = 0, None
+    for row in rows:
+        if row.get("run_id"):
+            last = None
+            continue
+        key = (row.get("study"), row.get("git_commit"), row.get("command"))
+        if key != last:
+            block, last = block + 1, key
+        row["run_id"] = f"{LEGACY}{path.stem}-{block}"
 
 
 def first_with_provenance(rows: list[dict[str, str]], row: dict[str, str]) -> dict[str, str]:
@@ -55,7 +75,7 @@ def first_with_provenance(rows: list[dict[str, str]], row: dict[str, str]) -> di
 
 def main(paths: list[str]) -> int:
     for name in paths:
-        print(f"{name}: {migrate(Path(name))} row(s) given today's machine key")
+        print(f"{name}: {migrate(Path(name))} row(s) given a machine key or run id of today's form")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Time facebookresearch/dlrm's `dlrm_s_pytorch.py` and record it beside our reference loop.
 
     python scripts/upstream_dlrm.py --dlrm-dir PATH [--python PYTHON] [--batches 40]
+    python scripts/upstream_dlrm.py --report     # ours over upstream, from the records
 
 PATH is a checkout of facebookresearch/dlrm (not part of this repository); PYTHON an
 interpreter with torch, numpy, scikit-learn and tensorboard, as dlrm needs. The run
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from dlrm_study import config, results
 from dlrm_study.measure.bench import quantile
+from dlrm_study.measure.compare import upstream_report
 
 ARGS = [
     "--arch-sparse-feature-size=64",
@@ -35,12 +37,20 @@ MS_PER_IT = re.compile(r"Finished training it \d+/\d+ of epoch \d+, ([0-9.]+) ms
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dlrm-dir", type=Path, required=True)
+    parser.add_argument("--dlrm-dir", type=Path)
+    parser.add_argument(
+        "--report", action="store_true", help="print ours over upstream from --out's records, run nothing"
+    )
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--window", type=int, default=5, help="dlrm --print-freq: iterations per ms/it figure")
     parser.add_argument("--out", type=Path, default=Path("results/bench.csv"))
     args = parser.parse_args()
+    if args.report:
+        print(upstream_report(results.load(args.out)) if args.out.is_file() else f"upstream_dlrm: no {args.out}")
+        return
+    if args.dlrm_dir is None:
+        sys.exit("upstream_dlrm: --dlrm-dir is required (a checkout of facebookresearch/dlrm)")
 
     script = args.dlrm_dir / "dlrm_s_pytorch.py"
     if not script.is_file():

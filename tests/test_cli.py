@@ -74,13 +74,16 @@ def test_bench_prints_breakdown_and_appends(capsys, tmp_path):
     frame = results.load(out)
     assert len(frame) == 4 and (frame["roofline_fraction"] > 0).all() and list(frame["repeat"]) == [0, 1, 0, 1]
     assert set(frame["variant"]) == {"reference"} and frame["machine"].nunique() == 1
+    assert (frame["roofline_gemm_fp32_gflops"] > 0).all() and (frame["roofline_update_fp32_gbps"] > 0).all()
 
 
 def test_roofline_command_prints_the_bound_and_records_it(capsys, tmp_path):
     out = tmp_path / "roof.csv"
     code, stdout, _ = run_cli(capsys, "roofline", "--config", "dlrm-benchmark", "--quick", "--out", str(out))
-    assert code == 0 and "bound:" in stdout and "GEMM fp32" in stdout
-    assert results.load(out).iloc[0]["roofline_ms"] > 0
+    assert code == 0 and "bound:" in stdout and "GEMM fp32" in stdout and "at the layers' shapes" in stdout
+    record = results.load(out).iloc[0]
+    assert record["roofline_ms"] > 0 and record["roofline_gemm_fp32_gflops"] > 0
+    assert record["roofline_gather_bf16_gbps"] > 0 and record["gemm_fp32_gflops_2048x1024x1024_grad_weight"] > 0
 
 
 def test_module_entry_point_has_no_traceback():

@@ -2,17 +2,18 @@ import pandas as pd
 import pytest
 import torch
 
-from dlrm_study import results, sweep
+from dlrm_study import config, results, sweep
 from dlrm_study.cli import main
 from dlrm_study.measure import roofline
 from dlrm_study.measure.bench import bench
-from dlrm_study.measure.compare import compare, report, runnable
+from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, compare, report, runnable, upstream_report
 from dlrm_study.train import loop
 
 
 def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     pytest.importorskip("torchrec")
-    limits = roofline.measure_limits(quick=True)
+    cfgs = [config.load("tiny", VARIANTS[v]) for v in CPU_VARIANTS]
+    limits = roofline.measure_limits(quick=True, **roofline.needs(*cfgs))
     out = tmp_path / "bench.csv"
     records = compare(["tiny"], repeats=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
     kept, _ = runnable(["reference", "optimized-fp32", "optimized-bf16", "torchrec"])
@@ -52,6 +53,44 @@ def test_report_arithmetic_pairs_within_repeats():
     assert "2.03x" in line and "inconclusive (the interval spans the target)" in line  # one repeat at 3x
 
 
+def test_bf16_over_fp32_is_judged_against_1_3x_or_85_percent_of_the_bound_ratio():
+    def rows(bf16_rate, bf16_bound, native=True):
+        out = []
+        for repeat in range(3):
+            out += [{"config_name": "p", "variant": "optimized-fp32", "repeat": repeat, "samples_per_s": 100.0,
+                     "ms_median": 10.0, "roofline_ms": 2.0},
+                    {"config_name": "p", "variant": "optimized-bf16", "repeat": repeat, "ms_median": 10.0,
+                     "samples_per_s": bf16_rate * (1 + 0.01 * repeat), "roofline_ms": bf16_bound,
+                     "native_bf16": native}]  # fmt: skip
+        return out
+
+    def line(records):
+        return " ".join(next(x for x in report(records).splitlines() if "optimized bf16 / fp32" in x).split())
+
+    # The bound allows 2x: the target is 1.3x, and 1.25x misses it.
+    assert "target >= 1.30x (1.3x; bound ratio 2.00x): misses" in line(rows(125.0, 1.0))
+    # The bound allows only 1.25x: 85% of it (1.06x) is the target, and 1.1x meets it.
+    assert "target >= 1.06x (85% of the bound ratio 1.25x): meets" in line(rows(110.0, 1.6))
+    assert "bf16 (emulated): not judged" in line(rows(110.0, 1.6, native=False))
+
+
+def test_upstream_report_pairs_runs_in_order_per_machine():
+    def run(variant, i, rate, study="reference-vs-upstream"):
+        return {"study": study, "config_name": "dlrm-benchmark", "machine": "m", "variant": variant,
+                "loop": variant, "timestamp": f"t{i}", "samples_per_s": rate, "native_bf16": True}  # fmt: skip
+
+    records = []
+    for i, speed in enumerate([1.0, 1.2, 1.0]):  # drift cancels within each round
+        records += [run("reference", i, 100 * speed), run("optimized-fp32", i, 300 * speed),
+                    run("optimized-bf16", i, 450 * speed),
+                    run("upstream-dlrm", i, 100 * speed, "upstream")]  # fmt: skip
+    records.append(run("optimized-bf16", 9, 1.0, "cpu-compare"))  # another study's record: not a pair
+    text = " ".join(upstream_report(pd.DataFrame(records)).split())
+    assert "optimized-bf16 / upstream 4.50x [4.50, 4.50] target >= 5.0x: misses" in text
+    assert "optimized-fp32 / upstream 3.00x [3.00, 3.00] target >= 2.5x: meets" in text
+    assert "reference / upstream 1.00x [1.00, 1.00] no target (faithful)" in text
+
+
 def no_native_bf16(monkeypatch) -> None:
     """Stand for a CPU without native bf16 (an AMD EPYC with AVX2 only)."""
     monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
@@ -78,8 +117,22 @@ def test_bf16_bench_on_a_cpu_without_native_bf16_is_honest_and_clean(tmp_path, m
     frame = results.load(out)
     assert set(frame["variant"]) == {"optimized-bf16"} and set(frame["precision"]) == {"bf16"}
     assert (frame["native_bf16"] == False).all()  # noqa: E712
+    assert set(frame["precision_label"]) == {"bf16 (emulated)"} and "(bf16 (emulated)) on" in printed
+    # The config says what was asked (bf16): its hash, and so every stored record's, is unchanged.
+    asked = config.load("tiny", ["train.loop=optimized", "train.precision=bf16", "train.steps=2"])
+    assert set(frame["config_hash"]) == {asked.hash()}
     assert set(frame["machine"].str.split("/").str[1]) == {"avx2"}
     assert "gemm_bf16_gflops" not in frame  # emulated bf16 is not a limit of the machine
+
+
+@pytest.mark.parametrize(
+    ("flags", "label"),
+    [({"avx2", "fma"}, "bf16 (emulated)"), ({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_bf16"}, "bf16")],
+)
+def test_precision_label_says_whether_bf16_was_emulated(flags, label, monkeypatch) -> None:
+    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset(flags))
+    cpu = torch.device("cpu")
+    assert loop.precision_label("bf16", cpu) == label and loop.precision_label("fp32", cpu) == "fp32"
 
 
 def test_studies_skip_cpu_bf16_variants_without_native_bf16(tmp_path, monkeypatch, capsys):

@@ -16,7 +16,7 @@ def test_migration_rewrites_only_old_machine_keys_and_is_idempotent(tmp_path, mo
         {"study": "s", "machine": "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "cpu_count": 2, "threads": 2, "x": 3},
     ])  # fmt: skip
     migrate = runpy.run_path(str(SCRIPT))["migrate"]
-    assert migrate(path) == 2
+    assert migrate(path) == 3  # two machine keys, and every row's run id
     rows = results.read_rows(path)[1]
     assert [r["machine"] for r in rows] == [
         "intel-xeon/avx512f+avx512_bf16/2cpu",
@@ -24,6 +24,7 @@ def test_migration_rewrites_only_old_machine_keys_and_is_idempotent(tmp_path, mo
         "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu",
     ]
     assert [r["x"] for r in rows] == ["1", "2", "3"] and [r["threads"] for r in rows] == ["2"] * 3
+    assert {r["run_id"] for r in rows} == {"legacy-r-1"}  # one block: one study, commit and command
     before = path.read_bytes()
     assert migrate(path) == 0 and path.read_bytes() == before
 
@@ -31,4 +32,5 @@ def test_migration_rewrites_only_old_machine_keys_and_is_idempotent(tmp_path, mo
 def test_committed_records_are_migrated():
     root = Path(__file__).resolve().parents[1] / "results"
     for path in sorted(root.glob("*.csv")):
-        assert not any(results.is_legacy_key(r.get("machine")) for r in results.read_rows(path)[1]), path
+        rows = results.read_rows(path)[1]
+        assert not any(results.is_legacy_key(r.get("machine")) or not r.get("run_id") for r in rows), path

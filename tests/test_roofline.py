@@ -1,6 +1,8 @@
 import math
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from dlrm_study import config
 from dlrm_study.measure import roofline
@@ -34,42 +36,117 @@ def test_dlrm_benchmark_bytes() -> None:
     assert adagrad["embedding_update_bytes"] == BENCH_IDS * (64 * 8 + 8)
 
 
-def fake_limits(scale: float = 1.0) -> dict[str, float]:
-    limits = {"stream_gbps": 10.0, "gemm_fp32_gflops": 100.0, "gemm_bf16_gflops": 400.0}
+def fake_limits(cfg: config.Config, scale: float = 1.0, layer_gflops: float = 100.0) -> dict[str, float]:
+    """Limits for `cfg`: square GEMMs at 1 GFLOP/s (never the bound's), every layer GEMM at
+    `layer_gflops` (4x that in bf16)."""
+    limits = {"stream_gbps": 10.0, "gemm_fp32_gflops": 1.0, "gemm_bf16_gflops": 1.0}
     for size in roofline.ROW_BYTES:
         limits[f"gather_gbps_{size}B"] = size / 64
         limits[f"update_gbps_{size}B"] = size / 128
+        limits[f"gather_bf16_gbps_{size}B"] = size / 80
+        limits[f"update_bf16_gbps_{size}B"] = size / 160
+    for layer in roofline.layer_shapes(cfg):
+        for gemm_pass in roofline.GEMM_PASSES:
+            limits[roofline.layer_key("fp32", layer, gemm_pass)] = layer_gflops
+            limits[roofline.layer_key("bf16", layer, gemm_pass)] = 4 * layer_gflops
     return {key: value * scale for key, value in limits.items()}
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_bound_parts_and_scaling(precision: str) -> None:
     cfg = config.load("dlrm-benchmark", ["train.loop=optimized", f"train.precision={precision}"])
-    slow, fast = roofline.bound_ms(cfg, fake_limits()), roofline.bound_ms(cfg, fake_limits(2.0))
+    slow, fast = roofline.bound_ms(cfg, fake_limits(cfg)), roofline.bound_ms(cfg, fake_limits(cfg, 2.0))
     assert slow["roofline_ms"] == pytest.approx(slow["roofline_embedding_ms"] + slow["roofline_mlp_ms"])
     for key, value in slow.items():
         assert fast[key] < value
     assert fast["roofline_ms"] == pytest.approx(slow["roofline_ms"] / 2)
     work = roofline.iteration_work(cfg)
     gflops = 400.0 if precision == "bf16" else 100.0
-    assert slow["roofline_mlp_ms"] == pytest.approx((work["mlp_flops"] + work["interaction_flops"]) / gflops / 1e6)
-    assert "bound:" in roofline.roofline_report(cfg, fake_limits())
+    gemm_flops = sum(flops for _, _, flops in roofline.gemm_work(cfg))
+    # The interaction runs in fp32 in every loop, at the fastest fp32 rate measured.
+    expected = gemm_flops / gflops / 1e6 + work["interaction_flops"] / 100.0 / 1e6
+    assert slow["roofline_mlp_ms"] == pytest.approx(expected)
+    assert "bound:" in roofline.roofline_report(cfg, fake_limits(cfg))
+
+
+def test_dlrm_benchmark_gemms_by_hand() -> None:
+    """bottom 512-512-64, top (64 + 8*9/2 = 100)-1024-1024-1024-1, batch 2048; the first layer has
+    no input gradient, every other layer three GEMMs of 2 * B * fan_in * fan_out FLOPs."""
+    cfg = config.preset("dlrm-benchmark")
+    layers = [(512, 512), (512, 64), (100, 1024), (1024, 1024), (1024, 1024), (1024, 1)]
+    assert roofline.layer_shapes(cfg) == [(2048, i, o) for i, o in layers]
+    gemms = roofline.gemm_work(cfg)
+    assert len(gemms) == 3 * len(layers) - 1
+    assert ((2048, 512, 512), "grad_input", 2.0 * 2048 * 512 * 512) not in gemms
+    assert sum(f for _, _, f in gemms) == 2 * 2048 * (3 * sum(i * o for i, o in layers) - 512 * 512)
+    assert roofline.needs(cfg)["layers"] == sorted({(2048, i, o) for i, o in layers})
+
+
+def test_bound_uses_each_layers_own_rate_not_the_square_gemm() -> None:
+    """The Zen 4 case: the loop beat a bound that charged every layer at one square GEMM's rate.
+    The bound now charges each GEMM at its own shape's and pass's rate, and the square GEMM
+    (here 1 GFLOP/s, far below the layers) changes nothing."""
+    cfg = config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=fp32"])
+    limits = fake_limits(cfg)
+    base = roofline.bound_ms(cfg, limits)
+    for key in ("gemm_fp32_gflops", "gemm_bf16_gflops"):
+        assert roofline.bound_ms(cfg, limits | {key: 1e-3})["roofline_ms"] == base["roofline_ms"]
+    # Halve the rate of one GEMM: the bound grows by exactly that GEMM's FLOPs at the new rate.
+    layer = (2048, 1024, 1024)
+    slower = limits | {roofline.layer_key("fp32", layer, "grad_weight"): 50.0}
+    flops = 2.0 * 2048 * 1024 * 1024 * 2  # the layer shape appears twice in the top MLP
+    grown = roofline.bound_ms(cfg, slower)["roofline_mlp_ms"] - base["roofline_mlp_ms"]
+    assert grown == pytest.approx(flops / 50.0 / 1e6 - flops / 100.0 / 1e6)
+    # bf16 rates are not an fp32 config's, and a missing layer rate is an error, not a guess.
+    assert roofline.bound_ms(cfg, limits | {roofline.layer_key("bf16", layer, "forward"): 1e-3}) == base
+    del slower[roofline.layer_key("fp32", layer, "forward")]
+    with pytest.raises(ValueError, match="needs"):
+        roofline.bound_ms(cfg, slower)
+
+
+def test_rates_are_the_layers_rates_fp32_beside_bf16() -> None:
+    cfg = config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=bf16"])
+    fields = roofline.rates(cfg, fake_limits(cfg))
+    assert fields["roofline_gemm_fp32_gflops"] == pytest.approx(100.0)
+    assert fields["roofline_gemm_bf16_gflops"] == pytest.approx(400.0)
+    assert fields["roofline_gather_fp32_gbps"] == 256 / 64 and fields["roofline_gather_bf16_gbps"] == 128 / 80
+    assert fields["roofline_update_fp32_gbps"] == 256 / 128 and fields["roofline_update_bf16_gbps"] == 128 / 160
+    no_bf16 = {k: v for k, v in fake_limits(cfg).items() if not k.startswith("gemm_bf16")}
+    assert "roofline_gemm_bf16_gflops" not in roofline.rates(cfg, no_bf16)  # emulated: not measured
 
 
 def test_bound_needs_the_row_size() -> None:
     cfg = config.load("tiny", ["model.embedding_dim=12", "model.bottom_mlp=16-12"])  # 48 B rows
     assert roofline.row_sizes(cfg) == [48]
-    with pytest.raises(ValueError, match="row_sizes"):
-        roofline.bound_ms(cfg, fake_limits())
+    limits = fake_limits(cfg)
+    with pytest.raises(ValueError, match="needs"):
+        roofline.bound_ms(cfg, limits)
 
 
 def test_measure_limits_quick() -> None:
-    limits = roofline.measure_limits(quick=True)
+    tiny = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
+    needs = roofline.needs(tiny)
+    assert needs["row_bytes"] == [16, 32] and needs["bf16_row_bytes"] == [16]  # dim 8: bf16 rows, fp32 rows
+    limits = roofline.measure_limits(quick=True, **needs)
     expected = ["stream_gbps", "gemm_fp32_gflops"]
-    expected += [f"{kind}_{size}B" for size in roofline.ROW_BYTES for kind in ("gather_gbps", "update_gbps")]
+    expected += [f"{kind}_{size}B" for size in (16, 32) for kind in ("gather_gbps", "update_gbps")]
+    expected += [f"{kind}_bf16_gbps_16B" for kind in ("gather", "update")]  # dim 8
+    expected += [roofline.layer_key("fp32", layer, p) for layer, p, _ in roofline.gemm_work(tiny)]
     assert set(expected) <= set(limits)
     for key, value in limits.items():
         assert math.isfinite(value) and value > 0, key
     limits["stream_gbps"] = -1.0  # a copy: the per-process cache is untouched
     assert roofline.measure_limits(quick=True)["stream_gbps"] > 0
-    assert roofline.bound_ms(config.preset("tiny"), limits)["roofline_ms"] > 0
+    assert roofline.bound_ms(tiny, limits)["roofline_ms"] > 0 and roofline.rates(tiny, limits)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_gather_pools_the_same_rows_as_embedding_bag(dtype) -> None:
+    """The roofline's second gather (the loop's own kernel) times the same work as embedding_bag."""
+    table = torch.randn(1000, 8).to(dtype)
+    ids, offsets = torch.randint(1000, (500,)), torch.arange(0, 500, roofline.BAG)
+    fused = roofline.fused_gather(table, ids, offsets)
+    if fused is None:
+        pytest.skip("no C++ kernels here")
+    expected = F.embedding_bag(ids, table.float(), offsets, mode="sum")
+    assert torch.allclose(fused().reshape(expected.shape), expected, atol=1e-4)

@@ -221,6 +221,7 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
     from dlrm_study.embeddings import make_sparse_arch
     from dlrm_study.train import build, evaluate, train
     from dlrm_study.train import checkpoint as ckpt
+    from dlrm_study.train.loop import precision_label
 
     make_arch = make_arch or make_sparse_arch
     if args.resume:
@@ -267,6 +268,7 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
         fields = {
             "loop": cfg.train.loop,
             "precision": cfg.train.precision,
+            "precision_label": precision_label(cfg.train.precision, run.device),
             "device": run.device.type,
             "steps": run.step,
             "final_loss": sum(tail) / len(tail),
@@ -317,7 +319,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
 
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
-        limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.roofline == "quick")
+        limits = roofline.measure_limits(**roofline.needs(cfg), quick=args.roofline == "quick")
 
     progress = not args.no_progress and not args.fields_json
     prepared = prepare(cfg, make_arch or make_sparse_arch)  # one build: every repeat warms up and times it
@@ -339,7 +341,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
         prepared.close()
     first = records[0]
     print(
-        f"{cfg.name} / {first['variant']} ({first['precision']}) on {first['machine']}, "
+        f"{cfg.name} / {first['variant']} ({first['precision_label']}) on {first['machine']}, "
         f"batch {cfg.train.batch_size}, {args.repeats} repeats of {cfg.train.steps} steps"
     )
     for r in records:
@@ -374,10 +376,11 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
 def cmd_roofline(args: argparse.Namespace) -> None:
     check_setup(args)
     cfg = load_config(args)
-    limits = roofline.measure_limits(roofline.row_sizes(cfg), quick=args.quick)
+    limits = roofline.measure_limits(**roofline.needs(cfg), quick=args.quick)
     print(roofline.roofline_report(cfg, limits))
     if args.out:
         fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}
+        fields |= roofline.rates(cfg, limits)
         fields["threads"] = int(fields["threads"])
         results.append(Path(args.out), results.record("roofline", fields, cfg))
         print(f"record appended to {args.out}")

@@ -25,7 +25,7 @@ from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
-from dlrm_study.train.loop import Run, build, native_bf16, place, train_step
+from dlrm_study.train.loop import Run, build, native_bf16, place, precision_label, train_step
 
 # Columns of the breakdown, in the order a step runs them.
 OPERATORS = (
@@ -114,6 +114,7 @@ def measure_prepared(
     bound = roofline.bound_ms(cfg, limits) if limits else {}
     if bound:
         bound["roofline_fraction"] = bound["roofline_ms"] / times["ms_median"]
+        bound |= roofline.rates(cfg, limits)
     return {
         "loop": cfg.train.loop,
         "sparse_arch": arch.name,
@@ -122,6 +123,7 @@ def measure_prepared(
         "optimizer": cfg.train.optimizer,
         "precision": cfg.train.precision,  # what ran: build() refuses rather than changes it
         "native_bf16": native_bf16(run.device) if cfg.train.precision == "bf16" else None,
+        "precision_label": precision_label(cfg.train.precision, run.device),  # `bf16 (emulated)` where no bf16
         "device": run.device.type,
         "threads": torch.get_num_threads(),
         "batch_size": cfg.train.batch_size,

@@ -44,6 +44,7 @@ OUTLIER_MIN_REPEATS = 3
 POINT_KEYS = ("config_hash", "variant", "machine", "threads")  # what one point's repeats share
 MIN_PAIRS = 5  # pairs (or repeats) a verdict word needs
 RUN = "run_id"
+LEGACY = "legacy-"  # run ids given to records written before run ids (scripts/migrate_records.py)
 
 # Two-sided 95% quantiles of Student's t, t(0.975, df), df = 1..30 (the standard table).
 T975 = (
@@ -124,8 +125,8 @@ def paired_ratios(
     (see the module docstring); `n` counts the pairs.
     """
     pick = records[records[between].isin([variant, baseline])]
-    if between != "variant":  # knob values pair only where a run interleaved them (records with a run id)
-        pick = pick[pick[RUN].fillna("") != ""] if RUN in pick else pick.iloc[0:0]
+    if between != "variant":  # knob values pair only where a run interleaved them (repeat-major runs)
+        pick = pick[pick[RUN].map(interleaved)] if RUN in pick else pick.iloc[0:0]
     cell = [*by, *(k for k in ("machine", RUN) if k in pick and k not in by), "repeat"]
     pick = pick.assign(**{k: pick[k].fillna("") for k in cell if k in (RUN, "machine")})
     doubled = pick.duplicated([*cell, between], keep=False)
@@ -141,6 +142,11 @@ def paired_ratios(
         return pd.DataFrame(columns=[*by, *SUMMARY])
     ratios = (wide[variant] / wide[baseline]).dropna().rename("ratio").reset_index()
     return summarize(ratios, by, "ratio")
+
+
+def interleaved(run_id: object) -> bool:
+    """Whether a run measured its points repeat-major (every run with an id, but the legacy ones)."""
+    return isinstance(run_id, str) and run_id != "" and not run_id.startswith(LEGACY)
 
 
 class Ratio(typing.NamedTuple):
@@ -323,7 +329,7 @@ def flag_note(records: pd.DataFrame, quantity: str = "throughput") -> list[str]:
 
 def unpaired_reason(records: pd.DataFrame, between: str) -> str:
     """Why no pair formed between two values of `between` (for a finding that has none)."""
-    if between != "variant" and (RUN not in records or (records[RUN].fillna("") == "").all()):
+    if between != "variant" and (RUN not in records or not records[RUN].map(interleaved).any()):
         return "the two ends were measured one point after the other, before runs interleaved them: not paired"
     return "no repeat pairs up at the two ends within one run"
 

@@ -273,7 +273,7 @@ def gpu_over_cpu_pairs(cpu: pd.DataFrame, gpu: pd.DataFrame) -> tuple[pd.DataFra
         return pd.DataFrame(columns=[*keys, "ratio"]), best
 
     def rates(frame: pd.DataFrame) -> pd.Series:
-        frame = frame[frame["run_id"].fillna("") != ""].assign(tables=frame["model.table_rows"].map(grid_tables))
+        frame = frame[frame["run_id"].map(stats.interleaved)].assign(tables=frame["model.table_rows"].map(grid_tables))
         return frame.groupby(keys)["samples_per_s"].median()
 
     ratio = (rates(gpu) / rates(cpu[cpu["variant"] == best])).dropna().rename("ratio").reset_index()

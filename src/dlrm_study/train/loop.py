@@ -69,7 +69,7 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         # Run what was asked, and say so: a bf16 label on an fp32 run would be a false record.
         print(
             "dlrm-study: this CPU has no native bf16 (no avx512_bf16 or amx_bf16): bf16 runs emulated, "
-            "and its records say native_bf16=False",
+            "and its records say precision_label='bf16 (emulated)', native_bf16=False",
             file=sys.stderr,
         )
     generator = torch.Generator().manual_seed(cfg.train.seed)
@@ -91,6 +91,14 @@ def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     return results.native_bf16()
+
+
+def precision_label(precision: str, device: torch.device) -> str:
+    """What ran, as records and output name it: `bf16 (emulated)` where the hardware has no bf16.
+
+    The config keeps `train.precision=bf16` (its hash names the experiment, not the machine).
+    """
+    return "bf16 (emulated)" if precision == "bf16" and not native_bf16(device) else precision
 
 
 def place(run: Run, batch: Batch) -> Batch:
