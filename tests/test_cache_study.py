@@ -48,4 +48,3 @@ def test_the_finding_says_whether_the_policies_differ_at_steady_state():
     assert "LFU higher by 3.0 points" in differ
     (cold,) = studies.findings.cache(rates(0.924, 0.924, 0.0), "quick")
     assert "no row evicted" in cold and "cannot differ" in cold
-    assert studies.findings.well_formed([same, differ, cold])

@@ -6,7 +6,7 @@ One module per notebook family: `profiles` (how much every study measures), `cpu
 re-exported here.
 """
 
-from dlrm_study.studies import baseline, findings, predictions, session, summary
+from dlrm_study.studies import baseline, checks, findings, predictions, profiles, session, summary
 from dlrm_study.studies.convergence import convergence_config, convergence_records, run_convergence
 from dlrm_study.studies.cpu import (
     ABLATION_BASE,
@@ -36,8 +36,10 @@ from dlrm_study.studies.sensitivity import (
     dropped,
     gpu_here,
     gpu_over_cpu,
+    gpu_over_cpu_pairs,
     gpu_records,
     gpu_status,
+    grid_tables,
     knob_findings,
     knob_value,
     measure,
@@ -67,6 +69,7 @@ __all__ = [
     "base_point",
     "baseline",
     "cache_hit_rates",
+    "checks",
     "convergence_config",
     "convergence_records",
     "cpu_loops",
@@ -77,8 +80,10 @@ __all__ = [
     "fused_matches_reference",
     "gpu_here",
     "gpu_over_cpu",
+    "gpu_over_cpu_pairs",
     "gpu_records",
     "gpu_status",
+    "grid_tables",
     "knob_findings",
     "knob_value",
     "machine",
@@ -87,6 +92,7 @@ __all__ = [
     "placement_records",
     "predictions",
     "profile",
+    "profiles",
     "rates_table",
     "remote_vs_local",
     "results_dir",

@@ -6,8 +6,6 @@ direction ("faster", "lower") is stated only where the interval excludes no effe
 least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "fragile").
 """
 
-import re
-
 import pandas as pd
 
 from dlrm_study.measure import stats
@@ -238,13 +236,3 @@ def predictions_against_naive(scored: pd.DataFrame) -> list[str]:
         "the measurements' median (a naive baseline)"
         for r in table.itertuples()
     ] or ["predictions: no measured point to score"]
-
-
-WITH_INTERVAL = re.compile(r"\d[\d,.]*(%|x)? (\[[-\d,.]+%?, [-\d,.]+%?\]|\(one repeat: no interval\))")
-WITHOUT = re.compile(r"(no finding|not measured|no records|no unflagged|\(\d+ of \d+ repeat\(s\) flagged|not paired"
-                     r"|counted, not timed|Modelled \(not measured\)|held-out AUC)")  # fmt: skip
-
-
-def well_formed(lines: list[str]) -> bool:
-    """Whether every finding line carries its interval, or says plainly why it has none (nbval checks this)."""
-    return bool(lines) and all(WITH_INTERVAL.search(line) or WITHOUT.search(line) for line in lines)

@@ -1,0 +1,70 @@
+"""Facts the notebooks check under nbval: each computed afresh from the run or its records, each able
+to come out False (a formatting check that holds by construction is no check).
+
+- `pairs_within_runs`: the records a notebook draws form whole repeats: every cell (point, variant,
+  machine, run, repeat) measured once, and each repeat of a run holds every variant of its point.
+- `base_point_shared`: two one-knob sweeps pass through the very same base-point records (the
+  resume key shares them), so their curves meet at one measurement.
+- `placements_train_alike`: the cached placement trains the numbers the hbm placement trains.
+- `seeds_per_loop`: every loop of the convergence study trained from the profile's seeds.
+"""
+
+import pandas as pd
+import torch
+
+from dlrm_study import config
+from dlrm_study.data import make_data
+from dlrm_study.measure import stats
+
+CELL = ["config_hash", "variant", "machine", stats.RUN, "repeat"]
+
+
+def pairs_within_runs(records: pd.DataFrame) -> bool:
+    """Each cell once, and every repeat of a run holds every variant its point has in that run."""
+    if records.empty:
+        return False
+    cells = records.assign(**{stats.RUN: records[stats.RUN].fillna("")}) if stats.RUN in records else records
+    if cells.duplicated([c for c in CELL if c in cells]).any():
+        return False
+    point = "point" if "point" in cells else "config_name"
+    per_repeat = cells.groupby([point, "machine", stats.RUN, "repeat"])["variant"].nunique()
+    per_run = cells.groupby([point, "machine", stats.RUN])["variant"].nunique()
+    return bool((per_repeat == per_repeat.index.droplevel("repeat").map(per_run)).all())
+
+
+def base_point_shared(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether the records two knob sweeps have at their common point are the same records."""
+    common = set(a["config_hash"]) & set(b["config_hash"])
+    if not common:
+        return False
+
+    def measured(frame: pd.DataFrame) -> set:
+        at = frame[frame["config_hash"].isin(common)]
+        return set(zip(at["config_hash"], at["variant"], at["timestamp"], at["samples_per_s"], strict=True))
+
+    return measured(a) == measured(b)
+
+
+def placements_train_alike(steps: int = 3, atol: float = 1e-6) -> bool:
+    """The gpu loop's `cached` placement (a cache of 30% of the rows, evicting every step) and `hbm`
+    train equal tables and dense weights from one seed (`tiny`, Zipf ids repeated within a batch)."""
+    from dlrm_study.train import build, train
+
+    shape = ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=400-300-500-200",
+             "train.batch_size=32", "train.loop=gpu", "train.device=cpu"]  # fmt: skip
+    runs = []
+    for placement in (["train.placement=hbm"], ["train.placement=cached", "train.cache_fraction=0.3"]):
+        cfg = config.load("tiny", [*shape, *placement])
+        run = build(cfg)
+        train(run, make_data(cfg).batches(), steps)
+        runs.append(run)
+    pairs = [*zip(*(r.model.sparse_arch.tables() for r in runs), strict=True)]
+    pairs += [*zip(*(r.model.dense_parameters() for r in runs), strict=True)]
+    return all(torch.allclose(x.detach().cpu(), y.detach().cpu(), rtol=0, atol=atol) for x, y in pairs)
+
+
+def seeds_per_loop(records: pd.DataFrame, seeds: int) -> bool:
+    """Whether every loop in the convergence records has a held-out evaluation from each of `seeds` seeds."""
+    evals = records[records["kind"] == "eval"]
+    counts = evals.groupby("variant")["train.seed"].nunique()
+    return bool(len(counts)) and bool((counts == seeds).all())
