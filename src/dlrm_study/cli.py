@@ -316,6 +316,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
     from dlrm_study.measure import OPERATORS, runner, stats
     from dlrm_study.measure.bench import measure_prepared, prepare
     from dlrm_study.measure.compare import variant_name
+    from dlrm_study.records.columns import op_column
 
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
@@ -361,7 +362,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
     if args.profile_steps:
         print(f"  per operator, ms/it ({args.profile_steps} profiled steps per repeat, median over repeats):")
         for name in OPERATORS:
-            print(f"    {name:<28}{statistics.median(r[f'op_{name}_ms'] for r in records):10.2f}")
+            print(f"    {name:<28}{statistics.median(r[op_column(name)] for r in records):10.2f}")
     if limits:
         bound = first["roofline_ms"]
         achieved = stats.interval([bound / r["ms_median"] for r in records])

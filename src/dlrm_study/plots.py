@@ -24,7 +24,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from dlrm_study.measure import stats
-from dlrm_study.measure.bench import OPERATORS
+from dlrm_study.records.columns import OP_COLUMNS, op_label
 
 VARIANT_ORDER = [
     "reference",
@@ -172,7 +172,7 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     and labelled so). The black bar on each row is the timed median per sample with its 95%
     interval: the profiled operators add up to about it where the breakdown is sound.
     """
-    ops = [f"op_{name}_ms" for name in OPERATORS if f"op_{name}_ms" in records]
+    ops = [column for column in OP_COLUMNS if column in records]
     rows = stats.with_flags(records.dropna(subset=ops))
     rows["doubtful"] = stats.flagged(rows, "breakdown")
     rows["label"] = rows["config_name"] + (" / " + rows["variant"] if rows["variant"].nunique() > 1 else "")
@@ -205,14 +205,14 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     share_ax.set_xlim(0, 1)
     if share_line is not None:  # a claim's share (S2: embeddings dominate), against each row's embedding share
-        embedding = [op for op in ops if op.startswith("op_embedding_")]
+        embedding = [op for op in ops if op_label(op).startswith("embedding ")]
         shares = [times[embedding].sum() / times.sum() for _, times, _, _ in bars]
         share_ax.scatter(shares, range(len(bars)), marker="|", s=500, linewidths=2.5, color="black", zorder=4,
                          label="share of embedding forward + backward/update")  # fmt: skip
         share_ax.axvline(share_line[0], color="black", linestyle="--", linewidth=1, label=share_line[1])
     handles, names = ax.get_legend_handles_labels()
     more, their_names = share_ax.get_legend_handles_labels()
-    names = [n.removeprefix("op_").removesuffix("_ms").replace("_", " ") for n in names]
+    names = [op_label(n) for n in names]
     share_ax.legend(handles + more, names + their_names, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.suptitle(title)
     add_caption(fig, records)

@@ -35,6 +35,7 @@ import torch
 import dlrm_study
 from dlrm_study.records import machine as machines
 from dlrm_study.records.machine import BF16_FLAGS, LEGACY_THREADS, UNRECORDED_ISA, Machine
+from dlrm_study.records.record import Record
 
 if typing.TYPE_CHECKING:
     from dlrm_study.config import Config
@@ -161,17 +162,18 @@ def record(
     if fields.get("threads"):
         prov["threads"] = fields["threads"]
     described = {"config_name": cfg.name, "config_hash": cfg.hash()} if cfg is not None else {}
-    return {
-        "study": study,
-        **labels,
-        **described,
-        **fields,
-        "machine": machine or machine_key(),
-        "run_id": run_id or process_run_id(),
-        "rules_hash": rules_hash(),
-        **(cfg.flat() if cfg is not None else {}),
-        **{key: value for key, value in prov.items() if key not in fields},
-    }
+    return Record(
+        study,
+        labels={**labels, **described},
+        fields=dict(fields),
+        config=cfg.flat() if cfg is not None else {},
+        provenance={key: value for key, value in prov.items() if key not in fields},
+        identity={
+            "machine": machine or machine_key(),
+            "run_id": run_id or process_run_id(),
+            "rules_hash": rules_hash(),
+        },
+    ).to_row()
 
 
 def new_run_id() -> str:

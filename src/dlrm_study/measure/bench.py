@@ -25,20 +25,9 @@ from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
+from dlrm_study.records.columns import OPERATORS, Breakdown, Timing, quantile
 from dlrm_study.train.loop import Run, build, native_bf16, place, precision_label, train_step
 
-# Columns of the breakdown, in the order a step runs them.
-OPERATORS = (
-    "bottom_mlp",
-    "embedding_forward",
-    "interaction",
-    "top_mlp",
-    "loss",
-    "dense_backward",
-    "embedding_backward_update",
-    "optimizer_step",
-    "other",
-)
 BACKWARD = "autograd::engine::evaluate_function: "
 
 
@@ -132,21 +121,15 @@ def measure_prepared(
         **times,
         "input_ms_median": statistics.median(input_ms),
         **counters,
-        **{f"op_{name}_ms": ms for name, ms in operators.items()},
+        **Breakdown(operators).fields(),
         **peak_memory(run.device),
         **bound,
     }
 
 
 def step_times(step_ms: list[float], batch_size: int) -> dict[str, float]:
-    """A record's timing fields from its timed steps: median, p10 and p90 (ms), and samples/s at the median."""
-    median = statistics.median(step_ms)
-    return {
-        "ms_median": median,
-        "ms_p10": quantile(step_ms, 0.1),
-        "ms_p90": quantile(step_ms, 0.9),
-        "samples_per_s": batch_size / (median / 1e3),
-    }
+    """A record's timing fields from its timed steps (`records.columns.Timing`)."""
+    return Timing.of_steps(step_ms, batch_size).fields()
 
 
 def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
@@ -272,10 +255,4 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def quantile(values: list[float], q: float) -> float:
-    """The q-quantile by linear interpolation (what numpy calls 'linear')."""
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+__all__ = ["OPERATORS", "quantile"]  # re-exported: the breakdown's columns, the quantile gpu.py uses

@@ -36,6 +36,8 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from dlrm_study.records.columns import Breakdown
+
 SUMMARY = ("n", "center", "low", "high", "half_width")
 PROFILE_TOLERANCE = 0.15  # |profiled sum - timed median| / timed median
 SPREAD_LIMIT = 1.5  # p90 / p10 of the timed steps
@@ -179,7 +181,7 @@ def flags(fields: dict[str, object]) -> str:
     """The self-check flags of one record's measured fields (see the module docstring)."""
     out = []
     median, p10, p90 = (as_float(fields.get(k)) for k in ("ms_median", "ms_p10", "ms_p90"))
-    operators = [as_float(v) for k, v in fields.items() if k.startswith("op_") and k.endswith("_ms") and present(v)]
+    operators = list(Breakdown.from_row(fields).ms.values())
     if operators and median and abs(sum(operators) - median) > PROFILE_TOLERANCE * median:
         out.append("profile-vs-timed")
     if p10 and p90 and p90 / p10 > SPREAD_LIMIT:

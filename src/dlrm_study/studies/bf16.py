@@ -16,7 +16,7 @@ import pandas as pd
 
 from dlrm_study import results
 from dlrm_study.measure import stats
-from dlrm_study.measure.bench import OPERATORS
+from dlrm_study.records.columns import OPERATORS, op_column
 
 BF16, FP32 = "optimized-bf16", "optimized-fp32"
 # One repeat of one measurement run: the two variants pair up within it.
@@ -46,7 +46,7 @@ def bf16_vs_fp32(records: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=TABLE)
     rows = [ratio_rows(pair, "samples_per_s", LOOP)]
     timed = pair
-    rows += [ratio_rows(timed, f"op_{name}_ms", name) for name in OPERATORS if f"op_{name}_ms" in timed]
+    rows += [ratio_rows(timed, op_column(name), name) for name in OPERATORS if op_column(name) in timed]
     rows += [rate_rows(pair, f"roofline_{kind}_{{}}_{unit}", label) for kind, unit, label in RATES]
     rows = [r for r in rows if not r.empty]
     return pd.concat(rows, ignore_index=True)[TABLE] if rows else pd.DataFrame(columns=TABLE)

@@ -7,8 +7,8 @@ from typing import NamedTuple
 import pandas as pd
 
 from dlrm_study.measure import stats
-from dlrm_study.measure.bench import OPERATORS
 from dlrm_study.measure.compare import ABLATION, ABLATION_LABELS
+from dlrm_study.records.columns import OP_COLUMNS, op_column
 from dlrm_study.studies.profiles import PRESETS, SWEEP
 from dlrm_study.sweep import Sweep
 
@@ -98,8 +98,8 @@ def embedding_share(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> 
 
     A summary table (`stats.summarize`, on the logit scale): median share over repeats and its 95% interval.
     """
-    ops = records[[f"op_{name}_ms" for name in OPERATORS]].sum(axis=1)
-    share = sum(records[f"op_{name}_ms"] for name in parts) / ops
+    ops = records[list(OP_COLUMNS)].sum(axis=1)
+    share = sum(records[op_column(name)] for name in parts) / ops
     return stats.summarize(records.assign(share=share), ["config_name"], "share", share=True)
 
 

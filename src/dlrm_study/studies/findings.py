@@ -9,7 +9,7 @@ least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "
 import pandas as pd
 
 from dlrm_study.measure import stats
-from dlrm_study.measure.bench import OPERATORS
+from dlrm_study.records.columns import OP_COLUMNS, op_column, op_label
 from dlrm_study.studies import baseline, cpu
 from dlrm_study.studies import scaling as scaling_study
 from dlrm_study.studies.predictions import against_naive
@@ -19,7 +19,7 @@ from dlrm_study.studies.sensitivity import knob_findings
 def reference_breakdown(records: pd.DataFrame) -> list[str]:
     """Notebook 01: the share of the reference's profiled iteration in embedding backward + update
     (S2), and in embedding forward beside it, per preset, over all repeats."""
-    reference = records[records["variant"] == "reference"].dropna(subset=["op_embedding_forward_ms"])
+    reference = records[records["variant"] == "reference"].dropna(subset=[op_column("embedding_forward")])
     update = cpu.embedding_share(reference).set_index("config_name")
     forward = cpu.embedding_share(reference, ("embedding_forward",)).set_index("config_name")
     lines = []
@@ -47,14 +47,14 @@ def speedups(records: pd.DataFrame) -> list[str]:
 
 def largest_operator(records: pd.DataFrame) -> list[str]:
     """Notebook 02's breakdown: per preset and loop, the operator with the largest share of the iteration."""
-    ops = [f"op_{name}_ms" for name in OPERATORS]
+    ops = list(OP_COLUMNS)
     clean = records.dropna(subset=ops)
     lines = []
     for (name, variant), group in clean.groupby(["config_name", "variant"], sort=True):
         shares = group[ops].div(group[ops].sum(axis=1), axis=0)  # per repeat
         top = shares.median().idxmax()
         share = stats.describe(*stats.interval(shares[top]), percent=True)
-        label = top.removeprefix("op_").removesuffix("_ms").replace("_", " ")
+        label = op_label(top)
         lines.append(f"{name} / {variant}: {label} takes the largest share, {share} ({len(group)} repeats)")
     return (lines or ["breakdown: no finding: no profiled repeat"]) + stats.flag_note(clean, "breakdown")
 

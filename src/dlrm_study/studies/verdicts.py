@@ -18,6 +18,7 @@ import pandas as pd
 
 from dlrm_study.measure import stats
 from dlrm_study.records import Machine
+from dlrm_study.records.columns import op_column
 from dlrm_study.studies import baseline, cpu, scaling
 from dlrm_study.studies.evidence import H1_KNOBS, Evidence
 from dlrm_study.studies.sensitivity import KNOBS, gpu_over_cpu_pairs
@@ -253,7 +254,7 @@ def s2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
         if not loops.empty
         else loops
     )
-    ref = ref.dropna(subset=["op_embedding_backward_update_ms"]) if not ref.empty else ref
+    ref = ref.dropna(subset=[op_column("embedding_backward_update")]) if not ref.empty else ref
     if ref.empty:
         return Verdict("not yet measured", "")
     frame = view(ref, drop_flagged, "breakdown")

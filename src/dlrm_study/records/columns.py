@@ -1,0 +1,100 @@
+"""The record's columns: the one place their names are spelled, and the typed parts they come in.
+
+A record is one flat row (`results.record` builds it, `results.append` stores it). Its core
+columns are named here; a measurement's timing (`Timing`) and per-operator breakdown
+(`Breakdown`) are written and read back through these types, so no other module spells
+`op_<name>_ms` or parses it.
+"""
+
+import dataclasses
+import statistics
+
+# Labels and identity.
+STUDY, VARIANT, REPEAT, POINT, ORDER = "study", "variant", "repeat", "point", "order"
+CONFIG_NAME, CONFIG_HASH = "config_name", "config_hash"
+MACHINE, THREADS, RUN_ID, RULES_HASH = "machine", "threads", "run_id", "rules_hash"
+TIMESTAMP, GIT_COMMIT, DEVICE = "timestamp", "git_commit", "device"
+FLAGS, ERROR = "flags", "error"
+# Timing.
+MS_MEDIAN, MS_P10, MS_P90, SAMPLES_PER_S = "ms_median", "ms_p10", "ms_p90", "samples_per_s"
+
+# Operators of the per-operator breakdown, in the order a step runs them.
+OPERATORS = (
+    "bottom_mlp",
+    "embedding_forward",
+    "interaction",
+    "top_mlp",
+    "loss",
+    "dense_backward",
+    "embedding_backward_update",
+    "optimizer_step",
+    "other",
+)
+_OP_PREFIX, _OP_SUFFIX = "op_", "_ms"
+
+
+def op_column(name: str) -> str:
+    """`embedding_forward` -> `op_embedding_forward_ms`."""
+    return f"{_OP_PREFIX}{name}{_OP_SUFFIX}"
+
+
+def op_name(column: str) -> str | None:
+    """`op_embedding_forward_ms` -> `embedding_forward`; None for a column that is no operator's."""
+    if column.startswith(_OP_PREFIX) and column.endswith(_OP_SUFFIX):
+        return column[len(_OP_PREFIX) : -len(_OP_SUFFIX)]
+    return None
+
+
+def op_label(column: str) -> str:
+    """`op_embedding_forward_ms` -> `embedding forward` (for captions and sentences)."""
+    return (op_name(column) or column).replace("_", " ")
+
+
+OP_COLUMNS = tuple(op_column(name) for name in OPERATORS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """A measurement's timed steps: median, p10 and p90 (ms), and samples/s at the median."""
+
+    ms_median: float
+    ms_p10: float
+    ms_p90: float
+    samples_per_s: float
+
+    @classmethod
+    def of_steps(cls, step_ms: list[float], batch_size: int) -> "Timing":
+        median = statistics.median(step_ms)
+        return cls(median, quantile(step_ms, 0.1), quantile(step_ms, 0.9), batch_size / (median / 1e3))
+
+    def fields(self) -> dict[str, float]:
+        return {MS_MEDIAN: self.ms_median, MS_P10: self.ms_p10, MS_P90: self.ms_p90, SAMPLES_PER_S: self.samples_per_s}
+
+
+@dataclasses.dataclass(frozen=True)
+class Breakdown:
+    """Mean ms per step of each operator (empty: no breakdown was profiled)."""
+
+    ms: dict[str, float]
+
+    def fields(self) -> dict[str, float]:
+        return {op_column(name): value for name, value in self.ms.items()}
+
+    @classmethod
+    def from_row(cls, row: dict[str, object]) -> "Breakdown":
+        """The operators a row carries (cells left empty by a record without a breakdown are skipped)."""
+        found = {}
+        for column, value in row.items():
+            name = op_name(column)
+            if name is not None and value is not None and value == value and value != "":
+                found[name] = float(value)  # type: ignore[arg-type]
+        return cls(found)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile by linear interpolation (what numpy calls 'linear')."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

@@ -1,0 +1,77 @@
+"""One record: its parts (labels, measured fields, config, provenance, identity) and its flat row.
+
+`results.record` builds every record as a `Record` and stores `to_row()`; a stored row reads back
+with `Record.from_row` into the same parts, and `to_row()` gives the row again (tested on every
+committed row). The parts are told apart by column name only (`columns`, the config's dotted
+names, the provenance columns), so the row's columns stay today's.
+"""
+
+import dataclasses
+
+from dlrm_study.records import columns as col
+from dlrm_study.records.machine import Machine
+
+PROVENANCE = (
+    "package_version", "git_commit", "python_version", "torch_version", "torchrec_version", "fbgemm_gpu_version",
+    "fbgemm_gpu_cpu_version", "triton_version", "cpu_model", "cpuid", "cpu_count", "device_name", "gpu_model", "host",
+    "command", "timestamp",
+)  # fmt: skip
+IDENTITY = (col.MACHINE, col.RUN_ID, col.RULES_HASH)
+LABELS = (col.VARIANT, col.REPEAT, col.POINT, col.ORDER, col.CONFIG_NAME, col.CONFIG_HASH)
+SECTIONS = ("model.", "data.", "train.")  # the flattened config's columns
+PARTS = ("labels", "fields", "config", "provenance", "identity")
+
+
+@dataclasses.dataclass
+class Record:
+    """A record's parts, each a mapping of column to value, as measured or as stored."""
+
+    study: str
+    labels: dict[str, object]
+    fields: dict[str, object]  # what was measured (timing, breakdown, counters, flags, error, ...)
+    config: dict[str, object]
+    provenance: dict[str, object]
+    identity: dict[str, object]  # machine, run id, rules hash
+
+    def to_row(self) -> dict[str, object]:
+        """The flat row, columns in the order a reader of the CSV expects: labels first."""
+        return {col.STUDY: self.study, **self.labels, **self.fields, **self.identity, **self.config, **self.provenance}
+
+    @classmethod
+    def from_row(cls, row: dict[str, object]) -> "Record":
+        parts: dict[str, dict[str, object]] = {part: {} for part in PARTS}
+        for column, value in row.items():
+            if column == col.STUDY:
+                continue
+            parts[part_of(column)][column] = value
+        return cls(str(row.get(col.STUDY, "")), **parts)
+
+    @property
+    def machine(self) -> Machine:
+        return Machine.parse(str(self.identity[col.MACHINE]))
+
+    @property
+    def timing(self) -> col.Timing | None:
+        """The timed steps' summary, where this record has one."""
+        try:
+            timed = (col.MS_MEDIAN, col.MS_P10, col.MS_P90, col.SAMPLES_PER_S)
+            return col.Timing(*(float(self.fields[c]) for c in timed))  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    @property
+    def breakdown(self) -> col.Breakdown:
+        return col.Breakdown.from_row(self.fields)
+
+
+def part_of(column: str) -> str:
+    """Which part of a record a column belongs to."""
+    if column in IDENTITY:
+        return "identity"
+    if column in LABELS:
+        return "labels"
+    if column.startswith(SECTIONS) or column == "name":
+        return "config"
+    if column in PROVENANCE:
+        return "provenance"
+    return "fields"
