@@ -206,6 +206,64 @@ def efficiency_range() -> tuple[float, float]:
     return min(values) / SLACK, max(values)
 
 
+# aten ops that make the host wait for the device: a value read back, or an output whose size is
+# the data's (the host must learn it before it can allocate).
+READS_BACK = {
+    "aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::_unique", "aten::_unique2",
+    "aten::unique_dim", "aten::unique_consecutive", "aten::masked_select", "aten::equal",
+    "aten::is_nonzero", "aten::allclose", "aten::bincount", "aten::histc",
+}  # fmt: skip
+# aten ops that bring host data to the device: a tensor made from Python values, a pinned copy.
+COPIES_IN = {"aten::lift_fresh", "aten::lift_fresh_copy", "aten::_pin_memory", "aten::pin_memory"}
+
+
+def host_traffic(fn) -> dict[str, list[str]]:
+    """The device-to-host reads and host-to-device copies `fn()` makes, by aten op (what a CUDA graph
+    cannot hold and what stalls an eager GPU step), counted on whatever device `fn` runs on.
+
+    A read: an op in READS_BACK, `repeat_interleave` without its output size, indexing by a boolean
+    mask, or `Tensor.tolist` (which reads a CPU tensor without an aten op). A copy in: an op in
+    COPIES_IN, or a copy between two devices.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    found: dict[str, list[str]] = {"reads_back": [], "copies_in": []}
+
+    def devices(tree) -> set[str]:
+        return {str(t.device) for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)}
+
+    class Traffic(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = func._schema.name
+            out = func(*args, **kwargs)
+            tensors = [a for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)]
+            if (
+                name in READS_BACK
+                or (name == "aten::repeat_interleave" and kwargs.get("output_size") is None and len(args) < 3)
+                or (name.startswith("aten::index") and any(t.dtype == torch.bool for t in tensors[1:]))
+            ):
+                found["reads_back"].append(name)
+            if name in COPIES_IN or (name in ("aten::_to_copy", "aten::copy_") and len(devices((args, out))) > 1):
+                found["copies_in"].append(name)
+            return out
+
+    tolist = torch.Tensor.tolist
+
+    def counted_tolist(self):
+        found["reads_back"].append("Tensor.tolist")
+        return tolist(self)
+
+    torch.Tensor.tolist = counted_tolist
+    try:
+        with Traffic():
+            fn()
+    finally:
+        torch.Tensor.tolist = tolist
+    return found
+
+
 @functools.cache
 def _count_ops(cfg_json: str) -> int:
     from torch.utils._python_dispatch import TorchDispatchMode
