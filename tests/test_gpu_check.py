@@ -10,8 +10,8 @@ import torch
 from tests.conftest import ROOT
 
 from dlrm_study import plots, results, studies, sweep
-from dlrm_study.gpu_check import sweeps
 from dlrm_study.studies import predictions
+from dlrm_study.studies.gpu import sweeps
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 
@@ -33,12 +33,22 @@ def test_dry_run_writes_every_record(tmp_path):
     assert set(grid["study"]) == {spec.name for spec in sweeps(tmp_path, dry_run=True)}
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
     assert set(grid["placement"]) >= {"hbm", "host", "uvm", "cached"}
+    # Block-timed, from a ring of batches; on the CPU nothing is captured and the host bounds every step.
+    assert (grid["timing"] == "blocks").all() and (grid["blocks"] == 5).all() and (grid["ring_batches"] >= 2).all()
+    assert (grid["capture"] == "eager").all() and (grid["bound"] == "cpu").all()
+    assert (grid["ms_block_min"] <= grid["ms_median"]).all() and (grid["ms_median"] <= grid["ms_block_max"]).all()
+    assert set(grid[grid["study"] == "gpu-presets-large"]["batch_size"]) == {48, 96}
+    assert set(grid[grid["study"] == "gpu-presets"]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32", "gpu-eager"}
     embedding = results.load(tmp_path / "gpu_embedding.csv")
     assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
     assert sorted(set(embedding["repeat"])) == [0, 1]
     assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
+    assert (embedding[embedding["placement"] != "cached"]["embedding_forward_gbps"] > 0).all()
     text = (tmp_path / "summary.txt").read_text()
     assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
+    for line in ("mlperf-scaled bf16 hbm captured, batch 65,536", "graph/eager", "dispatch-overhead floor, no claim",
+                 "hbm lookup bytes / copy bandwidth"):  # fmt: skip
+        assert line in text
     # The predictions are read and scored; a dry run's records are CPU ones, so none is measured.
     assert f"0 of {len(predictions.load(predicted))} measured" in text
     # The notebooks draw such records beside the CPU ones: the GPU-over-CPU heatmap, the placements.

@@ -28,6 +28,8 @@ VARIANTS = {
     "gpu-uvm": ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
     "gpu-cached": ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
     "gpu-cached-lfu": ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
+    # gpu-hbm's step run eagerly, not captured as a CUDA graph: what the capture buys.
+    "gpu-eager": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16", "train.cuda_graph=false"],
 }
 CPU_VARIANTS = ("reference", "optimized-fp32", "optimized-bf16", "torchrec")
 
@@ -67,7 +69,10 @@ def variant_name(cfg: config.Config) -> str:
         off = "".join(f"-no-{name.replace('_', '-')}" for name in config.OPTIMIZED_SWITCHES if not getattr(t, name))
         return f"optimized-{t.precision}{off}"
     name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
-    return name if t.precision == "bf16" else f"{name}-fp32"
+    name = name if t.precision == "bf16" else f"{name}-fp32"
+    if not t.cuda_graph:
+        return "gpu-eager" if name == "gpu-hbm" else f"{name}-eager"
+    return name
 
 
 def runnable(variants: Sequence[str]) -> tuple[list[str], list[str]]:

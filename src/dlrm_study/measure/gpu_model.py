@@ -316,6 +316,10 @@ def count_ops(cfg: Config, placement: str = "hbm") -> int:
             "train.cache_fraction=0.9",
         ],
     )
+    # Triton's kernels are made for the interpreter or a GPU when first imported: import them before
+    # the interpreter is switched off here, or a later caller would get kernels that need a GPU.
+    from dlrm_study.embeddings.kernels import triton_ops  # noqa: F401
+
     saved = os.environ.pop("TRITON_INTERPRET", None)  # count PyTorch ops, not interpreted kernels
     try:
         return _count_ops(json.dumps(small.to_dict(), sort_keys=True))

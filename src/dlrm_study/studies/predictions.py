@@ -1,6 +1,6 @@
 """Pre-registered GPU predictions (H1-H4): written before a GPU measures them, then scored.
 
-`predict` writes one row per GPU point of the GPU script (`gpu_check.sweeps`): the predicted
+`predict` writes one row per GPU point of the GPU grid (`studies.gpu.sweeps`): the predicted
 range of samples/s (H1, and the presets' throughput target), of GPU over this machine's
 measured CPU samples/s on the dense x sparse grid (H2, H3), and of each placement over `hbm`
 (H4). Rows are appended to `gpu_predictions.csv`, never rewritten: a later model adds rows
@@ -22,18 +22,20 @@ from dlrm_study.studies.sensitivity import GPU_RECORDS
 PREDICTIONS = "gpu_predictions.csv"
 STUDY = "gpu-predictions"
 MODEL = "gpu_model v1"
-PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
+PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-eager": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
 PLACEMENT_OF |= {"gpu-cached": "cached", "gpu-cached-lfu": "cached"}
 
 
 def gpu_specs(profile: str, out: Path) -> list[sweep.Sweep]:
-    """The GPU script's sweeps (smoke: its dry run's) with their records in `out`."""
-    from dlrm_study import gpu_check  # imports studies: not at module level
+    """The GPU grid's sweeps (smoke: its dry run's) with their records in `out`."""
+    from dlrm_study.studies import gpu  # it builds on the studies package, which imports this module
 
-    return gpu_check.sweeps(out, dry_run=profile == "smoke")
+    return gpu.sweeps(out, dry_run=profile == "smoke")
 
 
 def claim_of(study: str) -> str:
+    if study == "gpu-dispatch-floor":
+        return "floor"  # kaggle at batch 128: the cost of dispatching a step, no claim's evidence
     if "dense-sparse-grid" in study:
         return "H2/H3"
     if "placement" in study:

@@ -60,12 +60,12 @@ class GpuStep:
     then the step object itself with the placed batch: it returns the step's loss, on the device.
     """
 
-    def __init__(self, run: Run, capture: bool = True) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
         arch = run.model.sparse_arch
         self.staged = takes_staged(arch)
-        self.reason = not_captured(run) if capture else "capture not asked for"
-        self.capture = capture and not self.reason
+        self.reason = not_captured(run)  # '' where the step is captured (train.cuda_graph and a fixed-shape arch)
+        self.capture = not self.reason
         m, d = run.cfg.model, run.cfg.data
         self.capacity = ids_capacity(run.cfg.train.batch_size, m.table_rows, d.lookups_per_table)
         self.static: StagedBatch | None = None
@@ -167,7 +167,7 @@ def train(
     With `on_step` (progress, logging, checkpoints: each wants the run as it is after that step)
     losses are read every step; without it, every `LOSS_READ_EVERY` steps.
     """
-    step = GpuStep(run, capture=run.cfg.train.cuda_graph)
+    step = GpuStep(run)
     losses: list[float] = []
 
     def on_read(_step: int, value: float) -> None:

@@ -24,13 +24,17 @@ except ImportError:  # the torch twins serve instead
     triton = None
 
 
+# Whether the kernels below were made for the interpreter (decided when Triton wraps them, at import).
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def available(device: torch.device) -> bool:
     """Whether these kernels can run for tensors on `device` (CPU only in the interpreter)."""
     if triton is None:
         return False
     if device.type == "cuda":
         return True
-    return device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+    return device.type == "cpu" and INTERPRETED and os.environ.get("TRITON_INTERPRET") == "1"
 
 
 if triton is not None:
