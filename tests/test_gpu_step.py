@@ -147,12 +147,15 @@ def test_the_captured_step_trains_what_the_eager_step_trains(placement, precisio
         losses = train(run, make_data(cfg).batches(), 8)
         runs[graph] = (run, losses)
     (captured, c_losses), (eager, e_losses) = runs[True], runs[False]
+    assert GpuStep(captured).kind == "graph" and GpuStep(eager).kind == "eager"
     assert isinstance(GpuStep(captured).stage(make_data(captured.cfg).batch(0)), StagedBatch)
-    assert c_losses == pytest.approx(e_losses, abs=1e-5)
+    # The same kernels in the same order, no atomics; cuBLAS may pick another algorithm when captured.
+    atol = 1e-5 if precision == "fp32" else 1e-4
+    assert c_losses == pytest.approx(e_losses, abs=atol)
     for a, b in zip(captured.model.sparse_arch.tables(), eager.model.sparse_arch.tables(), strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+        torch.testing.assert_close(a, b, rtol=0, atol=atol)
     for a, b in zip(captured.model.dense_parameters(), eager.model.dense_parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+        torch.testing.assert_close(a, b, rtol=0, atol=atol)
 
 
 @pytest.mark.gpu

@@ -152,15 +152,21 @@ def step_range_ms(
     efficiency: tuple[float, float],
     placement: str = "hbm",
     hit_rate: float = 1.0,
-    ops: int | None = None,
+    ops: float | None = None,
+    host_ops: float | None = None,
 ) -> tuple[float, float]:
-    """(fastest, slowest) predicted ms per step: the optimistic and pessimistic corners."""
+    """(fastest, slowest) predicted ms per step: the optimistic and pessimistic corners.
+
+    `ops`: kernels a step runs (the kernel floor); `host_ops`: ops the host dispatches per step
+    (default `ops`; a captured step dispatches one graph replay, whatever its kernels).
+    """
     terms = bound_ms(cfg, device, placement, hit_rate)
     ops = count_ops(cfg, placement) if ops is None else ops
+    host_ops = ops if host_ops is None else host_ops
     gpu_work_ms = terms["dense_ms"] + terms["hbm_ms"] + terms["link_ms"]
     floor_ms = ops * KERNEL_FLOOR_US / 1e3
     host_ms = [
-        ops * us / 1e3 + terms["host_embedding_ms"] * spread
+        host_ops * us / 1e3 + terms["host_embedding_ms"] * spread
         for us, spread in zip(HOST_OP_US, (1 / HOST_GBPS_SPREAD, HOST_GBPS_SPREAD), strict=True)
     ]
     e_low, e_high = efficiency
