@@ -4,6 +4,10 @@ On the CPU the step runs eagerly over the same static buffers a CUDA graph would
 Triton kernels in the interpreter, see conftest); the tests marked `gpu` capture it on a GPU.
 """
 
+import importlib.util
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -171,3 +175,37 @@ def test_a_captured_step_on_the_gpu_reads_nothing_back():
     batch = step.place(step.stage(next(batches)))
     torch.cuda.synchronize()
     assert host_traffic(lambda: step(batch)) == {"reads_back": [], "copies_in": []}
+
+
+COMPILE = """
+import os
+os.environ.pop("TRITON_INTERPRET", None)  # real kernels, not the interpreter's
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from dlrm_study.embeddings.kernels import triton_ops as t
+
+def build(fn, signature, constexprs):
+    signature = {**signature, **dict.fromkeys(constexprs, "constexpr")}
+    triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=GPUTarget("cuda", 90, 32))
+
+sizes = {"bags": "i32", "batch": "i32", "tables": "i32", "dim": "i32"}
+build(t._pool_kernel, {"weight": "*fp32", "ids": "*i64", "bag_starts": "*i64", "out": "*fp32", **sizes},
+      {"BLOCK_BAGS": t.BLOCK_BAGS, "BLOCK_D": t.BLOCK_COLS})
+for adagrad in (True, False):
+    build(t._segment_update_kernel,
+          {"weight": "*fp32", "momentum": "*fp32", "rows": "*i64", "id_bag": "*i64", "grad": "*fp32",
+           "lr": "fp32", "eps": "fp32", "count": "i32", **sizes},
+          {"ADAGRAD": adagrad, "POSITIONS": t.POSITIONS, "BLOCK_IDS": t.BLOCK_IDS, "BLOCK_D": 64})
+build(t._copy_rows_kernel, {"src": "*fp32", "src_rows": "*i64", "dst": "*fp32", "dst_rows": "*i64", "dim": "i32"},
+      {"BLOCK_D": 64})
+print("compiled")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
+def test_the_triton_kernels_compile_for_an_h200():
+    """The interpreter runs what a GPU compiler may refuse (its control flow, its types): compile each
+    kernel for sm_90 with Triton's own ptxas, no GPU needed."""
+    done = subprocess.run([sys.executable, "-c", COMPILE], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "compiled", done.stderr[-3000:]
