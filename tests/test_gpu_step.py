@@ -196,7 +196,7 @@ for adagrad in (True, False):
     build(t._segment_update_kernel,
           {"weight": "*fp32", "momentum": "*fp32", "rows": "*i64", "id_bag": "*i64", "grad": "*fp32",
            "lr": "fp32", "eps": "fp32", "count": "i32", **sizes},
-          {"ADAGRAD": adagrad, "POSITIONS": t.POSITIONS, "BLOCK_IDS": t.BLOCK_IDS, "BLOCK_D": 64})
+          {"ADAGRAD": adagrad, "BLOCK_POS": t.BLOCK_POS, "STEPS": t.STEPS, "BLOCK_IDS": t.BLOCK_IDS, "BLOCK_D": 64})
 build(t._copy_rows_kernel, {"src": "*fp32", "src_rows": "*i64", "dst": "*fp32", "dst_rows": "*i64", "dim": "i32"},
       {"BLOCK_D": 64})
 print("compiled")

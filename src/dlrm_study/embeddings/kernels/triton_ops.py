@@ -62,42 +62,61 @@ if triton is not None:
         tl.store(out + dst[:, None] * dim + cols[None, :], acc, mask=live_bag[:, None] & live_col[None, :])
 
     @triton.jit
+    def _grad_rows(grad, id_bag, at, live, bags, batch, tables, dim, cols, live_col):
+        # The pooled-output gradient rows of the ids at positions `at` (zero where not `live`, and for
+        # padding, whose bag is T*B): a [len(at), BLOCK_D] tile, its loads in flight together.
+        bag = tl.load(id_bag + at, mask=live, other=bags)
+        use = live & (bag < bags)
+        src = ((bag % batch) * tables + bag // batch).to(tl.int64)  # bags table-major, grad sample-major
+        return tl.load(grad + src[:, None] * dim + cols[None, :], mask=use[:, None] & live_col[None, :], other=0.0)
+
+    @triton.jit
     def _segment_update_kernel(
         weight, momentum, rows, id_bag, grad, lr, eps, count, bags, batch, tables, dim,
-        ADAGRAD: tl.constexpr, POSITIONS: tl.constexpr, BLOCK_IDS: tl.constexpr, BLOCK_D: tl.constexpr,
+        ADAGRAD: tl.constexpr, BLOCK_POS: tl.constexpr, STEPS: tl.constexpr, BLOCK_IDS: tl.constexpr,
+        BLOCK_D: tl.constexpr,
     ):  # fmt: skip
-        # `rows` are the ids sorted, so a row's repeats sit side by side (a segment). Each program
-        # looks at POSITIONS positions; at the first position of a segment it sums the segment's
-        # gradient rows, BLOCK_IDS at a time, and writes the row once: no atomics, a hot row is
-        # read and written once however often the batch names it.
+        # `rows` are the ids sorted, so a row's repeats sit side by side (a segment). A program takes
+        # BLOCK_POS positions; each lane at the first position of a segment sums that segment's
+        # gradient rows, all lanes one repeat a step ([BLOCK_POS, BLOCK_D] tiles), for at most STEPS
+        # steps; a hot row's longer segment is then finished BLOCK_IDS repeats at a time. Each row is
+        # then written once: no atomics, however often the batch names it.
+        lane = tl.arange(0, BLOCK_POS)
+        pos = tl.program_id(0) * BLOCK_POS + lane
         cols = tl.arange(0, BLOCK_D)
         live_col = cols < dim
-        for k in range(0, POSITIONS):
-            i = tl.program_id(0) * POSITIONS + k
-            row = tl.load(rows + i, mask=i < count, other=-1)
-            previous = tl.load(rows + i - 1, mask=(i > 0) & (i < count), other=-1)
-            if row != previous:
-                acc = tl.zeros([BLOCK_IDS, BLOCK_D], dtype=tl.float32)
-                pos = i + tl.arange(0, BLOCK_IDS)
-                same = tl.load(rows + pos, mask=pos < count, other=-1) == row
-                while tl.sum(same.to(tl.int32), axis=0) > 0:
-                    bag = tl.load(id_bag + pos, mask=same, other=bags)
-                    live = same & (bag < bags)  # padding positions carry bag T*B: no gradient
-                    src = ((bag % batch) * tables + bag // batch).to(tl.int64)
-                    acc += tl.load(
-                        grad + src[:, None] * dim + cols[None, :], mask=live[:, None] & live_col[None, :], other=0.0
-                    )
-                    pos += BLOCK_IDS
-                    same = tl.load(rows + pos, mask=pos < count, other=-1) == row
-                g = tl.sum(acc, axis=0)
-                at = weight + row.to(tl.int64) * dim + cols
-                if ADAGRAD:
-                    m = tl.load(momentum + row) + tl.sum(g * g, axis=0) / dim
-                    tl.store(momentum + row, m)
-                    step = lr / (tl.sqrt(m) + eps)
-                else:
-                    step = lr
-                tl.store(at, tl.load(at, mask=live_col) - step * g, mask=live_col)
+        inside = pos < count
+        row = tl.load(rows + pos, mask=inside, other=-1)
+        first = inside & (row != tl.load(rows + pos - 1, mask=inside & (pos > 0), other=-1))
+        acc = tl.zeros([BLOCK_POS, BLOCK_D], dtype=tl.float32)
+        at, live, steps = pos, first, 0
+        while (tl.sum(live.to(tl.int32), axis=0) > 0) & (steps < STEPS):
+            acc += _grad_rows(grad, id_bag, at, live, bags, batch, tables, dim, cols, live_col)
+            at += 1
+            live = live & (tl.load(rows + at, mask=live & (at < count), other=-1) == row)
+            steps += 1
+        if tl.sum(live.to(tl.int32), axis=0) > 0:  # hot rows: their segments go on past STEPS
+            for hot in range(0, BLOCK_POS):
+                mine = lane == hot
+                if tl.sum((live & mine).to(tl.int32), axis=0) > 0:
+                    hot_row = tl.sum(tl.where(mine, row, 0), axis=0)
+                    chunk = tl.sum(tl.where(mine, at, 0), axis=0) + tl.arange(0, BLOCK_IDS)
+                    same = tl.load(rows + chunk, mask=chunk < count, other=-1) == hot_row
+                    tail = tl.zeros([BLOCK_IDS, BLOCK_D], dtype=tl.float32)
+                    while tl.sum(same.to(tl.int32), axis=0) > 0:
+                        tail += _grad_rows(grad, id_bag, chunk, same, bags, batch, tables, dim, cols, live_col)
+                        chunk += BLOCK_IDS
+                        same = tl.load(rows + chunk, mask=chunk < count, other=-1) == hot_row
+                    acc += tl.where(mine[:, None], tl.sum(tail, axis=0)[None, :], 0.0)
+        where = weight + row.to(tl.int64)[:, None] * dim + cols[None, :]
+        write = first[:, None] & live_col[None, :]
+        if ADAGRAD:
+            m = tl.load(momentum + row, mask=first, other=0.0) + tl.sum(acc * acc, axis=1) / dim
+            tl.store(momentum + row, m, mask=first)
+            scale = lr / (tl.sqrt(m) + eps)
+            tl.store(where, tl.load(where, mask=write) - scale[:, None] * acc, mask=write)
+        else:
+            tl.store(where, tl.load(where, mask=write) - lr * acc, mask=write)
 
     @triton.jit
     def _copy_rows_kernel(src, src_rows, dst, dst_rows, dim, BLOCK_D: tl.constexpr):
@@ -115,8 +134,9 @@ def block(dim: int) -> int:
 
 BLOCK_BAGS = 32  # bags per program of the lookup: a 32 x 128 fp32 tile is 32 registers a thread
 BLOCK_COLS = 128  # widest column block of the lookup; wider rows take more programs
-POSITIONS = 8  # sorted positions per program of the update: fewer programs that exit at once
-BLOCK_IDS = 16  # repeats of one row summed per load in the update
+BLOCK_POS = 32  # sorted positions per program of the update
+STEPS = 32  # repeats summed one step at a time for all of a program's rows; longer segments then ...
+BLOCK_IDS = 32  # ... BLOCK_IDS repeats at a time
 
 
 def forward_fp32(weight, ids, bag_starts, batch: int, tables: int) -> torch.Tensor:
@@ -134,18 +154,19 @@ def update_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, 
     """SGD (momentum None) or row-wise Adagrad from the pooled-output gradient, once per distinct row.
 
     Sort the ids (torch, fixed size), then one segment-sum and one write per row (Triton): no
-    atomics, no host read, every buffer sized by len(ids), so it runs inside a CUDA graph.
+    atomics, no host read, every buffer sized by len(ids), so it runs inside a CUDA graph. Repeats
+    are summed in id order (the reference's order) up to STEPS of them, then in chunks.
     """
     if not len(ids) or not batch * tables:
         return
     rows, id_bag = torch_ops.sorted_ids(ids, bag_starts)
     dim = weight.shape[1]
-    grid = (triton.cdiv(len(ids), POSITIONS),)
+    grid = (triton.cdiv(len(ids), BLOCK_POS),)
     adagrad = momentum is not None
     _segment_update_kernel[grid](
         weight, momentum if adagrad else weight, rows, id_bag, grad.float().contiguous(), lr, eps, len(ids),
-        batch * tables, batch, tables, dim, ADAGRAD=adagrad, POSITIONS=POSITIONS, BLOCK_IDS=BLOCK_IDS,
-        BLOCK_D=block(dim),
+        batch * tables, batch, tables, dim, ADAGRAD=adagrad, BLOCK_POS=BLOCK_POS, STEPS=STEPS,
+        BLOCK_IDS=BLOCK_IDS, BLOCK_D=block(dim),
     )  # fmt: skip
 
 
