@@ -154,7 +154,8 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
                              f"(target {target:,}: {verdict(got >= target)})")  # fmt: skip
         for (cfg, batch), group in presets.groupby(["config_name", "batch_size"]):
             by = group.groupby("variant")["samples_per_s"].median()
-            busy = group[group["variant"] == "gpu-hbm"]["gpu_busy_fraction"].median()
+            hbm = group[group["variant"] == "gpu-hbm"]
+            busy, kernels = hbm["gpu_busy_fraction"].median(), hbm["kernels_per_step"].median()
             bound = "/".join(sorted(set(group["bound"].dropna())))
             parts = [f"{cfg} batch {batch:,}:"]
             if "gpu-hbm" in by and "gpu-hbm-fp32" in by:
@@ -165,7 +166,7 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
                 parts.append(f"graph/eager {by['gpu-hbm'] / by['gpu-eager']:.2f}")
             parts.append(f"GPU busy {busy:.2f}" + (f" (target 0.90: {verdict(busy >= TARGET_BUSY)})"
                                                   if batch >= batch_of(16384) and busy == busy else ""))  # fmt: skip
-            parts.append(f"bound {bound}")
+            parts.append(f"bound {bound}, {kernels:.0f} kernels/step")
             lines.append(" ".join(parts))
     floor = ok[ok["study"] == DISPATCH_FLOOR]
     if not floor.empty:

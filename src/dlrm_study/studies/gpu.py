@@ -9,9 +9,12 @@
 4. `gpu-placements`, then the CPU sensitivity sweeps and dense x sparse grid mirrored on the
    GPU, then the placements against id skew and table size.
 
-Budget (from the last H200 session's log, results/gpu-session/): a preset build took about
-6 s, a measurement a few seconds; block timing adds at most 2 s of warm-up and about 1 s of
-blocks. Items 1-3 fit one device call of 6 minutes with the tests; the rest resumes in the next.
+Budget, from the last H200 session (results/gpu-session/: the GPU tests 29 s, copy bandwidth
+and embedding benchmark about 25 s, a preset build about 6 s, the 18 preset measurements of
+the old grid about 35 s): items 1-3 are 60 measurements over 18 builds; each measurement now
+warms up for at most 2 s (mostly 50 steps, well under), times 5 blocks of about 0.1 s and
+profiles 5 steps: about 2 s, so about 120 s + 18 x 6 s of builds + about 60 s of tests and
+embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a second call.
 """
 
 from pathlib import Path
