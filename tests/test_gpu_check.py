@@ -10,8 +10,8 @@ import torch
 from tests.conftest import ROOT
 
 from dlrm_study import plots, results, studies, sweep
-from dlrm_study.gpu_check import sweeps
 from dlrm_study.studies import predictions
+from dlrm_study.studies.gpu import sweeps
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 
@@ -30,15 +30,30 @@ def test_dry_run_writes_every_record(tmp_path):
     done = run_script("--dry-run", "--skip-tests", "--out", str(tmp_path), "--predictions", str(predicted))
     assert done.returncode == 0, done.stderr[-2000:]
     grid = results.load(tmp_path / studies.GPU_RECORDS)
-    assert set(grid["study"]) == {spec.name for spec in sweeps(tmp_path, dry_run=True)}
+    for spec in sweeps(tmp_path, dry_run=True):  # every point of every sweep measured (shared points once)
+        measured = sweep.records(spec, machine=None)
+        assert len(measured) == len(sweep.points(spec)) * spec.repeats, spec.name
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
+    host = grid[grid["variant"].str.startswith("host-")]  # the grid's CPU loops, in the GPU grid's own run
+    assert set(host["loop"]) == {"optimized"} and set(host["study"]) == {"gpu-dense-sparse-grid-smoke"}
+    grid = grid[grid["loop"] == "gpu"]
     assert set(grid["placement"]) >= {"hbm", "host", "uvm", "cached"}
+    # Block-timed, from a ring of batches; on the CPU nothing is captured and the host bounds every step.
+    assert (grid["timing"] == "blocks").all() and (grid["blocks"] == 5).all() and (grid["ring_batches"] >= 2).all()
+    assert (grid["capture"] == "eager").all() and (grid["bound"] == "cpu").all()
+    assert (grid["ms_block_min"] <= grid["ms_median"]).all() and (grid["ms_median"] <= grid["ms_block_max"]).all()
+    assert set(grid[grid["study"] == "gpu-presets-large"]["batch_size"]) == {48, 96}
+    assert set(grid[grid["study"] == "gpu-presets"]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32", "gpu-eager"}
     embedding = results.load(tmp_path / "gpu_embedding.csv")
     assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
     assert sorted(set(embedding["repeat"])) == [0, 1]
     assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
+    assert (embedding[embedding["placement"] != "cached"]["embedding_forward_gbps"] > 0).all()
     text = (tmp_path / "summary.txt").read_text()
     assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
+    for line in ("mlperf-scaled bf16 hbm captured, batch 65,536", "graph/eager", "dispatch-overhead floor, no claim",
+                 "hbm lookup bytes / copy bandwidth"):  # fmt: skip
+        assert line in text
     # The predictions are read and scored; a dry run's records are CPU ones, so none is measured.
     assert f"0 of {len(predictions.load(predicted))} measured" in text
     # The notebooks draw such records beside the CPU ones: the GPU-over-CPU heatmap, the placements.
@@ -53,12 +68,14 @@ def test_dry_run_writes_every_record(tmp_path):
         )
     drawn = {path.name for path in (tmp_path / "figures").glob("*.png")}
     assert {"05_placements.png", "05_placement-skew.png", "05_placement-size.png"} <= drawn
-    # Notebook 03 draws GPU records only if measured on cuda; its heatmap, fed the dry run's:
-    spec = studies.dense_sparse_grid("smoke", tmp_path)
-    cpu = sweep.records(spec)
-    ratio = studies.gpu_over_cpu(cpu, sweep.records(studies.on_gpu(spec, "cpu"), machine=None))
+    # Notebook 03 draws GPU records only if measured on cuda; its heatmap, fed the dry run's grid, whose
+    # host CPU loops ran in the same run as its GPU loop (GPU over CPU: one machine, paired per repeat):
+    spec = studies.on_gpu(studies.dense_sparse_grid("smoke", tmp_path), "cpu", host=True)
+    grid = sweep.records(spec, machine=None)
+    assert {"gpu-hbm", "host-optimized-fp32"} <= set(grid["variant"]) and grid["run_id"].nunique() == 1
+    ratio = studies.gpu_over_cpu(grid)
     assert ratio.shape == (2, 2) and (ratio > 0).all().all()
-    plots.save(plots.heatmap(ratio, "dry run", cpu), "heatmap", tmp_path)
+    plots.save(plots.heatmap(ratio, "dry run", grid), "heatmap", tmp_path)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")

@@ -142,3 +142,33 @@ def test_measured_bandwidths_replace_the_datasheets(tmp_path) -> None:
     assert device.bf16_tflops == gpu_model.DEVICES["h200"].bf16_tflops and "measured" in device.name
     _, written = predictions.predict("smoke", tmp_path, measured_bandwidths=True)
     assert written and predictions.load(tmp_path).empty  # kept apart from the datasheet's predictions
+
+
+def test_profiled_op_costs_are_rows_beside_the_preregistered_ones(tmp_path) -> None:
+    """`predict(profiled_from=...)`: the measured kernels per step (and one dispatch for a captured step)
+    in place of the counted ops, as rows of their own model; the pre-registered rows stay as written
+    and stay the ones scored."""
+    path, written = predictions.predict("smoke", tmp_path)
+    first = results.load(path)
+    row = first[(first["quantity"] == "samples_per_s") & (first["variant"] == "gpu-hbm")].iloc[0]
+    profiled = tmp_path / "gpu-run"
+    profiled.mkdir()
+    with pytest.raises(UsageError, match="no profiled GPU records"):
+        predictions.predict("smoke", tmp_path, profiled_from=profiled)
+    fake = [
+        {"study": row["sweep"], "config_hash": row["config_hash"], "variant": "gpu-hbm", "device": "cuda",
+         "samples_per_s": 1e6, "repeat": i, "error": None, "kernels_per_step": kernels, "capture": "graph"}
+        for i, kernels in enumerate([90.0, 100.0, 110.0])
+    ]  # fmt: skip
+    results.append_many(profiled / "gpu_sweeps.csv", fake)
+    _, added = predictions.predict("smoke", tmp_path, profiled_from=profiled)
+    both = results.load(path)
+    new = both.iloc[written:]
+    assert added == len(new) > 0 and set(new["model"]) == {predictions.PROFILED_MODEL}
+    assert set(new["config_hash"]) == {row["config_hash"]}
+    rates = new[new["quantity"] == "samples_per_s"]
+    assert (rates["ops_per_step"] == 100.0).all() and (rates["host_ops_per_step"] == 1.0).all()
+    assert (rates["high"] > row["high"]).all()  # one dispatch a step instead of every op: a faster corner
+    pd.testing.assert_frame_equal(both.iloc[:written].reset_index(drop=True), first, check_dtype=False)
+    assert predictions.predict("smoke", tmp_path, profiled_from=profiled)[1] == 0  # once per commit and model
+    assert (predictions.load(tmp_path)["model"] == predictions.MODEL).all()

@@ -98,25 +98,26 @@ def test_every_placement_trains_what_hbm_trains(placement, extra, optimizer):
         assert other.model.sparse_arch.stats()["cache_evicted_rows"] > 0  # write-back was exercised
 
 
-def test_uvm_on_the_cpu_is_hbm_storage_with_the_once_per_row_update(monkeypatch):
+def test_uvm_on_the_cpu_is_hbm_storage_with_the_segment_update(monkeypatch):
     """What the CPU `uvm` case above exercises, and what it does not.
 
     Pinned memory needs a CUDA allocator (torch refuses `pin_memory=True` without one), so on the CPU
     `uvm` keeps its tables where `hbm` does: ordinary CPU memory, not pinned, no unified addressing.
-    What it does exercise is its SGD update: each distinct row written once (Triton's `sgd_rows_fp32`)
-    instead of by atomics; with row-wise Adagrad nothing differs from `hbm` at all. Pinned memory read
-    through UVA is checked only by the gpu test below.
+    What it does exercise is the update both share: each distinct row written once after its repeats
+    are summed (`update_fp32`), never by atomics, which host-resident rows could not take across
+    PCIe. Pinned memory read through UVA is checked only by the gpu test below.
     """
-    original, calls = getattr(triton_ops, "sgd_rows_fp32", None), []
+    arch = build(gpu_cfg("uvm")).model.sparse_arch
+    original, calls = arch.ops.update_fp32, []
 
     def counted(*args) -> None:
         calls.append(args)
         original(*args)
 
-    monkeypatch.setattr(triton_ops, "sgd_rows_fp32", counted, raising=False)
+    monkeypatch.setattr(arch.ops, "update_fp32", counted)
     arch = trained(gpu_cfg("uvm"), 2).model.sparse_arch
     assert arch.placement == "uvm" and arch.weight.device.type == "cpu" and not arch.weight.is_pinned()
-    assert len(calls) == (2 if expected_kernel_path("uvm") == "triton" else 0)  # one update per step
+    assert len(calls) == 2  # one update per step
 
 
 def test_torch_kernels_give_the_same_result(monkeypatch):
@@ -130,26 +131,36 @@ def test_torch_kernels_give_the_same_result(monkeypatch):
 
 @pytest.mark.skipif(triton_ops.triton is None, reason="triton not installed")
 def test_triton_kernels_match_their_torch_twins():
+    """Lookup and update on a staged layout: bags of 0 to 5 ids, hot rows repeated within and across
+    bags, padding past the last bag. Gradients are whole numbers and lr a power of two, so every sum
+    is exact whatever its order: SGD must equal the reference (unique rows, summed) bit for bit, and
+    row-wise Adagrad its accumulators bit for bit and its rows to one rounding of sqrt(m) + eps (the
+    interpreter's numpy and torch round that differently)."""
     gen = torch.Generator().manual_seed(0)
-    batch, tables, dim, rows = 8, 3, 5, 40  # dim not a power of two: masked lanes
-    ids = torch.randint(0, rows, (batch * tables * 4,), generator=gen)
-    starts = torch.arange(0, len(ids) + 1, 4)
+    batch, tables, dim, rows = 16, 3, 5, 40  # dim not a power of two: masked lanes
+    lengths = torch.randint(0, 12, (batch * tables,), generator=gen)
+    starts = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    count = int(starts[-1])
+    ids = torch.zeros(count + 17, dtype=torch.int64)  # 17 padding ids, row 0
+    ids[:count] = torch.randint(0, rows, (count,), generator=gen) % 9  # few rows: many repeats
+    ids[:count:2] = 7  # a hot row: longer than the update's STEPS, so its tail is summed in chunks
+    assert (ids[:count] == 7).sum() > triton_ops.STEPS + triton_ops.BLOCK_IDS
     weight = torch.randn(rows, dim, generator=gen)
-    grad = torch.randn(batch, tables, dim, generator=gen)
-    torch.testing.assert_close(
-        triton_ops.forward_fp32(weight, ids, starts, batch, tables),
-        torch_ops.forward_fp32(weight, ids, starts, batch, tables),
-    )
-    for sgd in (triton_ops.sgd_fp32, triton_ops.sgd_rows_fp32):  # atomics, and distinct rows (uvm)
-        w1, w2 = weight.clone(), weight.clone()
-        sgd(w1, ids, starts, grad, 0.1, batch, tables)
-        torch_ops.sgd_fp32(w2, ids, starts, grad, 0.1, batch, tables)
-        torch.testing.assert_close(w1, w2, rtol=0, atol=1e-6)
-    (w1, m1), (w2, m2) = (weight.clone(), torch.zeros(rows)), (weight.clone(), torch.zeros(rows))
-    triton_ops.rowwise_adagrad_fp32(w1, m1, ids, starts, grad, 0.1, 1e-8, batch, tables)
-    torch_ops.rowwise_adagrad_fp32(w2, m2, ids, starts, grad, 0.1, 1e-8, batch, tables)
-    torch.testing.assert_close(w1, w2, rtol=0, atol=1e-6)
-    torch.testing.assert_close(m1, m2)
+    grad = torch.randint(-4, 5, (batch, tables, dim), generator=gen).float()
+    for ops in (triton_ops, torch_ops):
+        torch.testing.assert_close(ops.forward_fp32(weight, ids, starts, batch, tables),
+                                   torch_ops.forward_fp32(weight, ids[:count], starts, batch, tables))  # fmt: skip
+        for momentum in (None, torch.zeros(rows)):
+            w, m = weight.clone(), None if momentum is None else momentum.clone()
+            ops.update_fp32(w, m, ids, starts, grad, 0.5, 1e-8, batch, tables)
+            w_ref, m_ref = weight.clone(), None if momentum is None else momentum.clone()
+            if momentum is None:
+                torch_ops.sgd_fp32(w_ref, ids[:count], starts, grad, 0.5, batch, tables)
+            else:
+                torch_ops.rowwise_adagrad_fp32(w_ref, m_ref, ids[:count], starts, grad, 0.5, 1e-8, batch, tables)
+                assert torch.equal(m, m_ref)
+            torch.testing.assert_close(w, w_ref, rtol=0, atol=0 if momentum is None else 5e-7)
+            assert not torch.equal(w, weight)  # the update did something
     src_rows, dst_rows = torch.tensor([3, 0, 7]), torch.tensor([1, 2, 0])
     d1, d2 = torch.zeros(4, dim), torch.zeros(4, dim)
     triton_ops.copy_rows(weight, src_rows, d1, dst_rows)

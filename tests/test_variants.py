@@ -3,10 +3,10 @@
 import pytest
 
 from dlrm_study import config
-from dlrm_study.records.variants import REGISTRY, Variant
+from dlrm_study.records.variants import ALIASES, REGISTRY, Variant
 
 
-@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("name", [name for name in REGISTRY if name not in ALIASES])
 @pytest.mark.parametrize("base", ["tiny", "dlrm-benchmark"])
 def test_every_variant_round_trips(name: str, base: str) -> None:
     cfg = config.load(base, Variant.named(name).overrides)
@@ -23,3 +23,9 @@ def test_a_config_no_variant_describes_gets_a_name_that_is_no_variant():
     assert Variant.of(cfg).name == "optimized-fp32-no-huge-pages" and Variant.of(cfg).name not in REGISTRY
     with pytest.raises(KeyError, match="unknown variant"):
         Variant.named("optimized-fp32-no-huge-pages")
+
+
+def test_an_alias_names_its_loops_config():
+    for alias, name in ALIASES.items():
+        cfg = config.load("tiny", ["train.device=cuda", *Variant.named(alias).overrides])  # as in a GPU's sweep
+        assert cfg.hash() == config.load("tiny", REGISTRY[name]).hash() and Variant.of(cfg).name == name

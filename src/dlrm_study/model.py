@@ -10,7 +10,7 @@ from torch import nn
 from torch.autograd.profiler import record_function
 
 from dlrm_study.config import ModelConfig
-from dlrm_study.data import Batch
+from dlrm_study.data import Batch, StagedBatch
 from dlrm_study.embeddings import SparseArch
 
 
@@ -59,11 +59,11 @@ class DLRM(nn.Module):
         self.interaction = interaction or DotInteraction(cfg.num_tables + 1)
         self.top_mlp = mlp(cfg.top_layers, generator, last_relu=False)
 
-    def forward(self, batch: Batch) -> torch.Tensor:
+    def forward(self, batch: Batch | StagedBatch) -> torch.Tensor:
         with record_function("dlrm:bottom_mlp"):
             dense = self.bottom_mlp(batch.dense.to(self.bottom_mlp[0].weight.dtype))  # bf16 MLPs take bf16
         with record_function("dlrm:embedding_forward"):
-            pooled = self.sparse_arch(batch.indices, batch.offsets)
+            pooled = self.sparse_arch.lookup(batch)
         with record_function("dlrm:interaction"):
             interactions = self.interaction(dense, pooled)
         with record_function("dlrm:top_mlp"):

@@ -83,6 +83,9 @@ class TrainConfig:
     placement: str = "hbm"  # gpu loop: hbm | host | uvm | cached | torchrec-* | auto, or one per table "hbm,host,..."
     cache_fraction: float = 0.1  # cached placement: share of all rows the device cache holds
     cache_policy: str = "lru"  # cached placement: lru | lfu
+    # gpu loop on a GPU: the whole step captured as a CUDA graph where the placement's shapes are
+    # fixed (false: eager, the gpu-eager variant); records say which ran (`capture`).
+    cuda_graph: bool = True
     # The optimized loop's techniques, each on by default; notebook 02's ablation adds them one at a time.
     table_batching: bool = True  # one kernel call for all tables (false: one call per table)
     huge_pages: bool = True  # tables on transparent huge pages where the OS allows
@@ -128,7 +131,13 @@ class Config:
 
 SECTIONS = {"model": ModelConfig, "data": DataConfig, "train": TrainConfig}
 # Fields added later, each with the default that reproduces what ran before it (see Config.hash).
-LATER_FIELDS = {"train.table_batching": True, "train.huge_pages": True, "train.fused_interaction": True}
+LATER_FIELDS = {
+    "train.table_batching": True,
+    "train.huge_pages": True,
+    "train.fused_interaction": True,
+    # Before it existed the gpu loop ran eager: records tell the two apart by their `capture` field.
+    "train.cuda_graph": True,
+}
 
 
 def format_value(value: object) -> object:

@@ -1,11 +1,11 @@
 """Batches: synthetic (teacher-labelled) or read from Criteo click logs."""
 
 from dlrm_study.config import Config
-from dlrm_study.data.batch import Batch
+from dlrm_study.data.batch import Batch, StagedBatch, stage
 from dlrm_study.data.criteo import CriteoData
 from dlrm_study.data.synthetic import SyntheticData
 
-__all__ = ["Batch", "CriteoData", "SyntheticData", "make_data"]
+__all__ = ["Batch", "CriteoData", "StagedBatch", "SyntheticData", "make_data", "stage"]
 
 
 def make_data(cfg: Config, stream: str = "train") -> SyntheticData | CriteoData:

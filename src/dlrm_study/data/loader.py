@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
-from dlrm_study.data.batch import Batch
+from dlrm_study.data.batch import Batch, StagedBatch
 
 _END = object()
 
@@ -64,6 +64,7 @@ class Prefetcher:
 
 
 def device_feed(batches: Iterable[Batch], place: Callable[[Batch], Batch], device: torch.device) -> Iterator[Batch]:
+    # (StagedBatch alike: anything with `tensors()`.)
     """`place(batch)` for each batch; on a GPU, copied on a side stream one batch ahead.
 
     `place` pins the batch and copies it without blocking; issuing batch i+1's copy on its
@@ -85,11 +86,11 @@ def device_feed(batches: Iterable[Batch], place: Callable[[Batch], Batch], devic
         yield wait_for(*ahead)
 
 
-def wait_for(batch: Batch, ready: torch.cuda.Event) -> Batch:
+def wait_for(batch: Batch | StagedBatch, ready: torch.cuda.Event) -> Batch | StagedBatch:
     """The batch, once its copy is done, safe to use (and later free) on the current stream."""
     current = torch.cuda.current_stream()
     current.wait_event(ready)
-    for tensor in [batch.dense, batch.labels, *batch.indices, *batch.offsets]:
+    for tensor in batch.tensors():
         if tensor.is_cuda:
             tensor.record_stream(current)
     return batch

@@ -12,7 +12,8 @@ interface, so the model and the training loop never change when it is swapped:
 import torch
 from torch import nn
 
-from dlrm_study.errors import UsageError
+# batched_ids and out_of_range live with the batches now; importers of them from here still work.
+from dlrm_study.data.batch import Batch, StagedBatch, batched_ids, check_ids, out_of_range  # noqa: F401
 
 
 class SparseArch(nn.Module):
@@ -29,6 +30,8 @@ class SparseArch(nn.Module):
     backward_node: str = "Embedding"
     #: Where the loop should put the batch's ids (None: the training device).
     ids_device: torch.device | None = None
+    #: Whether the gpu loop's step with this arch can be captured as a CUDA graph (`train.gpu_step`).
+    capturable: bool = False
 
     def __init__(self, table_rows: list[int], dim: int) -> None:
         super().__init__()
@@ -48,15 +51,21 @@ class SparseArch(nn.Module):
         Here, before any lookup, because the archs' kernels disagree: the C++, Triton and
         fbgemm (torchrec) ones take such an id without a word (a neighbour table's row, memory
         past the end, or a skipped update), aten raises its own error. The cost: one min and
-        max per table and one host sync per batch (on a GPU, it waits for the ids' copy).
+        max per table and one host sync per batch (on a GPU, it waits for the ids' copy), which
+        is why the gpu loop's staged batches are checked when they are made (`data.stage`) instead.
         """
-        tables = [t for t, ids in enumerate(indices) if ids.numel()]
-        if not tables:
-            return
-        bounds = torch.stack([torch.stack(torch.aminmax(indices[t])) for t in tables]).tolist()
-        for t, (low, high) in zip(tables, bounds, strict=True):
-            if low < 0 or high >= self.table_rows[t]:
-                raise UsageError(out_of_range(t, low if low < 0 else high, self.table_rows[t]))
+        check_ids(indices, self.table_rows)
+
+    def lookup(self, batch: Batch | StagedBatch) -> torch.Tensor:
+        """The pooled embeddings of a batch: per-table bags through `__call__` (checked there), or a
+        staged batch (checked when it was staged) through `staged`."""
+        if isinstance(batch, StagedBatch):
+            return self.staged(batch)
+        return self(batch.indices, batch.offsets)
+
+    def staged(self, batch: StagedBatch) -> torch.Tensor:
+        """Pooled embeddings of a staged batch (only the kernel archs read that layout)."""
+        raise TypeError(f"the {type(self).__name__} takes per-table bags, not staged batches")
 
     def update(self) -> None:
         """Apply this step's update to the tables (a no-op where backward already did)."""
@@ -92,24 +101,6 @@ class SparseArch(nn.Module):
 
     def close(self) -> None:
         """Release what the arch holds outside this process (a parameter server's shards)."""
-
-
-def out_of_range(table: int, bad_id: int, rows: int) -> str:
-    """The one-line refusal of an id outside its table."""
-    return f"id {bad_id} in table {table} is out of range: the table has {rows} rows (ids 0 to {rows - 1})"
-
-
-def batched_ids(
-    indices: list[torch.Tensor], offsets: list[torch.Tensor], table_starts: list[int]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-table bags -> ids into the stacked tables and the T*B+1 bag starts (table-major)."""
-    ids = torch.cat([ids + start for ids, start in zip(indices, table_starts, strict=True)])
-    sizes = [0]
-    for table_ids in indices[:-1]:
-        sizes.append(sizes[-1] + len(table_ids))
-    ends = ids.new_tensor([len(ids)])
-    bag_starts = torch.cat([offs + size for offs, size in zip(offsets, sizes, strict=True)] + [ends])
-    return ids, bag_starts
 
 
 class FusedLookup(torch.autograd.Function):

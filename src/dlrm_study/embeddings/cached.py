@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from dlrm_study.embeddings.device_tables import KernelTablesArch, stacked_tables, update_rows
+from dlrm_study.embeddings.device_tables import ADAGRAD_EPS, KernelTablesArch, stacked_tables
 from dlrm_study.errors import UsageError
 
 POLICIES = ("lru", "lfu")
@@ -26,6 +26,12 @@ POLICIES = ("lru", "lfu")
 class CachedSparseArch(KernelTablesArch):
     name = "cached"
     placement = "cached"
+    capturable = False
+    not_capturable = (
+        "cached: which rows miss, and so how many rows move and which slots they take, is learnt "
+        "from the batch on the host each step (torch.unique, nonzero); a fixed-size version "
+        "(sort-based unique and top-k over the batch's worst case) would be capturable"
+    )
 
     def __init__(
         self,
@@ -59,7 +65,8 @@ class CachedSparseArch(KernelTablesArch):
         self.register_buffer("hits", torch.zeros((), dtype=torch.int64, **on_device))
         self.register_buffer("evictions", torch.zeros((), dtype=torch.int64, **on_device))
 
-    def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
+    def rows_of(self, ids: torch.Tensor, bag_starts: torch.Tensor) -> torch.Tensor:
+        ids = ids[: int(bag_starts[-1])]  # a staged batch's padding is no lookup (a host read: see not_capturable)
         if self.training:
             return self.make_resident(ids)
         return self.read_in_place(ids)
@@ -129,8 +136,8 @@ class CachedSparseArch(KernelTablesArch):
     def apply_update(self, slots: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
         momentum = getattr(self, "cache_momentum", None)
         momentum = None if momentum is None else momentum.view(-1)
-        weight, tables = self.cache_weight, len(self.table_rows)
-        update_rows(self.ops, self.optimizer, weight, momentum, slots, bag_starts, grad, self.lr, batch, tables)
+        tables = len(self.table_rows)
+        self.ops.update_fp32(self.cache_weight, momentum, slots, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables)
 
     def tables(self) -> list[torch.Tensor]:
         """The host tables with the cached rows (the newer copies) laid over them."""

@@ -4,13 +4,16 @@
 - `uvm`: the same tables in pinned host memory, which GPU kernels (Triton) read and update
   through unified virtual addressing: no CPU work per lookup, every row crosses PCIe.
 
-Backward is fused with the update (SGD by atomics on the rows, or row-wise Adagrad on the
-summed rows), so no gradient of a table, dense or sparse, is ever made. Kernels are Triton
+Backward is fused with the update: the ids sorted, each distinct row's gradient summed over
+its repeats and the row written once (SGD or row-wise Adagrad; no atomics, fixed-size
+buffers, no host read, so the step can be captured as a CUDA graph). No gradient of a table,
+dense or sparse, is ever made. Kernels are Triton
 where it runs (a GPU, or the interpreter on the CPU), PyTorch elsewhere (`kernel_path`).
 """
 
 import torch
 
+from dlrm_study.data.batch import StagedBatch, table_starts
 from dlrm_study.embeddings.base import FusedLookup, SparseArch, batched_ids, uniform_table
 from dlrm_study.embeddings.kernels import torch_ops, triton_ops
 from dlrm_study.errors import UsageError
@@ -37,16 +40,21 @@ class KernelTablesArch(SparseArch):
     """Stacked tables looked up and updated by the device's kernels (`ops`) through `FusedLookup`.
 
     Subclasses say where the weights live (`pooled`, `apply_update`) and may remap ids to
-    rows of their storage first (`rows_of`: a cache maps ids to its slots).
+    rows of their storage first (`rows_of`: a cache maps ids to its slots). They read staged
+    batches (`data.stage`: ids stacked, checked, padded) as well as per-table bags.
     """
 
     backward_node = "FusedLookup"
+    #: Whether a step over staged batches has fixed shapes and reads nothing back to the host,
+    #: so it can be captured as a CUDA graph (`train.gpu_step`); if not, `not_capturable` says why.
+    capturable = True
+    not_capturable = ""
 
     def __init__(self, table_rows: list[int], dim: int, device: torch.device) -> None:
         super().__init__(table_rows, dim)
         self.device = device
         self.ops = kernels_for(device)
-        self.table_starts = [0, *torch.tensor(table_rows[:-1]).cumsum(0).tolist()]
+        self.table_starts = table_starts(table_rows)
         self.anchor = torch.zeros((), requires_grad=True)
 
     @property
@@ -57,12 +65,18 @@ class KernelTablesArch(SparseArch):
         indices = [ids.to(self.device, non_blocking=True) for ids in indices]
         offsets = [offs.to(self.device, non_blocking=True) for offs in offsets]
         ids, bag_starts = batched_ids(indices, offsets, self.table_starts)
-        with torch.no_grad():
-            rows = self.rows_of(ids)
-        return FusedLookup.apply(self.anchor, self, rows, bag_starts, offsets[0].numel())
+        return self.lookup_rows(ids, bag_starts, offsets[0].numel())
 
-    def rows_of(self, ids: torch.Tensor) -> torch.Tensor:
-        """The rows of this arch's storage that hold the tables' rows `ids`."""
+    def staged(self, batch: StagedBatch) -> torch.Tensor:
+        return self.lookup_rows(batch.ids, batch.bag_starts, batch.size)
+
+    def lookup_rows(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
+        with torch.no_grad():
+            rows = self.rows_of(ids, bag_starts)
+        return FusedLookup.apply(self.anchor, self, rows, bag_starts, batch)
+
+    def rows_of(self, ids: torch.Tensor, bag_starts: torch.Tensor) -> torch.Tensor:
+        """The rows of this arch's storage that hold the tables' rows `ids` (padding included)."""
         return ids
 
 
@@ -93,28 +107,10 @@ class DeviceTablesSparseArch(KernelTablesArch):
         return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, len(self.table_rows))
 
     def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
-        momentum, tables = getattr(self, "momentum", None), len(self.table_rows)
-        once = self.placement == "uvm"  # host-resident rows: one store per row, not atomics across PCIe
-        weight, lr = self.weight, self.lr
-        update_rows(self.ops, self.optimizer, weight, momentum, ids, bag_starts, grad, lr, batch, tables, once)
+        momentum = getattr(self, "momentum", None)
+        self.ops.update_fp32(
+            self.weight, momentum, ids, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, len(self.table_rows)
+        )
 
     def tables(self) -> list[torch.Tensor]:
         return list(self.weight.detach().cpu().split(self.table_rows))
-
-
-def update_rows(
-    ops, optimizer: str, weight, momentum, ids, bag_starts, grad, lr: float, batch: int, tables: int,
-    once_per_row: bool = False,
-) -> None:  # fmt: skip
-    """The fused update of `optimizer` from the pooled-output gradient, on the rows `ids` name.
-
-    `once_per_row`: sum each row's repeats, then write it once (Triton), instead of atomics.
-    Row-wise Adagrad always works that way (its update is not linear in the gradient).
-    """
-    grad = grad.float().contiguous()
-    if optimizer == "rowwise_adagrad":
-        ops.rowwise_adagrad_fp32(weight, momentum, ids, bag_starts, grad, lr, ADAGRAD_EPS, batch, tables)
-    elif once_per_row and ops is triton_ops:
-        ops.sgd_rows_fp32(weight, ids, bag_starts, grad, lr, batch, tables)
-    else:
-        ops.sgd_fp32(weight, ids, bag_starts, grad, lr, batch, tables)

@@ -4,9 +4,8 @@ Timed span = one training step (forward, loss, backward, update), the span
 facebookresearch/dlrm reports as ms/it; making the batch is timed beside it as input
 time. After the timed steps a few more run under the profiler, whose `dlrm:*` scopes
 and autograd node names give the per-operator breakdown (profiled steps are never
-part of the timing). On a GPU each step is timed by CUDA events around it (the host
-waits for them), and there is no per-operator breakdown: the CPU profiler would time
-kernel launches, not kernels.
+part of the timing). The gpu loop is measured by `measure.gpu.measure_training` instead:
+blocks of many steps over batches already on the device, one event pair per block.
 """
 
 import contextlib
@@ -38,6 +37,10 @@ class Prepared:
     cfg: Config
     run: Run
     batches: Iterator[Batch]
+    # The gpu loop's step (its static buffers and graph) and its ring of device batches, made by the
+    # first measurement and reused by the repeats (measure.gpu.measure_training).
+    gpu_step: object | None = None
+    ring: list | None = None
 
     def close(self) -> None:
         self.run.model.sparse_arch.close()
@@ -81,8 +84,14 @@ def measure_prepared(
     and the achieved fraction of it. A run measured again (the next repeat) warms up again.
     """
     cfg, run, batches = prepared.cfg, prepared.run, prepared.batches
-    if run.device.type == "cuda":
-        profile_steps = 0  # the CPU profiler would time kernel launches, not kernels
+    if cfg.train.loop == "gpu":  # block timing over device-resident batches, the step captured
+        from dlrm_study.measure import gpu  # it builds on this module
+
+        fields = gpu.measure_training(prepared, steps, warmup, profile_steps)
+        bound = roofline.bound_ms(cfg, limits) if limits else {}
+        if bound:
+            bound["roofline_fraction"] = bound["roofline_ms"] / fields["ms_median"]
+        return {**fields, **bound}
     reset_peak_memory(run.device)
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
     step_ms, input_ms = [], []
@@ -105,6 +114,22 @@ def measure_prepared(
         bound["roofline_fraction"] = bound["roofline_ms"] / times["ms_median"]
         bound |= roofline.rates(cfg, limits)
     return {
+        **what_ran(run),
+        "steps": steps,
+        "warmup": warmup,
+        **times,
+        "input_ms_median": statistics.median(input_ms),
+        **counters,
+        **Breakdown(operators).fields(),
+        **peak_memory(run.device),
+        **bound,
+    }
+
+
+def what_ran(run: Run) -> dict[str, object]:
+    """A record's fields saying what ran: loop, sparse arch, placement, kernels, precision, device."""
+    cfg, arch = run.cfg, run.model.sparse_arch
+    return {
         "loop": cfg.train.loop,
         "sparse_arch": arch.name,
         "placement": arch.placement,
@@ -116,14 +141,6 @@ def measure_prepared(
         "device": run.device.type,
         "threads": torch.get_num_threads(),
         "batch_size": cfg.train.batch_size,
-        "steps": steps,
-        "warmup": warmup,
-        **times,
-        "input_ms_median": statistics.median(input_ms),
-        **counters,
-        **Breakdown(operators).fields(),
-        **peak_memory(run.device),
-        **bound,
     }
 
 

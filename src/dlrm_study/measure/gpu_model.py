@@ -152,15 +152,21 @@ def step_range_ms(
     efficiency: tuple[float, float],
     placement: str = "hbm",
     hit_rate: float = 1.0,
-    ops: int | None = None,
+    ops: float | None = None,
+    host_ops: float | None = None,
 ) -> tuple[float, float]:
-    """(fastest, slowest) predicted ms per step: the optimistic and pessimistic corners."""
+    """(fastest, slowest) predicted ms per step: the optimistic and pessimistic corners.
+
+    `ops`: kernels a step runs (the kernel floor); `host_ops`: ops the host dispatches per step
+    (default `ops`; a captured step dispatches one graph replay, whatever its kernels).
+    """
     terms = bound_ms(cfg, device, placement, hit_rate)
     ops = count_ops(cfg, placement) if ops is None else ops
+    host_ops = ops if host_ops is None else host_ops
     gpu_work_ms = terms["dense_ms"] + terms["hbm_ms"] + terms["link_ms"]
     floor_ms = ops * KERNEL_FLOOR_US / 1e3
     host_ms = [
-        ops * us / 1e3 + terms["host_embedding_ms"] * spread
+        host_ops * us / 1e3 + terms["host_embedding_ms"] * spread
         for us, spread in zip(HOST_OP_US, (1 / HOST_GBPS_SPREAD, HOST_GBPS_SPREAD), strict=True)
     ]
     e_low, e_high = efficiency
@@ -204,6 +210,64 @@ def efficiency_range() -> tuple[float, float]:
     """(low, high) share of the bound a step reaches: the published efficiencies, the low one / SLACK."""
     values = [row["efficiency"] for row in published_check()]
     return min(values) / SLACK, max(values)
+
+
+# aten ops that make the host wait for the device: a value read back, or an output whose size is
+# the data's (the host must learn it before it can allocate).
+READS_BACK = {
+    "aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::_unique", "aten::_unique2",
+    "aten::unique_dim", "aten::unique_consecutive", "aten::masked_select", "aten::equal",
+    "aten::is_nonzero", "aten::allclose", "aten::bincount", "aten::histc",
+}  # fmt: skip
+# aten ops that bring host data to the device: a tensor made from Python values, a pinned copy.
+COPIES_IN = {"aten::lift_fresh", "aten::lift_fresh_copy", "aten::_pin_memory", "aten::pin_memory"}
+
+
+def host_traffic(fn) -> dict[str, list[str]]:
+    """The device-to-host reads and host-to-device copies `fn()` makes, by aten op (what a CUDA graph
+    cannot hold and what stalls an eager GPU step), counted on whatever device `fn` runs on.
+
+    A read: an op in READS_BACK, `repeat_interleave` without its output size, indexing by a boolean
+    mask, or `Tensor.tolist` (which reads a CPU tensor without an aten op). A copy in: an op in
+    COPIES_IN, or a copy between two devices.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    found: dict[str, list[str]] = {"reads_back": [], "copies_in": []}
+
+    def devices(tree) -> set[str]:
+        return {str(t.device) for t in torch.utils._pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)}
+
+    class Traffic(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = func._schema.name
+            out = func(*args, **kwargs)
+            tensors = [a for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)]
+            if (
+                name in READS_BACK
+                or (name == "aten::repeat_interleave" and kwargs.get("output_size") is None and len(args) < 3)
+                or (name.startswith("aten::index") and any(t.dtype == torch.bool for t in tensors[1:]))
+            ):
+                found["reads_back"].append(name)
+            if name in COPIES_IN or (name in ("aten::_to_copy", "aten::copy_") and len(devices((args, out))) > 1):
+                found["copies_in"].append(name)
+            return out
+
+    tolist = torch.Tensor.tolist
+
+    def counted_tolist(self):
+        found["reads_back"].append("Tensor.tolist")
+        return tolist(self)
+
+    torch.Tensor.tolist = counted_tolist
+    try:
+        with Traffic():
+            fn()
+    finally:
+        torch.Tensor.tolist = tolist
+    return found
 
 
 @functools.cache
@@ -258,6 +322,10 @@ def count_ops(cfg: Config, placement: str = "hbm") -> int:
             "train.cache_fraction=0.9",
         ],
     )
+    # Triton's kernels are made for the interpreter or a GPU when first imported: import them before
+    # the interpreter is switched off here, or a later caller would get kernels that need a GPU.
+    from dlrm_study.embeddings.kernels import triton_ops  # noqa: F401
+
     saved = os.environ.pop("TRITON_INTERPRET", None)  # count PyTorch ops, not interpreted kernels
     try:
         return _count_ops(json.dumps(small.to_dict(), sort_keys=True))

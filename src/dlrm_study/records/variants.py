@@ -4,14 +4,19 @@ A variant name stands for config overrides (`Variant.named(name).overrides`), an
 has one name (`Variant.of(cfg).name`): the registered variant whose overrides, applied to
 any base, give the config's variant-relevant fields (`FIELDS`). The two are inverses for every
 registered variant (tests/test_variants.py), so `dlrm-study bench` and a sweep label one
-config alike, and their resume keys agree. A config no registered variant describes gets a
-descriptive name (`optimized-fp32-no-huge-pages`), which names no variant.
+config alike, and their resume keys agree; an alias (`host-optimized-fp32`: a CPU loop measured
+in a GPU's sweep) names its loop's config and reads back as the loop's name. A config no
+registered variant describes gets a descriptive name (`optimized-fp32-no-huge-pages`), which
+names no variant.
 """
 
 import dataclasses
 
 # The fields a variant sets: what ran, apart from the model and the data.
-FIELDS = ("loop", "precision", "placement", "cache_policy", "table_batching", "huge_pages", "fused_interaction")
+FIELDS = (
+    "loop", "precision", "placement", "cache_policy", "cuda_graph", "table_batching", "huge_pages", "fused_interaction",
+)  # fmt: skip
+HOST = "host-"  # a CPU loop run on a GPU machine's host, in the GPU's sweep: GPU over CPU paired in one run
 SWITCHES = ("table_batching", "huge_pages", "fused_interaction")  # the optimized loop's techniques
 
 REGISTRY: dict[str, list[str]] = {
@@ -27,7 +32,14 @@ REGISTRY: dict[str, list[str]] = {
     "gpu-uvm": ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
     "gpu-cached": ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
     "gpu-cached-lfu": ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
+    # gpu-hbm's step run eagerly, not captured as a CUDA graph: what the capture buys.
+    "gpu-eager": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16", "train.cuda_graph=false"],
 }
+# Aliases: the CPU loops on the host of a GPU, in the GPU grid's own sweep (whose device is the GPU's, so
+# they set device=cpu back). Their configs are the plain loops'; the name says where they were measured,
+# and `Variant.of` gives the plain name.
+ALIASES = {f"{HOST}{name}": name for name in ("optimized-fp32", "optimized-bf16")}
+REGISTRY |= {alias: [*REGISTRY[name], "train.device=cpu"] for alias, name in ALIASES.items()}
 # Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
 _OFF = ["train.loop=optimized", "train.precision=fp32", "train.huge_pages=false", "train.fused_interaction=false"]
 REGISTRY |= {
@@ -56,7 +68,7 @@ class Variant:
         """The registered variant that describes `cfg`, else a descriptive name that is no variant."""
         mine = signature(cfg)
         for name in REGISTRY:
-            if signature(applied(cfg, name)) == mine:
+            if name not in ALIASES and signature(applied(cfg, name)) == mine:
                 return cls(name)
         return cls(describe(cfg))
 
@@ -75,11 +87,11 @@ def applied(cfg, name: str):
 
 
 def signature(cfg) -> tuple:
-    """The variant fields that matter for what ran: placement and cache policy only on the gpu loop."""
+    """The variant fields that matter for what ran: placement, cache policy and capture only on the gpu loop."""
     t = cfg.train
     gpu = t.loop == "gpu"
     switches = tuple(getattr(t, s) for s in SWITCHES) if t.loop == "optimized" else ()
-    placement = (t.placement, t.cache_policy if t.placement == "cached" else "") if gpu else ()
+    placement = (t.placement, t.cache_policy if t.placement == "cached" else "", t.cuda_graph) if gpu else ()
     precision = t.precision if t.loop in ("optimized", "gpu") else ""
     return (t.loop, precision, placement, switches)
 
@@ -93,4 +105,5 @@ def describe(cfg) -> str:
         off = "".join(f"-no-{name.replace('_', '-')}" for name in SWITCHES if not getattr(t, name))
         return f"optimized-{t.precision}{off}"
     name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
-    return name if t.precision == "bf16" else f"{name}-fp32"
+    name = name if t.precision == "bf16" else f"{name}-fp32"
+    return name if t.cuda_graph else f"{name}-eager"

@@ -31,7 +31,6 @@ class Evidence:
     gpu: pd.DataFrame
     gpu_knobs: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
     gpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
-    cpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     gpu_placements: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     baseline: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
@@ -54,8 +53,7 @@ class Evidence:
                 knob: read(sensitivity_records, knob, on_gpu(sensitivity(knob, profile, out)), None)
                 for knob in H1_KNOBS
             },
-            gpu_grid=read(sweep.records, on_gpu(dense_sparse_grid(profile, out)), None),
-            cpu_grid=read(sweep.records, dense_sparse_grid(profile, out), None),
+            gpu_grid=read(sweep.records, on_gpu(dense_sparse_grid(profile, out), host=True), None),
             gpu_placements=read(placement.placement_records, out, "gpu-placements"),
             baseline=read(baseline.records, profile, out),
         )

@@ -1,6 +1,6 @@
 """Pre-registered GPU predictions (H1-H4): written before a GPU measures them, then scored.
 
-`predict` writes one row per GPU point of the GPU script (`gpu_check.sweeps`): the predicted
+`predict` writes one row per GPU point of the GPU grid (`studies.gpu.sweeps`): the predicted
 range of samples/s (H1, and the presets' throughput target), of GPU over this machine's
 measured CPU samples/s on the dense x sparse grid (H2, H3), and of each placement over `hbm`
 (H4). Rows are appended to `gpu_predictions.csv`, never rewritten: a later model adds rows
@@ -22,18 +22,23 @@ from dlrm_study.studies.sensitivity import GPU_RECORDS
 PREDICTIONS = "gpu_predictions.csv"
 STUDY = "gpu-predictions"
 MODEL = "gpu_model v1"
-PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
+# The same model with each point's kernels per step and dispatch taken from a measured profile
+# (measure.gpu's profiled window): rows added beside v1's, never in their place.
+PROFILED_MODEL = "gpu_model v2 (profiled kernels)"
+PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-eager": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
 PLACEMENT_OF |= {"gpu-cached": "cached", "gpu-cached-lfu": "cached"}
 
 
 def gpu_specs(profile: str, out: Path) -> list[sweep.Sweep]:
-    """The GPU script's sweeps (smoke: its dry run's) with their records in `out`."""
-    from dlrm_study import gpu_check  # imports studies: not at module level
+    """The GPU grid's sweeps (smoke: its dry run's) with their records in `out`."""
+    from dlrm_study.studies import gpu  # it builds on the studies package, which imports this module
 
-    return gpu_check.sweeps(out, dry_run=profile == "smoke")
+    return gpu.sweeps(out, dry_run=profile == "smoke")
 
 
 def claim_of(study: str) -> str:
+    if study == "gpu-dispatch-floor":
+        return "floor"  # kaggle at batch 128: the cost of dispatching a step, no claim's evidence
     if "dense-sparse-grid" in study:
         return "H2/H3"
     if "placement" in study:
@@ -70,8 +75,29 @@ def cpu_rates(spec: sweep.Sweep, out: Path) -> dict[tuple, float]:
     return {key: float(v) for key, v in frame.groupby("grid")["samples_per_s"].median().items()}
 
 
-def point_rows(spec: sweep.Sweep, device: gpu_model.Device, out: Path) -> list[dict[str, object]]:
-    """Predicted samples/s at every point of one GPU sweep (placements: with a measured hit rate)."""
+def profiled_ops(records: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """(kernels per step, host ops per step) by (config hash, variant), from GPU records' profiled windows:
+    the median over repeats; a captured step's host dispatches one replay."""
+    if records.empty or "kernels_per_step" not in records:
+        return {}
+    profiled = records[(records["device"] == "cuda") & records["kernels_per_step"].notna()]
+    ops = {}
+    for (config_hash, variant), group in profiled.groupby(["config_hash", "variant"]):
+        kernels = float(group["kernels_per_step"].median())
+        ops[(config_hash, variant)] = (kernels, 1.0 if (group["capture"] == "graph").all() else kernels)
+    return ops
+
+
+def point_rows(
+    spec: sweep.Sweep,
+    device: gpu_model.Device,
+    out: Path,
+    profiled: dict[tuple[str, str], tuple[float, float]] | None = None,
+) -> list[dict[str, object]]:
+    """Predicted samples/s at every point of one GPU sweep (placements: with a measured hit rate).
+
+    With `profiled` (`profiled_ops`): only the points profiled, their op costs as measured.
+    """
     efficiency = gpu_model.efficiency_range()
     rows = []
     for point in sweep.points(spec):
@@ -79,8 +105,13 @@ def point_rows(spec: sweep.Sweep, device: gpu_model.Device, out: Path) -> list[d
         hit = hit_rate_for(cfg, out) if placement == "cached" else 1.0
         if hit is None:
             continue  # no measured hit rate for this cache: nothing honest to predict
-        ops = gpu_model.count_ops(cfg, placement)
-        fast, slow = gpu_model.step_range_ms(cfg, device, efficiency, placement, hit, ops)
+        if profiled is None:
+            ops, host_ops = gpu_model.count_ops(cfg, placement), None
+        elif (cfg.hash(), point.variant) in profiled:
+            ops, host_ops = profiled[(cfg.hash(), point.variant)]
+        else:
+            continue
+        fast, slow = gpu_model.step_range_ms(cfg, device, efficiency, placement, hit, ops, host_ops)
         batch = cfg.train.batch_size
         low, high = batch / slow * 1e3, batch / fast * 1e3
         terms = gpu_model.bound_ms(cfg, device, placement, hit)
@@ -92,15 +123,17 @@ def point_rows(spec: sweep.Sweep, device: gpu_model.Device, out: Path) -> list[d
             "fast_ms": fast,
             "slow_ms": slow,
             "ops_per_step": ops,
+            "host_ops_per_step": ops if host_ops is None else host_ops,
             "hit_rate": hit if placement == "cached" else None,
             "efficiency_low": efficiency[0],
             "efficiency_high": efficiency[1],
             **{f"bound_{k}": v for k, v in terms.items()},
         }
         labels = {"claim": claim_of(spec.name), "sweep": spec.name, "variant": point.variant, "grid": point.label}
+        model = MODEL if profiled is None else PROFILED_MODEL
         rows.append(
             results.record(
-                STUDY, fields, cfg, model=MODEL, predicted_for=device.name, predicted_by=device.source, **labels
+                STUDY, fields, cfg, model=model, predicted_for=device.name, predicted_by=device.source, **labels
             )
         )
     return rows
@@ -144,21 +177,40 @@ def measured_device(device_name: str, out: Path) -> gpu_model.Device:
     return device.with_measured(float(frame["copy_gbps"].median()), float(frame["h2d_gbps"].median()))
 
 
-def predict(profile: str, out: Path, device_name: str = "h200", measured_bandwidths: bool = False) -> tuple[Path, int]:
+def predict(
+    profile: str,
+    out: Path,
+    device_name: str = "h200",
+    measured_bandwidths: bool = False,
+    profiled_from: Path | None = None,
+) -> tuple[Path, int]:
     """Append this model's predictions for `device_name` at the GPU script's points; (path, rows written).
 
     `measured_bandwidths`: with the copy bandwidths the GPU script measured in place of the
     datasheet's (rows then name the device "... (measured bandwidths)", kept apart from the
-    datasheet rows). Rows already written by this commit for that device are not written again.
+    datasheet rows). `profiled_from`: a folder of GPU records whose profiled windows give the op
+    costs (model PROFILED_MODEL, only the points profiled there). Rows already written by this
+    commit for that device and model are not written again; none is ever rewritten, and scoring
+    keeps judging each point by its earliest row.
     """
     device = measured_device(device_name, out) if measured_bandwidths else gpu_model.DEVICES[device_name]
-    rows = [row for spec in gpu_specs(profile, out) for row in point_rows(spec, device, out)]
+    profiled = None
+    if profiled_from is not None:
+        path = profiled_from / GPU_RECORDS
+        profiled = profiled_ops(results.load(path) if path.exists() else pd.DataFrame())
+        if not profiled:
+            raise UsageError(f"no profiled GPU records in {path} (run scripts/gpu_check.sh on a GPU)")
+    rows = [row for spec in gpu_specs(profile, out) for row in point_rows(spec, device, out, profiled)]
     rows += ratio_rows(rows, out, profile)
     path = out / PREDICTIONS
     commit = results.git_commit()
+    model = MODEL if profiled is None else PROFILED_MODEL
     if path.exists():
         old = results.load(path)
-        if not old[(old["git_commit"] == commit) & (old["predicted_for"] == device.name)].empty:
+        mine = (old["git_commit"] == commit) & (old["predicted_for"] == device.name)
+        if "model" in old:
+            mine &= old["model"] == model
+        if not old[mine].empty:
             return path, 0
     results.append_many(path, rows)
     return path, len(rows)

@@ -14,6 +14,8 @@ import pandas as pd
 from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
+from dlrm_study.records.variants import HOST
+from dlrm_study.records.variants import REGISTRY as VARIANTS
 from dlrm_study.studies.profiles import SWEEP
 from dlrm_study.sweep import Sweep
 
@@ -214,11 +216,15 @@ def dense_sparse_grid(profile: str, out: Path) -> Sweep:
     return sized("dense-sparse-grid", profile, list(GRID_CPU_VARIANTS), dict(grid), out)
 
 
-def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = ("gpu-hbm",)) -> Sweep:
+def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = ("gpu-hbm",), host: bool = False) -> Sweep:
     """The same points on the gpu loop: GPU variants, records in GPU_RECORDS beside the CPU ones.
 
+    `host`: the sweep's CPU loops too, on the GPU machine's host in the same run (`host-<loop>`,
+    device cpu), so GPU over CPU is a ratio of one machine and one run, paired per repeat.
     More steps than on the CPU: a GPU step takes milliseconds, and the first ones compile kernels.
     """
+    if host:
+        variants = (*variants, *(f"{HOST}{v}" for v in spec.variants if f"{HOST}{v}" in VARIANTS))
     steps, warmup = (spec.steps, spec.warmup) if device == "cpu" else (max(spec.steps, 20), max(spec.warmup, 5))
     return dataclasses.replace(
         spec,
@@ -260,30 +266,36 @@ def fastest_cpu_loop(cpu: pd.DataFrame) -> str | None:
     return str(cpu.groupby("variant")["samples_per_s"].median().idxmax()) if not cpu.empty else None
 
 
-def gpu_over_cpu_pairs(cpu: pd.DataFrame, gpu: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """GPU over the fastest CPU loop per grid point and repeat, paired within one run of one machine.
+def gpu_over_cpu_pairs(records: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """GPU (`gpu-hbm`) over the fastest CPU loop (`host-*`) per grid point and repeat, from the records of
+    the grid mirrored on a GPU with its host's CPU loops (`on_gpu(..., host=True)`), paired within one
+    run of one machine.
 
-    Returns (dense features, tables, machine, run_id, repeat, ratio) rows and the CPU loop used.
-    A GPU record and a CPU record of different machines or runs never pair: GPU over CPU is
-    measured on the GPU's own host, in the same run (docs/claims.md).
+    Returns (dense features, tables, machine, run_id, repeat, ratio) rows and the CPU loop used. A GPU
+    record and a CPU record of different machines or runs never pair: GPU over CPU is measured on the
+    GPU's own host, in the same run (docs/claims.md).
     """
-    best = fastest_cpu_loop(cpu)
     keys = ["model.dense_features", "tables", "machine", "run_id", "repeat"]
+    if records.empty:
+        return pd.DataFrame(columns=[*keys, "ratio"]), None
+    gpu = records[records["variant"] == "gpu-hbm"]
+    cpu = records[records["variant"].str.startswith(HOST)]
+    best = fastest_cpu_loop(cpu)
     if gpu.empty or best is None:
         return pd.DataFrame(columns=[*keys, "ratio"]), best
 
     def rates(frame: pd.DataFrame) -> pd.Series:
-        frame = frame[frame["run_id"].map(stats.interleaved)].assign(tables=frame["model.table_rows"].map(grid_tables))
-        return frame.groupby(keys)["samples_per_s"].median()
+        frame = frame[frame["run_id"].map(stats.interleaved)]
+        return frame.assign(tables=frame["model.table_rows"].map(grid_tables)).groupby(keys)["samples_per_s"].median()
 
     ratio = (rates(gpu) / rates(cpu[cpu["variant"] == best])).dropna().rename("ratio").reset_index()
-    return ratio, best
+    return ratio, best.removeprefix(HOST)
 
 
-def gpu_over_cpu(cpu: pd.DataFrame, gpu: pd.DataFrame) -> pd.DataFrame:
+def gpu_over_cpu(records: pd.DataFrame) -> pd.DataFrame:
     """GPU over the fastest CPU loop at each (dense features, tables) point: the median of the paired
     per-repeat ratios (`gpu_over_cpu_pairs`); empty where no GPU host measured its own CPU grid."""
-    pairs, _ = gpu_over_cpu_pairs(cpu, gpu)
+    pairs, _ = gpu_over_cpu_pairs(records)
     if pairs.empty:
         return pd.DataFrame()
     ratio = pairs.groupby(["model.dense_features", "tables"])["ratio"].median()

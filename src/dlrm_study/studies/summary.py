@@ -3,7 +3,7 @@
 
 from dlrm_study.studies.evidence import H1_KNOBS, Evidence, primary_machine
 from dlrm_study.studies.ledger import MARK_BEGIN, MARK_END, NOTEBOOKS, ledger, readme_section, write_readme
-from dlrm_study.studies.verdicts import CLAIMS, RULES, Verdict, judge, verdicts
+from dlrm_study.studies.verdicts import CLAIMS, RULES, S1_FACTOR, S2_SHARE, S3_FACTOR, Verdict, judge, verdicts
 
 __all__ = [
     "CLAIMS",
@@ -12,6 +12,9 @@ __all__ = [
     "MARK_END",
     "NOTEBOOKS",
     "RULES",
+    "S1_FACTOR",
+    "S2_SHARE",
+    "S3_FACTOR",
     "Evidence",
     "Verdict",
     "judge",

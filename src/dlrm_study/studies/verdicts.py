@@ -36,6 +36,7 @@ CLAIMS = {
 H1_FACTOR = 1.5  # "strongly": a model-shape knob moves GPU samples/s by at least this factor
 H4_RECOVERY = 0.5  # "most": the cache wins back more than half of what the best off-GPU placement loses
 S1_FACTOR = 110.0
+S3_FACTOR = 1.8  # "up to 1.8x": drawn as the claim's line; the rule asks bf16 to be faster, not 1.8x
 S2_SHARE = 0.5
 S3_AUC_GAP = 0.002
 S3_SEEDS = 3  # held-out AUC over at least this many seeds
@@ -143,8 +144,7 @@ def grid_changes(evidence: Evidence, drop_flagged: bool, along: str) -> tuple[li
     """GPU over the fastest CPU loop, paired per repeat within one run on this machine
     (`sensitivity.gpu_over_cpu_pairs`), and its change from the low to the high end of `along` at
     every value of the other axis: (other, Ratio) pairs."""
-    gpu, cpu_grid = view(evidence.gpu_grid, drop_flagged), view(evidence.cpu_grid, drop_flagged)
-    ratio, best = gpu_over_cpu_pairs(cpu_grid, gpu)
+    ratio, best = gpu_over_cpu_pairs(view(evidence.gpu_grid, drop_flagged))
     if ratio.empty:
         return [], best
     other = "tables" if along == "model.dense_features" else "model.dense_features"

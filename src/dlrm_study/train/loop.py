@@ -18,7 +18,7 @@ from torch.nn import functional as F
 
 from dlrm_study import results
 from dlrm_study.config import Config, check_fits, resolve_placement, validate
-from dlrm_study.data import Batch
+from dlrm_study.data import Batch, StagedBatch
 from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.errors import UsageError
@@ -108,9 +108,17 @@ def place(run: Run, batch: Batch) -> Batch:
     return batch.to(run.device, ids_device=run.model.sparse_arch.ids_device, non_blocking=True)
 
 
-def train_step(run: Run, batch: Batch) -> torch.Tensor:
+def train_step(run: Run, batch: Batch | StagedBatch) -> torch.Tensor:
     """Forward, loss, backward and update on one batch; returns the loss (detached)."""
-    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.autocast):
+    loss = step_math(run, batch)
+    run.step += 1
+    return loss
+
+
+def step_math(run: Run, batch: Batch | StagedBatch) -> torch.Tensor:
+    """The step's device work alone (no Python state changes): what a CUDA graph captures."""
+    # No autocast weight cache: a captured step must recast each replay, and eager does the same.
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.autocast, cache_enabled=False):
         logits = run.model(batch)
     with record_function("dlrm:loss"):
         loss = F.binary_cross_entropy_with_logits(logits.float(), batch.labels)
@@ -121,7 +129,6 @@ def train_step(run: Run, batch: Batch) -> torch.Tensor:
         run.dense_optimizer.step()
     with record_function("dlrm:embedding_update"):
         run.model.sparse_arch.update()
-    run.step += 1
     return loss.detach()
 
 
@@ -135,8 +142,12 @@ def train(
 
     With `train.prefetch` > 0 the next batches are made on a background thread (one
     intra-op thread) while the current step computes; on a GPU each batch is copied on a
-    side stream while the previous one trains.
+    side stream while the previous one trains. The gpu loop trains through `gpu_step.train`.
     """
+    if run.cfg.train.loop == "gpu":
+        from dlrm_study.train import gpu_step  # it builds on this module
+
+        return gpu_step.train(run, batches, steps, on_step)
     losses = []
     if run.cfg.train.prefetch:
         batches = Prefetcher(iter(batches), depth=run.cfg.train.prefetch)

@@ -38,7 +38,8 @@ def grad_per_bag(grad: torch.Tensor) -> torch.Tensor:
 
 
 def forward_fp32(weight, ids, offsets, batch: int, tables: int) -> torch.Tensor:
-    pooled = F.embedding_bag(ids, weight, offsets[:-1], mode="sum")
+    # The last offset ends the last bag: ids past it (a staged batch's padding) are never read.
+    pooled = F.embedding_bag(ids, weight, offsets, mode="sum", include_last_offset=True)
     return to_sample_major(pooled, batch, tables)
 
 
@@ -63,6 +64,53 @@ def sgd_fp32(weight, ids, offsets, grad, lr: float, batch: int, tables: int) -> 
 def sgd_split_bf16(hi, lo, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
     rows, g = summed_rows(ids, offsets, grad)
     hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - lr * g)
+
+
+def id_bags(bag_starts: torch.Tensor, count: int) -> torch.Tensor:
+    """The bag of each of `count` id positions; positions past the last bag (padding) get bag T*B.
+
+    Fixed size and no host read (unlike `bags`, whose repeat_interleave must learn its length).
+    """
+    positions = torch.arange(count, device=bag_starts.device)
+    return torch.searchsorted(bag_starts, positions, right=True) - 1
+
+
+def sorted_ids(ids: torch.Tensor, bag_starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ids sorted (repeats of a row side by side) and the bag of each sorted id: fixed sizes."""
+    rows, order = torch.sort(ids, stable=True)
+    return rows, id_bags(bag_starts, len(ids))[order]
+
+
+def segments(ids, bag_starts, grad) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each distinct row's gradient summed over its repeats, in fixed-size buffers (no host read).
+
+    Sort the ids, number the runs of equal rows (segments), sum each segment's gradient rows.
+    Returns (row of each segment, summed gradient), both of len(ids) entries: the segments past
+    the last real one hold row 0 and a zero gradient, so adding them changes nothing.
+    """
+    rows, bag = sorted_ids(ids, bag_starts)
+    first = torch.ones_like(rows, dtype=torch.bool)
+    first[1:] = rows[1:] != rows[:-1]
+    segment = first.cumsum(0) - 1
+    per_bag = torch.cat([grad_per_bag(grad.float()), grad.new_zeros(1, grad.shape[-1], dtype=torch.float32)])
+    summed = torch.zeros(len(ids), grad.shape[-1], device=grad.device).index_add_(0, segment, per_bag[bag])
+    segment_row = torch.zeros_like(rows).scatter_(0, segment, rows)
+    return segment_row, summed
+
+
+def update_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int) -> None:
+    """SGD (momentum None) or row-wise Adagrad, one update per distinct row, with fixed-size buffers.
+
+    The twin of Triton's `update_fp32`. Index-adds, not index-puts: the padding segments name row 0
+    too, and adding their zero leaves it as the real segment of row 0 made it.
+    """
+    rows, g = segments(ids, bag_starts, grad)
+    if momentum is None:
+        weight.index_add_(0, rows, g, alpha=-lr)
+        return
+    momentum.index_add_(0, rows, g.square().mean(1))
+    scale = (lr / (momentum[rows].sqrt() + eps)).unsqueeze(1)
+    weight.index_add_(0, rows, -scale * g)
 
 
 def copy_rows(src: torch.Tensor, src_rows: torch.Tensor, dst: torch.Tensor, dst_rows: torch.Tensor) -> None:

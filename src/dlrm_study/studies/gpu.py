@@ -1,0 +1,78 @@
+"""The GPU grid: what one GPU session measures, most valuable first (`scripts/gpu_check.sh` runs it).
+
+1. `gpu-presets`: mlperf-scaled and dlrm-benchmark at their batch of 2,048, captured in bf16
+   and fp32 and eager in bf16 (`gpu-eager`: what the capture buys).
+2. `gpu-presets-large`: the same at batches 16,384 and 65,536 (the throughput targets; bf16
+   against fp32 where the GPU is busy). Each run is memory-checked before it allocates.
+3. `gpu-dispatch-floor`: kaggle at its batch of 128. Its step is too small to keep a GPU busy:
+   it measures the cost of dispatching a step, and no claim uses it (the study name says so).
+4. `gpu-placements`, then the CPU sensitivity sweeps and dense x sparse grid mirrored on the
+   GPU, then the placements against id skew and table size.
+
+Budget, from the last H200 session (results/gpu-session/: the GPU tests 29 s, copy bandwidth
+and embedding benchmark about 25 s, a preset build about 6 s, the 18 preset measurements of
+the old grid about 35 s): items 1-3 are 60 measurements over 18 builds; each measurement now
+warms up for at most 2 s (mostly 50 steps, well under), times 5 blocks of about 0.1 s and
+profiles 5 steps: about 2 s, so about 120 s + 18 x 6 s of builds + about 60 s of tests and
+embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a second call.
+"""
+
+from pathlib import Path
+
+from dlrm_study import studies
+from dlrm_study.sweep import Sweep
+
+PLACEMENT_VARIANTS = ["gpu-hbm", "gpu-cached", "gpu-cached-lfu", "gpu-uvm", "gpu-host"]
+PRESET_VARIANTS = ["gpu-hbm", "gpu-hbm-fp32", "gpu-eager"]
+LARGE_BATCHES = [16_384, 65_536]
+REPEATS = 3  # every GPU point, measured in interleaved repeats (measure.runner)
+# Not a throughput point: the study whose records no claim reads.
+DISPATCH_FLOOR = "gpu-dispatch-floor"
+
+
+def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
+    """The grid, most valuable first; records in `out`. A dry run: the CPU, tiny sizes."""
+    device, profile = ("cpu", "smoke") if dry_run else ("cuda", "quick")
+    # A GPU point warms up and times blocks of steps (measure.gpu); these are its least counts.
+    steps, warmup = (2, 1) if dry_run else (10, 10)
+    records = str(out / studies.GPU_RECORDS)
+    repeats = 2 if dry_run else REPEATS
+
+    def own(name: str, configs: list[str], variants: list[str], set_: list[str], grid: dict | None = None) -> Sweep:
+        base = ["tiny"] if dry_run else configs
+        set_ = [*set_, f"train.device={device}"]
+        return Sweep(name, base, set_, grid or {}, variants, repeats, steps, warmup, 0, records)
+
+    zipf = ["data.id_distribution=zipf", "data.zipf_alpha=1.05", "train.cache_fraction=0.1"]
+    if dry_run:  # tiny's 4 x 1,000 rows: a cache of 10% is smaller than one batch's rows
+        zipf[-1] = "train.cache_fraction=0.5"
+    large = {"train.batch_size": [48, 96] if dry_run else LARGE_BATCHES}  # (dry: no other sweep's points)
+    presets = own("gpu-presets", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [])
+    presets_large = own("gpu-presets-large", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [], large)
+    # (A dry run's floor: tiny at a batch of its own, or its points would be the presets'.)
+    floor = own(DISPATCH_FLOOR, ["kaggle"], ["gpu-hbm", "gpu-eager"], ["train.batch_size=24"] if dry_run else [])
+    placements = own("gpu-placements", ["mlperf-scaled"], PLACEMENT_VARIANTS, zipf)
+    skew = own(
+        "gpu-placement-skew",
+        ["mlperf-scaled"],
+        PLACEMENT_VARIANTS,
+        zipf[:1] + zipf[2:],
+        {"data.zipf_alpha": [0.8, 1.2] if dry_run else [0.6, 1.05, 1.4]},
+    )
+    sizes = own(
+        "gpu-placement-size",
+        ["dlrm-benchmark"],
+        PLACEMENT_VARIANTS,
+        [*zipf[:2], "train.cache_fraction=0.2" if not dry_run else zipf[2], "data.lookups_per_table=10"],
+        {"model.table_rows": ["4x500", "4x1000"] if dry_run else ["8x100000", "8x1000000", "8x4000000"]},
+    )
+    cpu_out = out  # the CPU sweeps' specs name the points; on_gpu sends their records to GPU_RECORDS
+    sensitivity = [studies.sensitivity(knob, profile, cpu_out) for knob in ("dense_features", "tables")]
+    shape = [studies.sensitivity(k, profile, cpu_out) for k in ("rows", "lookups", "embedding_dim", "mlp_width")]
+    shape.append(studies.sensitivity("batch_size", profile, cpu_out))
+    grid = studies.dense_sparse_grid(profile, cpu_out)
+    # The grid first (H2/H3): its CPU loops run on this host in the same run, paired with the GPU.
+    mirrored = [studies.on_gpu(grid, device, host=True), *(studies.on_gpu(s, device) for s in [*sensitivity, *shape])]
+    for spec in mirrored:
+        spec.out, spec.repeats = records, repeats
+    return [presets, presets_large, floor, placements, *mirrored, skew, sizes]

@@ -1,0 +1,211 @@
+"""The gpu loop's step: no host sync and no host-to-device copy inside it, static buffers, capture.
+
+On the CPU the step runs eagerly over the same static buffers a CUDA graph would capture (the
+Triton kernels in the interpreter, see conftest); the tests marked `gpu` capture it on a GPU.
+"""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from dlrm_study import config
+from dlrm_study.data import StagedBatch, make_data, stage
+from dlrm_study.errors import UsageError
+from dlrm_study.measure.gpu_model import host_traffic
+from dlrm_study.train import build, train
+from dlrm_study.train.gpu_step import LOSS_READ_EVERY, GpuStep, LossLog, not_captured
+from dlrm_study.train.loop import place, train_step
+
+SHAPE = ["model.table_rows=50-70-30-90", "train.batch_size=16", "data.lookups_per_table=3"]
+
+
+def gpu_cfg(*extra: str) -> config.Config:
+    return config.load("tiny", [*SHAPE, "train.loop=gpu", *extra])
+
+
+def second_step_traffic(cfg: config.Config) -> dict[str, list[str]]:
+    """Host reads and copies in one step, after a first one that allocated the buffers."""
+    run = build(cfg)
+    step = GpuStep(run)
+    batches = make_data(cfg).batches()
+    step(step.place(step.stage(next(batches))))
+    batch = step.place(step.stage(next(batches)))  # staged and placed before the step, as the loop does
+    return host_traffic(lambda: step(batch))
+
+
+@pytest.mark.parametrize("placement", ["hbm", "uvm"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
+def test_a_gpu_step_reads_nothing_back_and_copies_nothing_in(placement, precision, optimizer):
+    cfg = gpu_cfg(f"train.placement={placement}", f"train.precision={precision}", f"train.optimizer={optimizer}")
+    assert second_step_traffic(cfg) == {"reads_back": [], "copies_in": []}
+
+
+def test_the_counter_sees_the_per_table_step():
+    """The step as it was (per-table bags into `SparseArch.__call__`): its id check reads the bounds back
+    and `batched_ids` makes a tensor from host values; the counter must see both, or the test above
+    could not fail."""
+    cfg = gpu_cfg("train.placement=hbm")
+    run = build(cfg)
+    batches = make_data(cfg).batches()
+    train_step(run, place(run, next(batches)))
+    batch = place(run, next(batches))
+    traffic = host_traffic(lambda: train_step(run, batch))
+    assert "Tensor.tolist" in traffic["reads_back"]
+    assert "aten::lift_fresh" in traffic["copies_in"]
+
+
+def test_cached_and_host_say_why_they_are_not_captured():
+    for placement, reason in [("cached", "torch.unique"), ("host", "per-table bags on the host")]:
+        run = build(gpu_cfg(f"train.placement={placement}", "train.cache_fraction=0.9"))
+        run.device = torch.device("cuda")  # as if on a GPU: only the reason is asked for
+        assert reason in not_captured(run)
+    run = build(gpu_cfg("train.placement=hbm"))
+    run.device = torch.device("cuda")
+    assert not_captured(run) == ""
+
+
+def test_staging_refuses_a_bad_id_in_one_line():
+    cfg = gpu_cfg("train.placement=hbm")
+    batch = make_data(cfg).batch(0)
+    batch.indices[2][1] = 30  # table 2 has 30 rows
+    message = r"^id 30 in table 2 is out of range: the table has 30 rows \(ids 0 to 29\)$"
+    with pytest.raises(UsageError, match=message):
+        stage(batch, cfg.model.table_rows, 16 * 4 * 3)
+    run = build(cfg)
+    with pytest.raises(UsageError, match=message):
+        train(run, iter([batch]), 1)
+
+
+def test_staged_batches_have_one_shape_and_the_bags_of_the_batch():
+    cfg = gpu_cfg("train.placement=hbm")  # uniform pooling: 1 to 3 ids a bag, so counts vary
+    data, capacity = make_data(cfg), 16 * 4 * 3
+    staged = [stage(data.batch(i), cfg.model.table_rows, capacity) for i in range(4)]
+    assert {tuple(t.shape for t in s.tensors()) for s in staged} == {((16, 13), (capacity,), (65,), (16,))}
+    assert len({int(s.bag_starts[-1]) for s in staged}) > 1  # the real counts differ, the shapes do not
+    batch, first = data.batch(0), staged[0]
+    starts = [0, 50, 120, 150]
+    for t in range(4):
+        lo, hi = int(first.bag_starts[t * 16]), int(first.bag_starts[(t + 1) * 16])
+        assert torch.equal(first.ids[lo:hi] - starts[t], batch.indices[t])
+    assert (first.ids[int(first.bag_starts[-1]) :] == 0).all()  # padding: row 0, past every bag
+
+
+def test_the_step_reuses_its_static_buffers():
+    cfg = gpu_cfg("train.placement=hbm")
+    run = build(cfg)
+    step = GpuStep(run)
+    batches = make_data(cfg).batches()
+    step(step.place(step.stage(next(batches))))
+    buffers = [t.data_ptr() for t in step.static.tensors()]
+    second = step.place(step.stage(next(batches)))
+    step(second)
+    assert [t.data_ptr() for t in step.static.tensors()] == buffers
+    assert all(torch.equal(a, b) for a, b in zip(step.static.tensors(), second.tensors(), strict=True))
+    assert step.kind == "eager" and run.step == 2
+
+
+def test_gpu_training_equals_the_per_table_step():
+    """`train` on staged batches trains what the per-table step trains, batch for batch."""
+    cfg = gpu_cfg("train.placement=hbm", "train.optimizer=rowwise_adagrad")
+    staged = build(cfg)
+    losses = train(staged, make_data(cfg).batches(), 6)
+    per_table = build(cfg)
+    batches = make_data(cfg).batches()
+    expected = [train_step(per_table, place(per_table, next(batches))).item() for _ in range(6)]
+    assert losses == pytest.approx(expected, abs=1e-6)
+    for a, b in zip(staged.model.sparse_arch.tables(), per_table.model.sparse_arch.tables(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+
+
+def test_losses_are_read_in_blocks():
+    reads = []
+    log = LossLog(LOSS_READ_EVERY, lambda step, value: reads.append(step))
+    for i in range(LOSS_READ_EVERY - 1):
+        log.add(i + 1, torch.tensor(0.5))
+    assert reads == []
+    log.add(LOSS_READ_EVERY, torch.tensor(0.5))
+    assert reads == list(range(1, LOSS_READ_EVERY + 1))
+    log.add(LOSS_READ_EVERY + 1, torch.tensor(float("nan")))
+    with pytest.raises(RuntimeError, match=f"loss became nan at step {LOSS_READ_EVERY + 1}"):
+        log.read()
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@CUDA
+@pytest.mark.parametrize("placement", ["hbm", "uvm"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_captured_step_trains_what_the_eager_step_trains(placement, precision):
+    """Eight steps (three eager warm-up steps, the capture, five replays) against eight eager steps."""
+    runs = {}
+    for graph in (True, False):
+        cfg = gpu_cfg("train.device=cuda", f"train.placement={placement}", f"train.precision={precision}",
+                      f"train.cuda_graph={str(graph).lower()}")  # fmt: skip
+        run = build(cfg)
+        losses = train(run, make_data(cfg).batches(), 8)
+        runs[graph] = (run, losses)
+    (captured, c_losses), (eager, e_losses) = runs[True], runs[False]
+    assert GpuStep(captured).kind == "graph" and GpuStep(eager).kind == "eager"
+    assert isinstance(GpuStep(captured).stage(make_data(captured.cfg).batch(0)), StagedBatch)
+    # The same kernels in the same order, no atomics; cuBLAS may pick another algorithm when captured.
+    atol = 1e-5 if precision == "fp32" else 1e-4
+    assert c_losses == pytest.approx(e_losses, abs=atol)
+    for a, b in zip(captured.model.sparse_arch.tables(), eager.model.sparse_arch.tables(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=atol)
+    for a, b in zip(captured.model.dense_parameters(), eager.model.dense_parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=atol)
+
+
+@pytest.mark.gpu
+@CUDA
+def test_a_captured_step_on_the_gpu_reads_nothing_back():
+    cfg = gpu_cfg("train.device=cuda", "train.placement=hbm", "train.precision=bf16")
+    run = build(cfg)
+    step = GpuStep(run)
+    batches = make_data(cfg).batches()
+    for _ in range(5):  # eager warm-up, then the capture
+        step(step.place(step.stage(next(batches))))
+    assert step.graph is not None and step.kind == "graph"
+    batch = step.place(step.stage(next(batches)))
+    torch.cuda.synchronize()
+    assert host_traffic(lambda: step(batch)) == {"reads_back": [], "copies_in": []}
+
+
+COMPILE = """
+import os
+os.environ.pop("TRITON_INTERPRET", None)  # real kernels, not the interpreter's
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from dlrm_study.embeddings.kernels import triton_ops as t
+
+def build(fn, signature, constexprs):
+    signature = {**signature, **dict.fromkeys(constexprs, "constexpr")}
+    triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=GPUTarget("cuda", 90, 32))
+
+sizes = {"bags": "i32", "batch": "i32", "tables": "i32", "dim": "i32"}
+build(t._pool_kernel, {"weight": "*fp32", "ids": "*i64", "bag_starts": "*i64", "out": "*fp32", **sizes},
+      {"BLOCK_BAGS": t.BLOCK_BAGS, "BLOCK_D": t.BLOCK_COLS})
+for adagrad in (True, False):
+    build(t._segment_update_kernel,
+          {"weight": "*fp32", "momentum": "*fp32", "rows": "*i64", "id_bag": "*i64", "grad": "*fp32",
+           "lr": "fp32", "eps": "fp32", "count": "i32", **sizes},
+          {"ADAGRAD": adagrad, "BLOCK_POS": t.BLOCK_POS, "STEPS": t.STEPS, "BLOCK_IDS": t.BLOCK_IDS, "BLOCK_D": 64})
+build(t._copy_rows_kernel, {"src": "*fp32", "src_rows": "*i64", "dst": "*fp32", "dst_rows": "*i64", "dim": "i32"},
+      {"BLOCK_D": 64})
+print("compiled")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton not installed")
+def test_the_triton_kernels_compile_for_an_h200():
+    """The interpreter runs what a GPU compiler may refuse (its control flow, its types): compile each
+    kernel for sm_90 with Triton's own ptxas, no GPU needed."""
+    done = subprocess.run([sys.executable, "-c", COMPILE], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "compiled", done.stderr[-3000:]
