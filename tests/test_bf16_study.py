@@ -10,7 +10,7 @@ from dlrm_study.studies import bf16
 def record(machine: str, variant: str, repeat: int, speed: float, ops: dict[str, float], **extra) -> dict:
     """One clean record: its operators sum to its median step, steps evenly timed."""
     ms = sum(ops.values()) / speed
-    return {"machine": machine, "study": "s", "config_name": "p", "variant": variant, "repeat": repeat,
+    return {"machine": machine, "study": "cpu-loops-quick", "config_name": "p", "variant": variant, "repeat": repeat,
             "config_hash": variant, "samples_per_s": 1000 / ms, "ms_median": ms, "ms_p10": ms, "ms_p90": ms,
             **{f"op_{name}_ms": ops.get(name, 0.0) / speed for name in OPERATORS}, **extra}  # fmt: skip
 
@@ -67,9 +67,9 @@ def test_summary_and_breakdowns_per_run(tmp_path) -> None:
     pd.DataFrame(records).to_csv(tmp_path / "sweeps.csv", index=False)
     table = bf16.bf16_vs_fp32(bf16.stored_records(tmp_path))
     summary = bf16.summary(table)
-    assert summary.loc[("zen4", "s", "p"), "GEMM bf16/fp32"] == "2.00x (one repeat: no interval)"
-    assert summary.loc[("old", "s", "p"), "GEMM bf16/fp32"] == "not in the records"
+    assert summary.loc[("zen4", "cpu-loops-quick", "p"), "GEMM bf16/fp32"] == "2.00x (one repeat: no interval)"
+    assert summary.loc[("old", "cpu-loops-quick", "p"), "GEMM bf16/fp32"] == "not in the records"
     shown = dict(bf16.breakdowns(table))
-    assert list(shown) == ["zen4 / s / p"]  # the old machine's records hold no breakdown
-    assert shown["zen4 / s / p"].loc["top_mlp", "bf16 / fp32"] == "0.50x [0.50, 0.50]"
+    assert list(shown) == ["zen4 / cpu-loops-quick / p"]  # the old machine's records hold no breakdown
+    assert shown["zen4 / cpu-loops-quick / p"].loc["top_mlp", "bf16 / fp32"] == "0.50x [0.50, 0.50]"
     assert bf16.stored_records(tmp_path / "nothing").empty

@@ -26,9 +26,15 @@ LOOP, GEMM, GATHER = "samples/s", "GEMM rate (roofline)", "gather bytes/s (roofl
 RECORD_FILES = ("sweeps.csv", "bench.csv")  # the CPU sweeps' and `dlrm-study compare`'s records
 
 
+# The studies whose points are whole presets, one config per name: the CPU loops side by side
+# (notebooks 01-02's sweep, `dlrm-study compare`). A sweep over a knob names many configs alike.
+PRESET_STUDIES = r"^(cpu-loops|cpu-compare)"
+
+
 def stored_records(folder: Path) -> pd.DataFrame:
-    """Every machine's records of the CPU sweeps and comparisons in a results folder."""
+    """Every machine's records of the CPU loops on the presets in a results folder."""
     frames = [results.load(folder / name) for name in RECORD_FILES if (folder / name).is_file()]
+    frames = [f[f["study"].astype(str).str.match(PRESET_STUDIES)] for f in frames if not f.empty]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["variant"])
 
