@@ -280,3 +280,9 @@ def test_two_records_of_one_cell_are_an_error() -> None:
 def test_a_verdict_word_needs_enough_pairs() -> None:
     assert stats.direction(1.2, 1.5, "faster", "slower", n=4).startswith("too few repeats")
     assert stats.direction(1.2, 1.5, "faster", "slower", n=5) == "faster"
+
+
+def test_a_view_with_every_record_flagged_pairs_nothing() -> None:
+    every = pd.DataFrame(rows(XEON, "a", 2.0, flags="spread") + rows(XEON, "b", 1.0, flags="spread"))
+    f = stats.paired_finding(every, "a", "b")
+    assert f.all.n == 5 and f.clean.n == 0 and f.word.startswith("fragile")

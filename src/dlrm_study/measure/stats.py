@@ -129,6 +129,8 @@ def paired_ratios(
     pick = records[records[between].isin([variant, baseline])]
     if between != "variant":  # knob values pair only where a run interleaved them (repeat-major runs)
         pick = pick[pick[RUN].map(interleaved)] if RUN in pick else pick.iloc[0:0]
+    if pick.empty:  # nothing to pair (every record of the view flagged away, or none of either)
+        return pd.DataFrame(columns=[*by, *SUMMARY])
     cell = [*by, *(k for k in ("machine", RUN) if k in pick and k not in by), "repeat"]
     pick = pick.assign(**{k: pick[k].fillna("") for k in cell if k in (RUN, "machine")})
     doubled = pick.duplicated([*cell, between], keep=False)
