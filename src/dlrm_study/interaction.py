@@ -9,13 +9,12 @@ import torch
 from torch import nn
 
 from dlrm_study.embeddings import kernels
-from dlrm_study.embeddings.kernels import torch_ops
 
 
 class FusedDotInteraction(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.ops = kernels.load() or torch_ops
+        self.ops = kernels.cpu_ops()
 
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
         return FusedDotInteractionFunction.apply(dense.float(), pooled.float(), self.ops)

@@ -1,13 +1,22 @@
 """The sparse-arch seam: how embedding tables are stored, looked up and updated.
 
-Every variant (reference, fused CPU, torchrec, GPU placements) implements this one
-interface, so the model and the training loop never change when it is swapped:
+Every variant (reference, fused CPU, torchrec, GPU placements) implements `SparseArch`,
+so the model and the training loop never change when it is swapped. What an arch provides:
 
-- `forward(indices, offsets)` returns the pooled embeddings, (batch, tables, dim);
-  every call checks the ids first (`check_ids`), so no kernel ever sees one outside its table;
-- the update happens either inside backward (fused variants) or in `update()`,
-  which the loop calls after `loss.backward()` every step.
+- **lookup**: `forward(indices, offsets)` (through `__call__`, which checks the ids first, so
+  no kernel ever sees one outside its table) or `lookup(batch)`, the pooled embeddings
+  (batch, tables, dim); kernel archs also take a staged batch (`staged`);
+- **update**: inside backward (fused archs) or in `update()`, which the loop calls after
+  `loss.backward()` every step; `clear_grad()` before the next backward;
+- **state**: `tables()` / `set_tables()`, and `accumulators()` / `set_accumulators()` for
+  row-wise Adagrad (checkpoints and distributed runs move them by table);
+- **what ran**: `name`, `placement`, `kernel_path` (the kernel module's `NAME`), `stats()`.
+
+Archs whose backward is their update implement `FusedTables` (`pooled`, `apply_update`)
+and run through `FusedLookup`, the one autograd function that joins the two.
 """
+
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -103,15 +112,31 @@ class SparseArch(nn.Module):
         """Release what the arch holds outside this process (a parameter server's shards)."""
 
 
+class FusedTables(Protocol):
+    """Tables whose backward is their update: the fused CPU and the GPU kernel archs.
+
+    `ids` index the stacked tables and `bag_starts` holds the T*B+1 bag starts (table-major),
+    as `data.batch.batched_ids` and staged batches lay them out.
+    """
+
+    def pooled(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int) -> torch.Tensor:
+        """The pooled embeddings, (batch, tables, dim)."""
+        ...
+
+    def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
+        """The optimizer's update of the looked-up rows from the pooled output's gradient."""
+        ...
+
+
 class FusedLookup(torch.autograd.Function):
-    """Forward: `arch.pooled(...)`. Backward: `arch.apply_update(...)`, the update itself.
+    """Forward: `arch.pooled(...)`. Backward: `arch.apply_update(...)`, the update itself (`FusedTables`).
 
     No gradient flows further, and none is stored: the pooled-output gradient goes straight
     into the weights. `anchor` is a scalar that requires grad, so backward reaches this node.
     """
 
     @staticmethod
-    def forward(ctx, anchor, arch, ids, bag_starts, batch: int):
+    def forward(ctx, anchor, arch: FusedTables, ids, bag_starts, batch: int):
         ctx.arch, ctx.batch = arch, batch
         ctx.save_for_backward(ids, bag_starts)
         return arch.pooled(ids, bag_starts, batch)

@@ -59,7 +59,7 @@ class KernelTablesArch(SparseArch):
 
     @property
     def kernel_path(self) -> str:
-        return "triton" if self.ops is triton_ops else "torch"
+        return self.ops.NAME
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         indices = [ids.to(self.device, non_blocking=True) for ids in indices]
@@ -96,7 +96,7 @@ class DeviceTablesSparseArch(KernelTablesArch):
         super().__init__(table_rows, dim, device)
         self.lr, self.optimizer, self.placement = lr, optimizer, placement
         uvm_on_gpu = placement == "uvm" and device.type == "cuda"
-        if uvm_on_gpu and self.ops is not triton_ops:
+        if uvm_on_gpu and self.ops.NAME != triton_ops.NAME:
             raise UsageError("train.placement uvm needs Triton (pip install triton) to read host memory from the GPU")
         where = {"pin_memory": True} if uvm_on_gpu else {"device": device}
         self.register_buffer("weight", stacked_tables(table_rows, dim, generator, **where))

@@ -55,11 +55,11 @@ class FusedCPUSparseArch(SparseArch):
             self.register_buffer("momentum", empty(total).zero_())
         # Gives the autograd function an input that requires grad, so backward reaches it.
         self.anchor = torch.zeros((), requires_grad=True)
-        self.ops = kernels.load() or torch_ops
+        self.ops = kernels.cpu_ops()
 
     @property
     def kernel_path(self) -> str:
-        return "torch" if self.ops is torch_ops else "cpp"
+        return self.ops.NAME
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         ids, bag_starts = batched_ids(indices, offsets, self.table_starts.tolist())

@@ -159,4 +159,4 @@ def split_sgd_exact(steps: int = 3) -> SplitSGDCheck:
         optimizer.step()
         fp32 -= 0.1 * grad.float()
         exact &= torch.equal(torch_ops.join(param.detach().view(torch.int16), optimizer.state[param]["lo"]), fp32)
-    return SplitSGDCheck(bool(exact), "torch" if optimizer.ops is torch_ops else "cpp")
+    return SplitSGDCheck(bool(exact), optimizer.ops.NAME)

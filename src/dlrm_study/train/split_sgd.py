@@ -12,14 +12,13 @@ import torch
 from torch import nn
 
 from dlrm_study.embeddings import kernels
-from dlrm_study.embeddings.kernels import torch_ops
 from dlrm_study.embeddings.kernels.torch_ops import split
 
 
 class SplitSGD(torch.optim.Optimizer):
     def __init__(self, params, lr: float) -> None:
         super().__init__(params, {"lr": lr})
-        self.ops = kernels.load() or torch_ops
+        self.ops = kernels.cpu_ops()
 
     @classmethod
     def from_fp32(cls, modules: list[nn.Module], lr: float) -> "SplitSGD":

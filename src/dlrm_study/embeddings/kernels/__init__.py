@@ -2,8 +2,10 @@
 
 `load()` compiles `fused_cpu.cpp` with OpenMP (cached by torch under
 TORCH_EXTENSIONS_DIR, so only the first run pays) and returns the module, or None
-where no compiler works; `DLRM_STUDY_KERNELS=torch` forces the PyTorch path.
-Records say which path ran (`kernel_path`).
+where no compiler works; `DLRM_STUDY_KERNELS=torch` forces the PyTorch path. `cpu_ops()`
+is the one choice the CPU archs and optimizers make: the compiled kernels, else the twins.
+Every kernel module names itself (`NAME`: `cpp`, `torch`, `triton`), and records say
+which ran (`kernel_path`): the backend is a value, never a test of module identity.
 """
 
 import functools
@@ -27,7 +29,7 @@ def load() -> ModuleType | None:
 
     try:
         print("dlrm-study: loading the fused CPU kernels (compiled once, then cached)", file=sys.stderr)
-        return cpp_extension.load(
+        module = cpp_extension.load(
             # -march=native: one build per CPU kind; and per checkout, or two checkouts sharing
             # torch's cache would rebuild each other's (the source path is part of the build).
             name=f"dlrm_study_fused_cpu_{cpu_fingerprint()}_{checkout()}",
@@ -39,6 +41,15 @@ def load() -> ModuleType | None:
     except Exception as err:  # no compiler, no headers: the PyTorch path gives the same results
         warnings.warn(f"fused CPU kernels unavailable ({type(err).__name__}); using the PyTorch path", stacklevel=2)
         return None
+    module.NAME = "cpp"
+    return module
+
+
+def cpu_ops() -> ModuleType:
+    """The CPU kernels: the compiled C++ where it builds, else their PyTorch twins."""
+    from dlrm_study.embeddings.kernels import torch_ops
+
+    return load() or torch_ops
 
 
 def checkout() -> str:

@@ -28,6 +28,9 @@ except ImportError:  # the torch twins serve instead
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
+NAME = "triton"  # what records say ran (`kernel_path`): every kernel module names itself
+
+
 def available(device: torch.device) -> bool:
     """Whether these kernels can run for tensors on `device` (CPU only in the interpreter)."""
     if triton is None:
