@@ -284,6 +284,6 @@ def test_split_sgd_check_runs_the_kernel_training_runs(monkeypatch):
     from dlrm_study import studies
 
     assert studies.split_sgd_exact() == (True, "cpp" if can_build_cpp() else "torch")
-    forgets_the_update = SimpleNamespace(split_sgd_dense=lambda hi, lo, grad, lr: None)
+    forgets_the_update = SimpleNamespace(NAME="cpp", split_sgd_dense=lambda hi, lo, grad, lr: None)  # names itself
     monkeypatch.setattr(kernels, "load", lambda: forgets_the_update)
     assert studies.split_sgd_exact() == (False, "cpp")
