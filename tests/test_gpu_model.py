@@ -10,6 +10,8 @@ from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu_model
 from dlrm_study.studies import predictions
 
+H200 = "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"  # the machine the fake GPU records name
+
 # A made-up device with round numbers, so every bound below is easy to check by hand.
 ROUND = gpu_model.Device("round", hbm_gbps=1000.0, bf16_tflops=100.0, tf32_tflops=50.0, fp32_tflops=10.0,
                          link_gbps=10.0, host_gbps=5.0, source="test")  # fmt: skip
@@ -111,6 +113,7 @@ def test_scoring_against_measured_records(tmp_path) -> None:
     inside, above = (row["low"] + row["high"]) / 2, row["high"] * 3
     fake = [
         {"study": row["sweep"], "config_hash": row["config_hash"], "variant": "gpu-hbm", "device": "cuda",
+         "machine": H200,
          "samples_per_s": value, "repeat": i, "error": None}
         for i, value in enumerate([inside, inside, above])
     ]  # fmt: skip
@@ -157,6 +160,7 @@ def test_profiled_op_costs_are_rows_beside_the_preregistered_ones(tmp_path) -> N
         predictions.predict("smoke", tmp_path, profiled_from=profiled)
     fake = [
         {"study": row["sweep"], "config_hash": row["config_hash"], "variant": "gpu-hbm", "device": "cuda",
+         "machine": H200,
          "samples_per_s": 1e6, "repeat": i, "error": None, "kernels_per_step": kernels, "capture": "graph"}
         for i, kernels in enumerate([90.0, 100.0, 110.0])
     ]  # fmt: skip

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 import dlrm_study
+from dlrm_study.errors import UsageError
 from dlrm_study.records import machine as machines
 from dlrm_study.records.machine import BF16_FLAGS, LEGACY_THREADS, UNRECORDED_ISA, Machine
 from dlrm_study.records.record import Record
@@ -286,27 +287,22 @@ def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def load(path: Path):  # -> pandas.DataFrame (pandas imported only when records are read)
-    """All records of a CSV as a pandas DataFrame.
+    """All records of a CSV as a pandas DataFrame, as stored: nothing is filled in when read.
 
-    Nothing is filled in from the machine reading them. A record written before the machine key
-    existed, or with the old key that ended in threads, gets the key its own fields give
-    (`Machine.from_legacy_row`: `isa-unrecorded` where it never said its ISA); `scripts/migrate_records.py`
-    writes the same keys into the files once. A record without `run_id` was measured before run
-    ids: its run reads as "" (one run per machine and study).
+    A record's machine key is written when it is measured; records written before keys of today's
+    form existed were given theirs once, in the files, by `scripts/migrate_records.py`. A file that
+    still holds such records is refused (one line naming the script), not completed here.
     """
     import pandas as pd
 
     frame = pd.read_csv(path, low_memory=False, dtype=dict.fromkeys(TEXT_COLUMNS, str))
     if frame.empty or "study" not in frame:
         return frame
-    if "env_key" in frame and "machine" in frame:  # a loss row without provenance shares its run's machine
-        known = frame.dropna(subset=["machine"]).drop_duplicates("env_key").set_index("env_key")["machine"]
-        frame["machine"] = frame["machine"].fillna(frame["env_key"].map(known))
-    frame["machine"] = [
-        Machine.from_legacy_row(row).key if is_legacy_key(key) else key
-        for key, row in zip(frame.get("machine", pd.Series(pd.NA, index=frame.index)), frame.to_dict("records"),
-                            strict=True)
-    ]  # fmt: skip
+    keys = frame["machine"] if "machine" in frame else pd.Series(pd.NA, index=frame.index)
+    if keys.map(is_legacy_key).any():
+        raise UsageError(
+            f"{path}: records without a machine key of today's form: run scripts/migrate_records.py {path}"
+        )
     rounds = frame.get("round", 0)  # `dlrm-study compare` called its repeats rounds
     frame["repeat"] = frame["repeat"].fillna(rounds) if "repeat" in frame else rounds
     frame["run_id"] = frame["run_id"].fillna("") if "run_id" in frame else ""

@@ -36,9 +36,11 @@ MARK_END = "<!-- end of generated section -->"
 def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     """The claim ledger as a Markdown table: a column per machine; `notebooks`: where links point."""
     table = verdicts(evidence)
-    hosts = evidence.machines()
-    if not hosts:
+    every = evidence.machines()
+    if not every:
         return "No records yet: run `make reproduce`."
+    hosts = [m for m in every if Machine.parse(m).recorded]
+    unrecorded = [m for m in every if m not in hosts]
     head = "| id | claim | " + " | ".join(f"`{h}`" for h in hosts) + " | notebook |"
     rule = "| --- | --- | " + " | ".join("---" for _ in hosts) + " | --- |"
     rows = [
@@ -46,7 +48,12 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
         + f" | [{NOTEBOOKS[claim][:2]}]({notebooks}{NOTEBOOKS[claim]}.ipynb) |"
         for claim, text in CLAIMS.items()
     ]  # fmt: skip
-    return "\n".join([head, rule, *rows])
+    listed = [
+        "",
+        "Not judged: records of " + ", ".join(f"`{m}`" for m in unrecorded) + ", written before machine keys "
+        "recorded the ISA (their keys were given once from their own fields by `scripts/migrate_records.py`).",
+    ]
+    return "\n".join([head, rule, *rows, *(listed if unrecorded else [])])
 
 
 def rules_line(evidence: Evidence) -> str:
