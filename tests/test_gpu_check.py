@@ -34,8 +34,12 @@ def test_dry_run_writes_every_record(tmp_path):
         measured = sweep.records(spec, machine=None)
         assert len(measured) == len(sweep.points(spec)) * spec.repeats, spec.name
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
-    host = grid[grid["variant"].str.startswith("host-")]  # the grid's CPU loops, in the GPU grid's own run
-    assert set(host["loop"]) == {"optimized"} and set(host["study"]) == {"gpu-dense-sparse-grid-smoke"}
+    host = grid[grid["variant"].str.startswith("host-")]  # the grid's CPU loops, in the GPU study's own run
+    assert set(host["loop"]) == {"optimized"} and set(host["study"]) == {"gpu-sensitivity-smoke"}
+    study = grid[grid["study"] == "gpu-sensitivity-smoke"]  # the grid and every knob: one run
+    assert study["run_id"].nunique() == 1 and len(study) == len(
+        {(r.config_hash, r.variant, r.repeat) for r in study.itertuples()}
+    )
     grid = grid[grid["loop"] == "gpu"]
     assert set(grid["placement"]) >= {"hbm", "host", "uvm", "cached"}
     # Block-timed, from a ring of batches; on the CPU nothing is captured and the host bounds every step.

@@ -10,6 +10,7 @@ import pytest
 from dlrm_study import results, sweep
 from dlrm_study.cli import main
 from dlrm_study.errors import UsageError
+from dlrm_study.measure import stats
 
 SPEC = """
 name: {name}
@@ -144,3 +145,52 @@ def test_records_hold_only_the_current_points(tmp_path):
     results.append(Path(spec.out), stale)
     frame = sweep.records(spec)
     assert len(frame) == 2 and "0123456789ab" not in set(frame["config_hash"])
+
+
+def knob_sweeps(tmp_path: Path) -> tuple[sweep.Sweep, sweep.Sweep]:
+    """Two one-knob sweeps around one base (lookups 2, dim 8): they share the base point."""
+    base = sweep.load(write_spec(tmp_path, "knobs", dims="[8]"))
+    lookups = sweep.Sweep(**{**vars(base), "name": "lookups", "grid": {"data.lookups_per_table": [1, 2]}})
+    dims = sweep.Sweep(**{**vars(base), "name": "dims", "set": [*base.set, "data.lookups_per_table=2"]})
+    dims.grid = {"model.embedding_dim+model.bottom_mlp": [[8, "16-8"], [4, "16-4"]]}
+    return lookups, dims
+
+
+def test_sweeps_run_together_share_the_base_and_pair_within_one_run(tmp_path):
+    lookups, dims = knob_sweeps(tmp_path)
+    counts = sweep.run_together([lookups, dims], "knobs")
+    assert counts.tasks == 3 * 2 * 2  # three points (the base once), two variants, two repeats
+    frame = results.load(Path(lookups.out))
+    assert frame["run_id"].nunique() == 1 and set(frame["study"]) == {"knobs"}
+    far = sweep.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
+    finding = stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x")
+    assert finding.all.n == 2  # the far end pairs with the base in each repeat
+
+
+def test_sweeps_run_one_after_the_other_leave_the_shared_base_unpaired(tmp_path):
+    """Why the study runs its sweeps together: alone, the second sweep reuses the first's base."""
+    lookups, dims = knob_sweeps(tmp_path)
+    sweep.run(lookups, progress=False)
+    assert sweep.run(dims, progress=False).skipped == 4
+    far = sweep.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
+    assert stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x").all.n == 0
+
+
+def test_sweeps_run_together_need_one_protocol(tmp_path):
+    lookups, dims = knob_sweeps(tmp_path)
+    dims.steps = 3
+    with pytest.raises(UsageError, match="lookups, dims do not"):
+        sweep.run_together([lookups, dims], "knobs")
+
+
+def test_a_label_two_sweeps_give_to_different_configs_is_told_apart(tmp_path):
+    lookups, _ = knob_sweeps(tmp_path)
+    wider = sweep.Sweep(**{**vars(lookups), "name": "wider", "set": [*lookups.set, "model.embedding_dim=16"]})
+    wider.set.append("model.bottom_mlp=16-16")
+    labels = [label for label, _ in sweep.merged_plan([lookups, wider])[0]]
+    assert labels == [
+        "data.lookups_per_table=1",
+        "data.lookups_per_table=2",
+        "wider: data.lookups_per_table=1",
+        "wider: data.lookups_per_table=2",
+    ]

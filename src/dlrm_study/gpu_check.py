@@ -103,13 +103,13 @@ def embedding_records(out: Path, dry_run: bool) -> None:
     )
 
 
-def run_sweep(spec: Sweep, deadline: float) -> str:
-    """The sweep's measurements until done or past the deadline; a line saying how far it got."""
+def run_sweeps(study: str, specs: list[Sweep], deadline: float) -> str:
+    """The sweeps' measurements as one run until done or past the deadline; a line saying how far it got."""
     try:
-        counts = sweep.run(spec, progress=False, deadline=deadline)
-    except Exception as err:  # one GPU session is scarce: a sweep that breaks must not stop the others
-        return f"{spec.name}: STOPPED by {type(err).__name__}: {first_line(err)}"
-    return f"{spec.name}: {counts}"
+        counts = sweep.run_together(specs, study, progress=False, deadline=deadline)
+    except Exception as err:  # one GPU session is scarce: a run that breaks must not stop the others
+        return f"{study}: STOPPED by {type(err).__name__}: {first_line(err)}"
+    return f"{study}: {counts}"
 
 
 def first_line(err: BaseException) -> str:
@@ -222,12 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         lines = [] if args.skip_tests else [run_tests(args.dry_run)]
         try:
             embedding_records(args.out, args.dry_run)
-        except Exception as err:  # the grid still runs (see run_sweep)
+        except Exception as err:  # the grid still runs (see run_sweeps)
             lines.append(f"embedding benchmark: STOPPED by {type(err).__name__}: {first_line(err)}")
             print(lines[-1], flush=True)
         deadline = start + args.budget_s
-        for spec in gpu_grid.sweeps(args.out, args.dry_run):
-            line = run_sweep(spec, deadline)
+        for study, specs in gpu_grid.runs(args.out, args.dry_run):
+            line = run_sweeps(study, specs, deadline)
             print(line, flush=True)
             lines.append(line)
     except UsageError as err:

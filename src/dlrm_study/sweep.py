@@ -25,6 +25,7 @@ goes on. On a CPU without native bf16 the CPU loops' bf16 variants are skipped, 
 
 import itertools
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,23 +158,66 @@ def run(
     deadline: float | None = None,
 ) -> runner.Counts:
     """Measure what is not yet recorded; `limit` and `deadline` stop early (see `runner.run`)."""
-    points_, skipped = plan(sweep)
+    return run_together([sweep], sweep.name, retry_errors, progress, limit, deadline)
+
+
+def run_together(
+    sweeps: Sequence[Sweep],
+    study: str,
+    retry_errors: bool = False,
+    progress: bool = True,
+    limit: int | None = None,
+    deadline: float | None = None,
+) -> runner.Counts:
+    """Several sweeps measured as one run named `study`: each (config, variant) once (`merged_plan`),
+    all in one repeat-major schedule, so any two points of any of the sweeps pair within a repeat.
+
+    A one-knob sweep's ends are its own values; the base point it compares them with is shared by
+    every sweep. Run one sweep at a time, the base is measured in the first sweep's run only, and
+    the other sweeps' values have nothing of their own run to pair with.
+    """
+    protocols = {(s.repeats, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
+    if len(protocols) != 1:
+        names = ", ".join(s.name for s in sweeps)
+        raise UsageError(
+            f"sweeps run together share repeats, steps, warm-up, profiling and records file: {names} do not"
+        )
+    first = sweeps[0]
+    points_, skipped = merged_plan(sweeps)
     if skipped:
         print(skip_note(skipped), file=sys.stderr)
     devices = {cfg.train.device for _, cfgs in points_ for cfg in cfgs.values()}
     if "cuda" in devices and not torch.cuda.is_available():
-        raise UsageError(f"sweep {sweep.name} runs on cuda but no CUDA GPU is available (set train.device=cpu)")
+        raise UsageError(f"sweep {study} runs on cuda but no CUDA GPU is available (set train.device=cpu)")
 
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
-        return measure_prepared(prepared, sweep.steps, sweep.warmup, sweep.profile_steps, progress=False)
+        return measure_prepared(prepared, first.steps, first.warmup, first.profile_steps, progress=False)
 
     measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run)
-    schedule = runner.schedule(points_, sweep.repeats, runner.machine_of)
+    schedule = runner.schedule(points_, first.repeats, runner.machine_of)
     try:
-        return runner.run(schedule, measure, Path(sweep.out), sweep.name, retry_errors=retry_errors,
+        return runner.run(schedule, measure, Path(first.out), study, retry_errors=retry_errors,
                           progress=progress, limit=limit, deadline=deadline)  # fmt: skip
     finally:
         kept.clear()
+
+
+def merged_plan(sweeps: Sequence[Sweep]) -> tuple[list[runner.Point], list[str]]:
+    """The sweeps' points as one plan (see `plan`): each (config, variant) once, in the first sweep
+    that has it; a label another sweep already gave to other configs gets its sweep's name."""
+    merged: dict[str, dict[str, config.Config]] = {}
+    seen: set[tuple[str, str]] = set()
+    skipped: list[str] = []
+    for spec in sweeps:
+        points_, skips = plan(spec)
+        skipped += [v for v in skips if v not in skipped]
+        for label, cfgs in points_:
+            new = {v: cfg for v, cfg in cfgs.items() if (cfg.hash(), v) not in seen}
+            if not new:
+                continue
+            seen |= {(cfg.hash(), v) for v, cfg in new.items()}
+            merged[f"{spec.name}: {label}" if label in merged else label] = new
+    return list(merged.items()), skipped
 
 
 def release(prepared: Prepared) -> None:

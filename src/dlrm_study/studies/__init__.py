@@ -47,6 +47,7 @@ from dlrm_study.studies.sensitivity import (
     rates_table,
     sensitivity,
     sensitivity_records,
+    study_sweeps,
     with_gpu,
     with_knob,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "speedups",
     "split_sgd_exact",
     "steady_hit_rates",
+    "study_sweeps",
     "summary",
     "with_gpu",
     "with_knob",

@@ -6,8 +6,8 @@
    against fp32 where the GPU is busy). Each run is memory-checked before it allocates.
 3. `gpu-dispatch-floor`: kaggle at its batch of 128. Its step is too small to keep a GPU busy:
    it measures the cost of dispatching a step, and no claim uses it (the study name says so).
-4. `gpu-placements`, then the CPU sensitivity sweeps and dense x sparse grid mirrored on the
-   GPU, then the placements against id skew and table size.
+4. `gpu-placements`, then the CPU sensitivity study (the dense x sparse grid and every knob)
+   mirrored on the GPU as one run, then the placements against id skew and table size.
 
 Budget, from the last H200 session (results/gpu-session/: the GPU tests 29 s, copy bandwidth
 and embedding benchmark about 25 s, a preset build about 6 s, the 18 preset measurements of
@@ -20,6 +20,7 @@ embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a 
 from pathlib import Path
 
 from dlrm_study import studies
+from dlrm_study.studies.sensitivity import gpu_mirrors, study_sweeps
 from dlrm_study.sweep import Sweep
 
 PLACEMENT_VARIANTS = ["gpu-hbm", "gpu-cached", "gpu-cached-lfu", "gpu-uvm", "gpu-host"]
@@ -31,7 +32,17 @@ DISPATCH_FLOOR = "gpu-dispatch-floor"
 
 
 def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
-    """The grid, most valuable first; records in `out`. A dry run: the CPU, tiny sizes."""
+    """Every sweep of the grid (`runs`), in order."""
+    return [spec for _, group in runs(out, dry_run) for spec in group]
+
+
+def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
+    """The grid, most valuable first, as (study, sweeps measured as one run); records in `out`.
+
+    The sensitivity study's GPU points (every knob and the dense x sparse grid) are one run, as on
+    the CPU (`sensitivity.measure`), so every knob value pairs with the base point within a repeat.
+    A dry run: the CPU, tiny sizes.
+    """
     device, profile = ("cpu", "smoke") if dry_run else ("cuda", "quick")
     # A GPU point warms up and times blocks of steps (measure.gpu); these are its least counts.
     steps, warmup = (2, 1) if dry_run else (10, 10)
@@ -66,13 +77,10 @@ def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
         [*zipf[:2], "train.cache_fraction=0.2" if not dry_run else zipf[2], "data.lookups_per_table=10"],
         {"model.table_rows": ["4x500", "4x1000"] if dry_run else ["8x100000", "8x1000000", "8x4000000"]},
     )
-    cpu_out = out  # the CPU sweeps' specs name the points; on_gpu sends their records to GPU_RECORDS
-    sensitivity = [studies.sensitivity(knob, profile, cpu_out) for knob in ("dense_features", "tables")]
-    shape = [studies.sensitivity(k, profile, cpu_out) for k in ("rows", "lookups", "embedding_dim", "mlp_width")]
-    shape.append(studies.sensitivity("batch_size", profile, cpu_out))
-    grid = studies.dense_sparse_grid(profile, cpu_out)
-    # The grid first (H2/H3): its CPU loops run on this host in the same run, paired with the GPU.
-    mirrored = [studies.on_gpu(grid, device, host=True), *(studies.on_gpu(s, device) for s in [*sensitivity, *shape])]
+    # The CPU study's specs name the points; its mirrors send their records to GPU_RECORDS. The
+    # grid's mirror runs this host's CPU loops too, in the same run (H2/H3 pair them with the GPU).
+    mirrored = gpu_mirrors(study_sweeps(profile, out), device)
     for spec in mirrored:
         spec.out, spec.repeats = records, repeats
-    return [presets, presets_large, floor, placements, *mirrored, skew, sizes]
+    alone = [(spec.name, [spec]) for spec in (presets, presets_large, floor, placements)]
+    return [*alone, (f"gpu-sensitivity-{profile}", mirrored), (skew.name, [skew]), (sizes.name, [sizes])]

@@ -2,8 +2,9 @@
 
 The base is `dlrm-benchmark` scaled to 8 x 100,000 rows, 20 lookups per table and batch
 1,024, named `dlrm-benchmark-scaled` in records and captions. Every one-knob sweep contains
-the base point, so the base is measured once (the sweeps share it through the resume key)
-and every curve passes through the same measurement.
+the base point. The whole study (the dense x sparse grid and every knob) is measured as one
+run (`measure`): the base is measured once per repeat, every curve passes through the same
+measurement, and every knob value pairs with it within a repeat of that run.
 """
 
 import dataclasses
@@ -108,15 +109,26 @@ def sensitivity(knob: str, profile: str, out: Path) -> Sweep:
     )
 
 
-def measure(specs: list[Sweep], device: str = "auto") -> list[str]:
-    """Run the sweeps (and their GPU mirrors where this machine has a GPU): one line each."""
-    lines = []
-    for spec in specs:
-        lines.append(f"{spec.name}: {sweep.run(spec, progress=False)}")
-        if gpu_here(device):
-            mirror = on_gpu(spec)
-            lines.append(f"{mirror.name}: {sweep.run(mirror, progress=False)}")
-    return lines
+def study_sweeps(profile: str, out: Path) -> list[Sweep]:
+    """The whole sensitivity study: the dense x sparse grid (notebook 03, H2/H3 first) and every one-knob
+    sweep (notebooks 03 and 04)."""
+    return [dense_sparse_grid(profile, out), *(sensitivity(knob, profile, out) for knob in KNOBS)]
+
+
+def gpu_mirrors(specs: list[Sweep], device: str = "cuda") -> list[Sweep]:
+    """The study's points on the gpu loop; the grid's with this host's CPU loops beside the GPU (H2/H3)."""
+    return [on_gpu(spec, device, host=spec.name.startswith("dense-sparse-grid")) for spec in specs]
+
+
+def measure(profile: str, out: Path, device: str = "auto") -> list[str]:
+    """The whole study measured as one run, so every knob value pairs with the base point within a
+    repeat (`sweep.run_together`), and its GPU points as a second run where this machine has a GPU.
+    Notebooks 03 and 04 both call it: the second finds everything recorded. One line per run."""
+    specs = study_sweeps(profile, out)
+    runs = [(f"sensitivity-{profile}", specs)]
+    if gpu_here(device):
+        runs.append((f"gpu-sensitivity-{profile}", gpu_mirrors(specs)))
+    return [f"{study}: {sweep.run_together(group, study, progress=False)}" for study, group in runs]
 
 
 def knob_value(knob: str, grid: str) -> float:
