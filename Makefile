@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks reproduce readme bench baseline-2020 compare-upstream gpu-check gpu-wheels lock clean
+.PHONY: env test lint notebooks reproduce readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels lock clean
 
 env: $(STAMP)
 
@@ -99,16 +99,27 @@ clean:
 # The reference and optimized loops and facebookresearch/dlrm's dlrm_s_pytorch.py, alternated
 # PAIRS times on the dlrm-benchmark config, then ours over theirs against the targets (5x
 # optimized bf16 on a native-bf16 CPU, 2.5x optimized fp32). DLRM_DIR: a checkout of
-# facebookresearch/dlrm; DLRM_PYTHON: an interpreter with what it needs (torch, numpy,
-# scikit-learn, tensorboard).
+# facebookresearch/dlrm (git clone https://github.com/facebookresearch/dlrm); DLRM_PYTHON: an
+# interpreter with what it imports, by default .venv-upstream (requirements/upstream.txt: the
+# study's torch build, numpy, scikit-learn, tensorboard, tqdm).
 PAIRS ?= 3
 UPSTREAM_LOOPS ?= --loop reference,--loop optimized --precision fp32,--loop optimized --precision bf16
-compare-upstream: env
+UPSTREAM_VENV ?= .venv-upstream
+DLRM_PYTHON ?= $(UPSTREAM_VENV)/bin/python
+
+upstream-env: $(UPSTREAM_VENV)/.installed
+
+$(UPSTREAM_VENV)/.installed: requirements/upstream.txt
+	test -x $(UPSTREAM_VENV)/bin/python || $(PYTHON) -m venv $(UPSTREAM_VENV)
+	$(UPSTREAM_VENV)/bin/python -m pip install -q -r requirements/upstream.txt
+	touch $@
+
+compare-upstream: env $(if $(filter $(UPSTREAM_VENV)/bin/python,$(DLRM_PYTHON)),upstream-env)
 	test -n "$(DLRM_DIR)" || { echo "set DLRM_DIR=path/to/facebookresearch/dlrm"; exit 2; }
 	for i in $$(seq $(PAIRS)); do \
 	  echo "$(UPSTREAM_LOOPS)" | tr ',' '\n' | while read -r loop; do \
 	    $(BIN)/dlrm-study bench --config dlrm-benchmark $$loop --steps 30 --repeats 1 --study reference-vs-upstream --no-progress < /dev/null || exit 1; \
 	  done || exit 1; \
-	  $(BIN)/python scripts/upstream_dlrm.py --dlrm-dir $(DLRM_DIR) --python $(or $(DLRM_PYTHON),$(BIN)/python) || exit 1; \
+	  $(BIN)/python scripts/upstream_dlrm.py --dlrm-dir $(DLRM_DIR) --python $(DLRM_PYTHON) || exit 1; \
 	done
 	$(BIN)/python scripts/upstream_dlrm.py --report
