@@ -82,7 +82,7 @@ lock: env
 
 # Caches and build leftovers only: results/ and .venv are never removed here.
 # The GPU session (issue: GPU loop): GPU tests, then the benchmark grid, within 8 minutes on
-# one H200; records in results/gpu-run/ to copy into results/. On a GPU machine with only
+# one H200; records in results/gpu-run/ (scripts/merge_records.py adds them to results/). On a GPU machine with only
 # torch and Triton, run `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
 gpu-check:
 	DLRM_STUDY_COMMIT=$$(git rev-parse HEAD) PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run

@@ -8,7 +8,8 @@
 # pytest, pandas, numpy and ninja (to compile the fused CPU kernels of the host placement)
 # come as wheels from wheels/gpu/ (`make gpu-wheels`) when missing.
 # On a copy of the tree without .git, set DLRM_STUDY_COMMIT=<commit> so records name it.
-# Records land in --out (default results/gpu-run): copy them into results/ and commit.
+# Records land in --out (default results/gpu-run): python scripts/merge_records.py results/gpu-run adds
+# them to results/; commit.
 # --dry-run: the same on the CPU at tiny sizes (CI runs it; TRITON_INTERPRET=1 adds the Triton kernels).
 set -euo pipefail
 cd "$(dirname "$0")/.."

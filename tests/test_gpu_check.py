@@ -10,6 +10,7 @@ import torch
 from tests.conftest import ROOT
 
 from dlrm_study import plots, results, studies, sweep
+from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import predictions
 from dlrm_study.studies.gpu import sweeps
 
@@ -48,6 +49,9 @@ def test_dry_run_writes_every_record(tmp_path):
     assert (grid["ms_block_min"] <= grid["ms_median"]).all() and (grid["ms_median"] <= grid["ms_block_max"]).all()
     assert set(grid[grid["study"] == "gpu-presets-large"]["batch_size"]) == {48, 96}
     assert set(grid[grid["study"] == "gpu-presets"]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32", "gpu-eager"}
+    host_loops = results.load(tmp_path / "sweeps.csv")  # last: the CPU loops on the GPU machine's CPU (S1, S3)
+    assert set(host_loops["study"]) == {"cpu-loops-smoke"} and (host_loops["device"] == "cpu").all()
+    assert set(host_loops["variant"]) == set(gpu_grid.HOST_LOOPS)
     embedding = results.load(tmp_path / "gpu_embedding.csv")
     assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
     assert sorted(set(embedding["repeat"])) == [0, 1]

@@ -8,6 +8,8 @@
    it measures the cost of dispatching a step, and no claim uses it (the study name says so).
 4. `gpu-placements`, then the CPU sensitivity study (the dense x sparse grid and every knob)
    mirrored on the GPU as one run, then the placements against id skew and table size.
+5. Last, the CPU loops on the GPU machine's own CPU (`cpu-loops`, all its cores): S1 and S3 on
+   a CPU with AMX, a class of CPU the 2-core development machines do not have.
 
 Budget, from the last H200 session (results/gpu-session/: the GPU tests 29 s, copy bandwidth
 and embedding benchmark about 25 s, a preset build about 6 s, the 18 preset measurements of
@@ -17,9 +19,11 @@ profiles 5 steps: about 2 s, so about 120 s + 18 x 6 s of builds + about 60 s of
 embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a second call.
 """
 
+import dataclasses
 from pathlib import Path
 
 from dlrm_study import studies
+from dlrm_study.studies.cpu import cpu_loops
 from dlrm_study.studies.sensitivity import gpu_mirrors, study_sweeps
 from dlrm_study.sweep import Sweep
 
@@ -27,6 +31,9 @@ PLACEMENT_VARIANTS = ["gpu-hbm", "gpu-cached", "gpu-cached-lfu", "gpu-uvm", "gpu
 PRESET_VARIANTS = ["gpu-hbm", "gpu-hbm-fp32", "gpu-eager"]
 LARGE_BATCHES = [16_384, 65_536]
 REPEATS = 3  # every GPU point, measured in interleaved repeats (measure.runner)
+# The host's CPU loops: the claim presets (S1, S3), without torchrec (not installed on the GPU host).
+HOST_PRESETS = ["dlrm-benchmark", "mlperf-scaled"]
+HOST_LOOPS = ["reference", "optimized-fp32", "optimized-bf16"]
 # Not a throughput point: the study whose records no claim reads.
 DISPATCH_FLOOR = "gpu-dispatch-floor"
 
@@ -82,5 +89,8 @@ def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
     mirrored = gpu_mirrors(study_sweeps(profile, out), device)
     for spec in mirrored:
         spec.out, spec.repeats = records, repeats
+    host = dataclasses.replace(cpu_loops(profile, out), variants=HOST_LOOPS)
+    if not dry_run:
+        host.config = HOST_PRESETS
     alone = [(spec.name, [spec]) for spec in (presets, presets_large, floor, placements)]
-    return [*alone, (f"gpu-sensitivity-{profile}", mirrored), (skew.name, [skew]), (sizes.name, [sizes])]
+    return [*alone, (f"gpu-sensitivity-{profile}", mirrored), *((s.name, [s]) for s in (skew, sizes, host))]

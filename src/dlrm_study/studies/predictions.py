@@ -101,6 +101,8 @@ def point_rows(
     efficiency = gpu_model.efficiency_range()
     rows = []
     for point in sweep.points(spec):
+        if point.cfg.train.loop != "gpu":
+            continue  # the GPU host's CPU loops (beside the GPU in its runs): the model is the GPU's
         cfg, placement = point.cfg, PLACEMENT_OF.get(point.variant, "hbm")
         hit = hit_rate_for(cfg, out) if placement == "cached" else 1.0
         if hit is None:
