@@ -77,7 +77,8 @@ def test_bf16_over_fp32_is_judged_against_1_3x_or_85_percent_of_the_bound_ratio(
 def test_upstream_report_pairs_runs_in_order_per_machine():
     def run(variant, i, rate, study="reference-vs-upstream"):
         return {"study": study, "config_name": "dlrm-benchmark", "machine": "m", "variant": variant,
-                "loop": variant, "timestamp": f"t{i}", "samples_per_s": rate, "native_bf16": True}  # fmt: skip
+                "loop": variant, "timestamp": f"t{i}", "samples_per_s": rate, "native_bf16": True,
+                "run_id": f"{variant}-{i}"}  # fmt: skip  (each run its own process, its own run id)
 
     records = []
     for i, speed in enumerate([1.0, 1.2, 1.0]):  # drift cancels within each round

@@ -186,6 +186,7 @@ def upstream_report(records: pd.DataFrame) -> str:
     here["variant"] = here["variant"].fillna(older) if "variant" in here else older
     here = here.sort_values("timestamp") if "timestamp" in here else here
     here["repeat"] = here.groupby(["machine", "variant"]).cumcount()
+    here[stats.RUN] = "compare-upstream"  # each run is its own process (its own run id): rounds pair by order
     lines = []
     for machine, runs in here.groupby("machine"):
         if UPSTREAM not in set(runs["variant"]):
