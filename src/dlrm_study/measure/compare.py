@@ -14,6 +14,7 @@ import pandas as pd
 from dlrm_study import config, results
 from dlrm_study.measure import roofline, runner, stats
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
+from dlrm_study.records import columns as col
 from dlrm_study.records.variants import REGISTRY as VARIANTS
 from dlrm_study.records.variants import Variant
 
@@ -114,23 +115,24 @@ def compare(
 def report(records: Sequence[dict[str, object]]) -> str:
     """Medians with 95% intervals, the paired speedups and roofline fractions against their targets."""
     frame = pd.DataFrame(records)
-    rate = stats.summarize(frame, ["config_name", "variant"]).set_index(["config_name", "variant"])
-    ms = stats.summarize(frame, ["config_name", "variant"], "ms_median").set_index(["config_name", "variant"])
+    rate = stats.summarize(frame, [col.CONFIG_NAME, col.VARIANT]).set_index([col.CONFIG_NAME, col.VARIANT])
+    ms = stats.summarize(frame, [col.CONFIG_NAME, col.VARIANT], col.MS_MEDIAN).set_index([col.CONFIG_NAME, col.VARIANT])
     lines = []
-    for preset in dict.fromkeys(frame["config_name"]):
+    for preset in dict.fromkeys(frame[col.CONFIG_NAME]):
         lines.append(f"{preset}:")
         for variant in VARIANTS:
             if (preset, variant) in rate.index:
                 r, m = rate.loc[(preset, variant)], ms.loc[(preset, variant)]
                 line = f"  {variant:<16}{stats.describe(r.center, r.low, r.high, digits=0):>32} samples/s"
                 line += f"   {m.center:9.1f} ms/it"
-                if "roofline_ms" in frame:
-                    bound = frame[(frame.config_name == preset) & (frame.variant == variant)]["roofline_ms"].median()
+                if col.ROOFLINE_MS in frame:
+                    mine = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == variant)]
+                    bound = mine[col.ROOFLINE_MS].median()
                     line += f"   roofline {bound:7.1f} ms"
                 lines.append(line)
-        here = frame[frame["config_name"] == preset]
+        here = frame[frame[col.CONFIG_NAME] == preset]
         for name, top, bottom, target in SPEEDUPS:
-            ratio = stats.paired_ratios(here, ["config_name"], top, bottom)
+            ratio = stats.paired_ratios(here, [col.CONFIG_NAME], top, bottom)
             if not ratio.empty:
                 r = ratio.iloc[0]
                 lines.append(
@@ -139,9 +141,9 @@ def report(records: Sequence[dict[str, object]]) -> str:
                 )
         lines += bf16_lines(here)
         for variant in ("optimized-fp32", "optimized-bf16"):
-            if (preset, variant) in ms.index and "roofline_ms" in here:
-                rows = here[here["variant"] == variant]
-                over = stats.interval(rows["ms_median"] / rows["roofline_ms"])
+            if (preset, variant) in ms.index and col.ROOFLINE_MS in here:
+                rows = here[here[col.VARIANT] == variant]
+                over = stats.interval(rows[col.MS_MEDIAN] / rows[col.ROOFLINE_MS])
                 lines.append(
                     f"  {variant + ' time / bound':<28}{stats.describe(*over, 'x'):>24}   "
                     f"target <= {ROOFLINE_TARGET}x: {verdict(-over[2], -over[1], -ROOFLINE_TARGET)}"
@@ -153,9 +155,10 @@ def bf16_target(records: pd.DataFrame) -> tuple[float, str]:
     """The bf16/fp32 target of one preset's records and how it was set: 1.3x, or 85% of the
     roofline's fp32/bf16 bound ratio where the machine's rates allow less."""
     bound = {
-        v: records.loc[records["variant"] == v, "roofline_ms"].median() for v in ("optimized-fp32", "optimized-bf16")
+        v: records.loc[records[col.VARIANT] == v, col.ROOFLINE_MS].median()
+        for v in ("optimized-fp32", "optimized-bf16")
     }
-    allowed = bound["optimized-fp32"] / bound["optimized-bf16"] if "roofline_ms" in records else float("nan")
+    allowed = bound["optimized-fp32"] / bound["optimized-bf16"] if col.ROOFLINE_MS in records else float("nan")
     if allowed == allowed and BF16_OF_BOUND * allowed < BF16_TARGET:
         return BF16_OF_BOUND * allowed, f"{BF16_OF_BOUND:.0%} of the bound ratio {allowed:.2f}x"
     return BF16_TARGET, f"{BF16_TARGET}x" + (f"; bound ratio {allowed:.2f}x" if allowed == allowed else "")
@@ -168,8 +171,8 @@ def bf16_lines(records: pd.DataFrame) -> list[str]:
         return []
     r = ratio.iloc[0]
     name, shown = "optimized bf16 / fp32", stats.describe(r.center, r.low, r.high, "x")
-    bf16 = records[records["variant"] == "optimized-bf16"]
-    if "native_bf16" in bf16 and (bf16["native_bf16"].astype(str) == "False").any():
+    bf16 = records[records[col.VARIANT] == "optimized-bf16"]
+    if col.NATIVE_BF16 in bf16 and (bf16[col.NATIVE_BF16].astype(str) == "False").any():
         return [f"  {name:<28}{shown:>24}   bf16 (emulated): not judged"]
     target, how = bf16_target(records)
     return [f"  {name:<28}{shown:>24}   target >= {target:.2f}x ({how}): {verdict(r.low, r.high, target)}"]
@@ -181,20 +184,20 @@ def upstream_report(records: pd.DataFrame) -> str:
     `make compare-upstream` alternates them as separate processes, so runs pair by order: the
     i-th run of a loop with the i-th upstream run on the same machine.
     """
-    here = records[records["study"].isin(UPSTREAM_STUDIES) & (records["config_name"] == "dlrm-benchmark")].copy()
-    older = here["loop"].where(here["loop"].isin(["reference", UPSTREAM]))  # records from before variants
-    here["variant"] = here["variant"].fillna(older) if "variant" in here else older
-    here = here.sort_values("timestamp") if "timestamp" in here else here
-    here["repeat"] = here.groupby(["machine", "variant"]).cumcount()
+    here = records[records[col.STUDY].isin(UPSTREAM_STUDIES) & (records[col.CONFIG_NAME] == "dlrm-benchmark")].copy()
+    older = here[col.LOOP].where(here[col.LOOP].isin(["reference", UPSTREAM]))  # records from before variants
+    here[col.VARIANT] = here[col.VARIANT].fillna(older) if col.VARIANT in here else older
+    here = here.sort_values(col.TIMESTAMP) if col.TIMESTAMP in here else here
+    here[col.REPEAT] = here.groupby([col.MACHINE, col.VARIANT]).cumcount()
     lines = []
-    for machine, runs in here.groupby("machine"):
-        if UPSTREAM not in set(runs["variant"]):
+    for machine, runs in here.groupby(col.MACHINE):
+        if UPSTREAM not in set(runs[col.VARIANT]):
             continue
         lines.append(f"{machine}: dlrm-benchmark, ours over facebookresearch/dlrm (runs paired in order)")
         for variant, target in UPSTREAM_TARGETS:
             r = stats.paired_ratio(runs, variant, UPSTREAM)
-            ours = runs[runs["variant"] == variant]
-            if r.n and "native_bf16" in ours and (ours["native_bf16"].astype(str) == "False").any():
+            ours = runs[runs[col.VARIANT] == variant]
+            if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
                 lines.append(f"  {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")
             elif r.n:
                 shown = stats.describe(r.center, r.low, r.high, "x")
