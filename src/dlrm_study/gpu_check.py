@@ -24,6 +24,7 @@ import torch
 from dlrm_study import config, results, studies, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, runner
+from dlrm_study.records import columns as col
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import predictions
 from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS
@@ -84,14 +85,14 @@ def embedding_records(out: Path, dry_run: bool) -> None:
     steps, warmup = (2, 1) if dry_run else (20, 5)
 
     def measure(task: runner.Task) -> dict[str, object]:
-        fields = {**gpu.embedding_bench(task.cfg, steps, warmup, limits), "builds": "every repeat"}
+        fields = {**gpu.embedding_bench(task.cfg, steps, warmup, limits), col.BUILDS: "every repeat"}
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return fields
 
     def say(record: dict[str, object]) -> None:
         print(
-            f"embedding {record['placement']:>6}, repeat {record['repeat']}: "
+            f"embedding {record[col.PLACEMENT]:>6}, repeat {record[col.REPEAT]}: "
             f"{record['embedding_ms_median']:8.2f} ms, {record['embedding_gbps']:7.1f} GB/s "
             f"(lookup alone {record['embedding_forward_gbps']:7.1f} GB/s)"
         )
@@ -123,8 +124,8 @@ def summary(out: Path, dry_run: bool = False, predicted: Path | None = None) -> 
     lines = []
     path = out / studies.GPU_RECORDS
     frame = results.load(path) if path.exists() else None
-    if frame is not None and "error" in frame:
-        lines += throughput_lines(frame[frame["error"].isna()], dry_run)
+    if frame is not None and col.ERROR in frame:
+        lines += throughput_lines(frame[frame[col.ERROR].isna()], dry_run)
     path = out / "gpu_embedding.csv"
     if path.exists():
         lines += embedding_lines(results.load(path), dry_run)
@@ -144,17 +145,17 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
     lines = []
     name = (lambda c: "tiny") if dry_run else (lambda c: c)
     batch_of = (lambda b: DRY_BATCHES[b]) if dry_run else (lambda b: b)
-    presets = ok[ok["study"].isin(["gpu-presets", "gpu-presets-large"])]
-    if "capture" in presets:
-        rate = presets.groupby(["config_name", "batch_size", "variant"])["samples_per_s"].median()
+    presets = ok[ok[col.STUDY].isin(["gpu-presets", "gpu-presets-large"])]
+    if col.CAPTURE in presets:
+        rate = presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE, col.VARIANT])[col.SAMPLES_PER_S].median()
         for cfg, batch, variant, target in THROUGHPUT_TARGETS:
             got = rate.get((name(cfg), batch_of(batch), variant))
             if got is not None:
                 lines.append(f"{cfg} bf16 hbm captured, batch {batch:,}: {got:,.0f} samples/s "
                              f"(target {target:,}: {verdict(got >= target)})")  # fmt: skip
-        for (cfg, batch), group in presets.groupby(["config_name", "batch_size"]):
-            by = group.groupby("variant")["samples_per_s"].median()
-            hbm = group[group["variant"] == "gpu-hbm"]
+        for (cfg, batch), group in presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE]):
+            by = group.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
+            hbm = group[group[col.VARIANT] == "gpu-hbm"]
             busy, kernels = hbm["gpu_busy_fraction"].median(), hbm["kernels_per_step"].median()
             bound = "/".join(sorted(set(group["bound"].dropna())))
             parts = [f"{cfg} batch {batch:,}:"]
@@ -168,12 +169,12 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
                                                   if batch >= batch_of(16384) and busy == busy else ""))  # fmt: skip
             parts.append(f"bound {bound}, {kernels:.0f} kernels/step")
             lines.append(" ".join(parts))
-    floor = ok[ok["study"] == DISPATCH_FLOOR]
+    floor = ok[ok[col.STUDY] == DISPATCH_FLOOR]
     if not floor.empty:
-        rates = floor.groupby("variant")["samples_per_s"].median()
+        rates = floor.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
         text = ", ".join(f"{v} {r:,.0f}" for v, r in rates.items())
         lines.append(f"kaggle batch 128 (dispatch-overhead floor, no claim): {text} samples/s")
-    place = ok[ok["study"] == "gpu-placements"].groupby("variant")["samples_per_s"].median()
+    place = ok[ok[col.STUDY] == "gpu-placements"].groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
     if "gpu-hbm" in place and "gpu-cached" in place:
         ratio = place["gpu-cached"] / place["gpu-hbm"]
         lines.append(
@@ -187,7 +188,7 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
 
 def embedding_lines(emb, dry_run: bool) -> list[str]:
     """The hbm kernels' bytes over the copy bandwidth: lookup alone, and lookup + backward + update."""
-    hbm = emb[(emb["placement"] == "hbm") & (emb["config_name"] == ("tiny" if dry_run else "dlrm-benchmark"))]
+    hbm = emb[(emb[col.PLACEMENT] == "hbm") & (emb[col.CONFIG_NAME] == ("tiny" if dry_run else "dlrm-benchmark"))]
     if hbm.empty or "embedding_copy_fraction" not in hbm:
         return []
     lines = []
