@@ -25,6 +25,7 @@ from dlrm_study import config, results, studies, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, runner
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import predictions
 from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS
@@ -33,9 +34,9 @@ from dlrm_study.sweep import Sweep
 # Targets of issue 21 (an H200; judged on the median of repeat medians).
 # (config, batch, variant, least samples/s); variant gpu-hbm: bf16, hbm, captured.
 THROUGHPUT_TARGETS = [
-    ("mlperf-scaled", 2048, "gpu-hbm", 1_500_000),
-    ("mlperf-scaled", 65536, "gpu-hbm", 5_000_000),
-    ("dlrm-benchmark", 16384, "gpu-hbm", 2_000_000),
+    ("mlperf-scaled", 2048, GPU_HBM, 1_500_000),
+    ("mlperf-scaled", 65536, GPU_HBM, 5_000_000),
+    ("dlrm-benchmark", 16384, GPU_HBM, 2_000_000),
 ]
 DRY_BATCHES = {2048: 64, 16384: 48, 65536: 96}  # a dry run's tiny stand-ins for the batches above
 TARGET_BUSY = 0.9  # GPU busy at batches >= 16,384
@@ -155,16 +156,16 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
                              f"(target {target:,}: {verdict(got >= target)})")  # fmt: skip
         for (cfg, batch), group in presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE]):
             by = group.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
-            hbm = group[group[col.VARIANT] == "gpu-hbm"]
+            hbm = group[group[col.VARIANT] == GPU_HBM]
             busy, kernels = hbm["gpu_busy_fraction"].median(), hbm["kernels_per_step"].median()
             bound = "/".join(sorted(set(group["bound"].dropna())))
             parts = [f"{cfg} batch {batch:,}:"]
-            if "gpu-hbm" in by and "gpu-hbm-fp32" in by:
-                ratio = by["gpu-hbm"] / by["gpu-hbm-fp32"]
+            if GPU_HBM in by and GPU_HBM_FP32 in by:
+                ratio = by[GPU_HBM] / by[GPU_HBM_FP32]
                 large = batch >= batch_of(16384)
                 parts.append(f"bf16/fp32 {ratio:.2f}" + (f" (target >= 1: {verdict(ratio >= 1)})" if large else ""))
-            if "gpu-hbm" in by and "gpu-eager" in by:
-                parts.append(f"graph/eager {by['gpu-hbm'] / by['gpu-eager']:.2f}")
+            if GPU_HBM in by and GPU_EAGER in by:
+                parts.append(f"graph/eager {by[GPU_HBM] / by[GPU_EAGER]:.2f}")
             parts.append(f"GPU busy {busy:.2f}" + (f" (target 0.90: {verdict(busy >= TARGET_BUSY)})"
                                                   if batch >= batch_of(16384) and busy == busy else ""))  # fmt: skip
             parts.append(f"bound {bound}, {kernels:.0f} kernels/step")
@@ -175,14 +176,14 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
         text = ", ".join(f"{v} {r:,.0f}" for v, r in rates.items())
         lines.append(f"kaggle batch 128 (dispatch-overhead floor, no claim): {text} samples/s")
     place = ok[ok[col.STUDY] == "gpu-placements"].groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
-    if "gpu-hbm" in place and "gpu-cached" in place:
-        ratio = place["gpu-cached"] / place["gpu-hbm"]
+    if GPU_HBM in place and GPU_CACHED in place:
+        ratio = place[GPU_CACHED] / place[GPU_HBM]
         lines.append(
             f"cached (10%, Zipf 1.05) / hbm: {ratio:.2f} (target 0.70: {verdict(ratio >= TARGET_CACHED_OVER_HBM)})"
         )
-    for v in ("gpu-cached-lfu", "gpu-uvm", "gpu-host"):
-        if "gpu-hbm" in place and v in place:
-            lines.append(f"{v.removeprefix('gpu-')} / hbm: {place[v] / place['gpu-hbm']:.2f}")
+    for v in (GPU_CACHED_LFU, GPU_UVM, GPU_HOST):
+        if GPU_HBM in place and v in place:
+            lines.append(f"{v.removeprefix('gpu-')} / hbm: {place[v] / place[GPU_HBM]:.2f}")
     return lines
 
 

@@ -25,22 +25,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocat
 
 from dlrm_study.measure import stats
 from dlrm_study.records import columns as col
-
-VARIANT_ORDER = [
-    "reference",
-    "fused-update",
-    "+table-batching",
-    "+huge-pages",
-    "torchrec",
-    "optimized-fp32",
-    "optimized-bf16",
-    "gpu-hbm-fp32",
-    "gpu-hbm",
-    "gpu-cached",
-    "gpu-cached-lfu",
-    "gpu-uvm",
-    "gpu-host",
-]
+from dlrm_study.records.variants import ORDER as VARIANT_ORDER
 
 
 def ordered(variants) -> list[str]:

@@ -37,6 +37,7 @@ from dlrm_study.measure import runner
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
 from dlrm_study.measure.compare import VARIANTS, runnable, skip_note
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import REFERENCE
 
 KEYS = {"name", "config", "set", "grid", "variants", "repeats", "steps", "warmup", "profile_steps", "out"}
 COUNTS = ("repeats", "steps", "warmup", "profile_steps")
@@ -48,7 +49,7 @@ class Sweep:
     config: str | list[str] = "tiny"
     set: list[str] = field(default_factory=list)
     grid: dict[str, list] = field(default_factory=dict)
-    variants: list[str] = field(default_factory=lambda: ["reference"])
+    variants: list[str] = field(default_factory=lambda: [REFERENCE])
     repeats: int = 3
     steps: int = 10
     warmup: int = 2

@@ -15,28 +15,37 @@ from dlrm_study import config, results
 from dlrm_study.measure import roofline, runner, stats
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import (
+    BF16_PAIR,
+    CPU_LOOPS,
+    FUSED_UPDATE,
+    HUGE_PAGES,
+    OPTIMIZED_BF16,
+    OPTIMIZED_FP32,
+    REFERENCE,
+    TABLE_BATCHING,
+    TORCHREC,
+    Variant,
+)
 from dlrm_study.records.variants import REGISTRY as VARIANTS
-from dlrm_study.records.variants import Variant
 
-CPU_VARIANTS = ("reference", "optimized-fp32", "optimized-bf16", "torchrec")
+CPU_VARIANTS = CPU_LOOPS
 
-# Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
-# `optimized-fp32` is the step that adds the fused interaction, `optimized-bf16` the one that adds bf16.
-ABLATION = ["reference", "fused-update", "+table-batching", "+huge-pages", "optimized-fp32", "optimized-bf16"]
+# Notebook 02's ablation (`records.variants.ABLATION`), each step named by what it adds.
 ABLATION_LABELS = {
-    "reference": "reference",
-    "fused-update": "+ fused embedding update",
-    "+table-batching": "+ table batching",
-    "+huge-pages": "+ huge pages",
-    "optimized-fp32": "+ fused interaction (optimized fp32)",
-    "optimized-bf16": "+ bf16 Split-SGD and bf16 MLPs (optimized bf16)",
+    REFERENCE: "reference",
+    FUSED_UPDATE: "+ fused embedding update",
+    TABLE_BATCHING: "+ table batching",
+    HUGE_PAGES: "+ huge pages",
+    OPTIMIZED_FP32: "+ fused interaction (optimized fp32)",
+    OPTIMIZED_BF16: "+ bf16 Split-SGD and bf16 MLPs (optimized bf16)",
 }
 
 # (name, numerator, denominator, target): samples/s ratios the SC20 issue asks for.
 SPEEDUPS = [
-    ("optimized bf16 / reference", "optimized-bf16", "reference", 4.0),
-    ("optimized fp32 / reference", "optimized-fp32", "reference", 2.2),
-    ("optimized bf16 / torchrec", "optimized-bf16", "torchrec", 2.5),
+    ("optimized bf16 / reference", OPTIMIZED_BF16, REFERENCE, 4.0),
+    ("optimized fp32 / reference", OPTIMIZED_FP32, REFERENCE, 2.2),
+    ("optimized bf16 / torchrec", OPTIMIZED_BF16, TORCHREC, 2.5),
 ]
 ROOFLINE_TARGET = 1.3  # time per iteration within 1.3x of the bound
 # bf16 over fp32 (issue S3): at least 1.3x, or 85% of what the machine's measured rates allow
@@ -46,7 +55,7 @@ BF16_OF_BOUND = 0.85
 # facebookresearch/dlrm's own script at dlrm-benchmark (`make compare-upstream`): ours over it.
 UPSTREAM = "upstream-dlrm"
 UPSTREAM_STUDIES = ("upstream", "reference-vs-upstream")  # the studies `make compare-upstream` writes
-UPSTREAM_TARGETS = [("optimized-bf16", 5.0), ("optimized-fp32", 2.5), ("reference", None)]  # reference: faithful
+UPSTREAM_TARGETS = [(OPTIMIZED_BF16, 5.0), (OPTIMIZED_FP32, 2.5), (REFERENCE, None)]  # reference: faithful
 
 
 def variant_name(cfg: config.Config) -> str:
@@ -140,7 +149,7 @@ def report(records: Sequence[dict[str, object]]) -> str:
                     f"target >= {target}x: {verdict(r.low, r.high, target)}"
                 )
         lines += bf16_lines(here)
-        for variant in ("optimized-fp32", "optimized-bf16"):
+        for variant in BF16_PAIR:
             if (preset, variant) in ms.index and col.ROOFLINE_MS in here:
                 rows = here[here[col.VARIANT] == variant]
                 over = stats.interval(rows[col.MS_MEDIAN] / rows[col.ROOFLINE_MS])
@@ -154,11 +163,8 @@ def report(records: Sequence[dict[str, object]]) -> str:
 def bf16_target(records: pd.DataFrame) -> tuple[float, str]:
     """The bf16/fp32 target of one preset's records and how it was set: 1.3x, or 85% of the
     roofline's fp32/bf16 bound ratio where the machine's rates allow less."""
-    bound = {
-        v: records.loc[records[col.VARIANT] == v, col.ROOFLINE_MS].median()
-        for v in ("optimized-fp32", "optimized-bf16")
-    }
-    allowed = bound["optimized-fp32"] / bound["optimized-bf16"] if col.ROOFLINE_MS in records else float("nan")
+    bound = {v: records.loc[records[col.VARIANT] == v, col.ROOFLINE_MS].median() for v in BF16_PAIR}
+    allowed = bound[OPTIMIZED_FP32] / bound[OPTIMIZED_BF16] if col.ROOFLINE_MS in records else float("nan")
     if allowed == allowed and BF16_OF_BOUND * allowed < BF16_TARGET:
         return BF16_OF_BOUND * allowed, f"{BF16_OF_BOUND:.0%} of the bound ratio {allowed:.2f}x"
     return BF16_TARGET, f"{BF16_TARGET}x" + (f"; bound ratio {allowed:.2f}x" if allowed == allowed else "")
@@ -166,12 +172,12 @@ def bf16_target(records: pd.DataFrame) -> tuple[float, str]:
 
 def bf16_lines(records: pd.DataFrame) -> list[str]:
     """optimized-bf16 over optimized-fp32 (paired) against its target; emulated bf16 is named, not judged."""
-    ratio = stats.paired_ratios(records.assign(_all=""), ["_all"], "optimized-bf16", "optimized-fp32")
+    ratio = stats.paired_ratios(records.assign(_all=""), ["_all"], OPTIMIZED_BF16, OPTIMIZED_FP32)
     if ratio.empty:
         return []
     r = ratio.iloc[0]
     name, shown = "optimized bf16 / fp32", stats.describe(r.center, r.low, r.high, "x")
-    bf16 = records[records[col.VARIANT] == "optimized-bf16"]
+    bf16 = records[records[col.VARIANT] == OPTIMIZED_BF16]
     if col.NATIVE_BF16 in bf16 and (bf16[col.NATIVE_BF16].astype(str) == "False").any():
         return [f"  {name:<28}{shown:>24}   bf16 (emulated): not judged"]
     target, how = bf16_target(records)

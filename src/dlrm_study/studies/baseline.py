@@ -24,6 +24,7 @@ from dlrm_study.measure import runner, stats
 from dlrm_study.measure.bench import measure_prepared, prepare, step_times
 from dlrm_study.measure.compare import VARIANTS, runnable
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import BF16_PAIR, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
 from dlrm_study.studies.profiles import BASELINE, shown
 
 PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
@@ -31,10 +32,10 @@ OLD, OLD_TODAY = "reference-2020", "reference-2020-today"
 STEPS = {  # variant -> what the decomposition calls it, in order
     OLD: "2020 reference step, torch 1.5.1",
     OLD_TODAY: "the same step, today's torch",
-    "reference": "today's reference loop",
-    "torchrec": "torchrec",
-    "optimized-fp32": "optimized fp32",
-    "optimized-bf16": "optimized bf16",
+    REFERENCE: "today's reference loop",
+    TORCHREC: "torchrec",
+    OPTIMIZED_FP32: "optimized fp32",
+    OPTIMIZED_BF16: "optimized bf16",
 }
 CONFIGS = {"smoke": ["tiny"], "quick": ["dlrm-benchmark", "mlperf-scaled"], "full": ["dlrm-benchmark", "mlperf-scaled"]}
 THREADS = {"smoke": [1], "quick": [1, 2], "full": [1, 2]}
@@ -174,7 +175,7 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     clean = frame[frame[col.CONFIG_NAME] == config_name]
     rate = clean.groupby([col.VARIANT, col.THREADS])[col.SAMPLES_PER_S].median()
     best = max(
-        (v for v in ("optimized-fp32", "optimized-bf16") if (v, 2) in rate and (v, 1) in rate),
+        (v for v in BF16_PAIR if (v, 2) in rate and (v, 1) in rate),
         key=lambda v: rate[(v, 2)],
         default=None,
     )
@@ -183,5 +184,5 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     exponent = {v: math.log2(rate[(v, 2)] / rate[(v, 1)]) for v in (best, OLD)}
     measured = rate[(best, 2)] / rate[(OLD, 2)]
     projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
-    return {"variant": best, "measured": measured, "projected": projected, "cores": cores,
+    return {col.VARIANT: best, "measured": measured, "projected": projected, "cores": cores,
             "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip

@@ -17,8 +17,9 @@ import pandas as pd
 from dlrm_study import results
 from dlrm_study.measure import stats
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import BF16_PAIR
 
-BF16, FP32 = "optimized-bf16", "optimized-fp32"
+FP32, BF16 = BF16_PAIR
 # One repeat of one measurement run: the two variants pair up within it.
 RUN = [col.MACHINE, col.STUDY, col.CONFIG_NAME]
 TABLE = [*RUN, "quantity", "n", "center", "low", "high", "fp32", "bf16"]

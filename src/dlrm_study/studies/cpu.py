@@ -7,13 +7,14 @@ from typing import NamedTuple
 import pandas as pd
 
 from dlrm_study.measure import stats
-from dlrm_study.measure.compare import ABLATION, ABLATION_LABELS
+from dlrm_study.measure.compare import ABLATION_LABELS
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import ABLATION, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
 from dlrm_study.studies.profiles import PRESETS, SWEEP
 from dlrm_study.sweep import Sweep
 
 CPU_PRESETS = ["dlrm-benchmark", "mlperf-scaled", "kaggle"]
-CPU_LOOPS = ["reference", "torchrec", "optimized-fp32", "optimized-bf16"]
+CPU_LOOPS = [REFERENCE, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16]
 
 
 def cpu_loops(profile: str, out: Path) -> Sweep:
@@ -69,7 +70,7 @@ def ablation_steps(records: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for before, step in itertools.pairwise(steps):
         gain = stats.paired_finding(records, step, before, "faster", "slower")
-        total = stats.paired_ratio(records, step, "reference")
+        total = stats.paired_ratio(records, step, REFERENCE)
         rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain.all._asdict(),
                      "word": gain.word, "text": gain.text(),
                      **{f"total_{k}": v for k, v in total._asdict().items()}})  # fmt: skip
@@ -103,7 +104,7 @@ def embedding_share(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> 
     return stats.summarize(records.assign(share=share), [col.CONFIG_NAME], "share", share=True)
 
 
-def speedups(records: pd.DataFrame, baseline: str = "reference") -> pd.DataFrame:
+def speedups(records: pd.DataFrame, baseline: str = REFERENCE) -> pd.DataFrame:
     """Every variant's samples/s over the baseline's, paired within repeats, per config."""
     parts = [
         stats.paired_ratios(records, [col.CONFIG_NAME], variant, baseline).assign(**{col.VARIANT: variant})

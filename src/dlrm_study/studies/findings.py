@@ -10,6 +10,7 @@ import pandas as pd
 
 from dlrm_study.measure import stats
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import REFERENCE
 from dlrm_study.studies import baseline, cpu
 from dlrm_study.studies import scaling as scaling_study
 from dlrm_study.studies.predictions import against_naive
@@ -19,7 +20,7 @@ from dlrm_study.studies.sensitivity import knob_findings
 def reference_breakdown(records: pd.DataFrame) -> list[str]:
     """Notebook 01: the share of the reference's profiled iteration in embedding backward + update
     (S2), and in embedding forward beside it, per preset, over all repeats."""
-    reference = records[records[col.VARIANT] == "reference"].dropna(subset=[col.op_column("embedding_forward")])
+    reference = records[records[col.VARIANT] == REFERENCE].dropna(subset=[col.op_column("embedding_forward")])
     update = cpu.embedding_share(reference).set_index(col.CONFIG_NAME)
     forward = cpu.embedding_share(reference, ("embedding_forward",)).set_index(col.CONFIG_NAME)
     lines = []
@@ -38,8 +39,8 @@ def speedups(records: pd.DataFrame) -> list[str]:
     lines = []
     for name in sorted(set(records[col.CONFIG_NAME])):
         preset = records[records[col.CONFIG_NAME] == name]
-        for variant in sorted(set(preset[col.VARIANT]) - {"reference"}):
-            f = stats.paired_finding(preset, variant, "reference", "faster", "slower")
+        for variant in sorted(set(preset[col.VARIANT]) - {REFERENCE}):
+            f = stats.paired_finding(preset, variant, REFERENCE, "faster", "slower")
             if f.all.n:
                 lines.append(f"{name}: {variant} over the reference {f.text()}")
     return (lines or ["speedups: no finding: no loop pairs up with the reference"]) + stats.flag_note(records)
@@ -159,15 +160,15 @@ def convergence(records: pd.DataFrame) -> list[str]:
     """Notebook 07: held-out AUC of each loop over its seeds, and its difference from the reference's,
     paired by seed (mean over seeds with a t interval)."""
     evals = records[records[col.KIND] == "eval"]
-    if "reference" not in set(evals[col.VARIANT]):
+    if REFERENCE not in set(evals[col.VARIANT]):
         return ["no reference run recorded"]
     wide = evals.pivot_table(index="train.seed", columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
     lines = []
     for variant in wide:
         auc = wide[variant].dropna()
-        gap = (wide[variant] - wide["reference"]).dropna()
+        gap = (wide[variant] - wide[REFERENCE]).dropna()
         said = f"{variant}: held-out AUC {auc.median():.4f} (median of {len(auc)} seed(s))"
-        if variant != "reference":
+        if variant != REFERENCE:
             said += f", {stats.describe_difference(gap)} vs the reference (paired by seed)"
         lines.append(said)
     return lines
@@ -192,7 +193,7 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
         p = baseline.projection(records, config)
         if p:
             lines.append(
-                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p['variant']} "
+                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p[col.VARIANT]} "
                 f"{p['measured']:.1f}x the 2020 step at 2 threads would be {p['projected']:.0f}x if each side kept "
                 f"its 1-to-2-thread scaling (exponents {p['exponent_best']:.2f} and {p['exponent_2020']:.2f})"
             )

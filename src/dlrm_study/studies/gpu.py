@@ -20,10 +20,11 @@ embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a 
 from pathlib import Path
 
 from dlrm_study import studies
+from dlrm_study.records.variants import GPU_EAGER, GPU_HBM, GPU_PLACEMENTS, GPU_PRESETS
 from dlrm_study.sweep import Sweep
 
-PLACEMENT_VARIANTS = ["gpu-hbm", "gpu-cached", "gpu-cached-lfu", "gpu-uvm", "gpu-host"]
-PRESET_VARIANTS = ["gpu-hbm", "gpu-hbm-fp32", "gpu-eager"]
+PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
+PRESET_VARIANTS = list(GPU_PRESETS)
 LARGE_BATCHES = [16_384, 65_536]
 REPEATS = 3  # every GPU point, measured in interleaved repeats (measure.runner)
 # Not a throughput point: the study whose records no claim reads.
@@ -50,7 +51,7 @@ def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
     presets = own("gpu-presets", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [])
     presets_large = own("gpu-presets-large", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [], large)
     # (A dry run's floor: tiny at a batch of its own, or its points would be the presets'.)
-    floor = own(DISPATCH_FLOOR, ["kaggle"], ["gpu-hbm", "gpu-eager"], ["train.batch_size=24"] if dry_run else [])
+    floor = own(DISPATCH_FLOOR, ["kaggle"], [GPU_HBM, GPU_EAGER], ["train.batch_size=24"] if dry_run else [])
     placements = own("gpu-placements", ["mlperf-scaled"], PLACEMENT_VARIANTS, zipf)
     skew = own(
         "gpu-placement-skew",

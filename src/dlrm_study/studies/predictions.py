@@ -18,6 +18,7 @@ from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu_model, stats
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 PREDICTIONS = "gpu_predictions.csv"
@@ -26,8 +27,8 @@ MODEL = "gpu_model v1"
 # The same model with each point's kernels per step and dispatch taken from a measured profile
 # (measure.gpu's profiled window): rows added beside v1's, never in their place.
 PROFILED_MODEL = "gpu_model v2 (profiled kernels)"
-PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-eager": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
-PLACEMENT_OF |= {"gpu-cached": "cached", "gpu-cached-lfu": "cached"}
+# Where each gpu variant places its tables, as the registry says (a CPU loop's prediction reads as hbm).
+PLACEMENT_OF = {v: Variant.named(v).setting("placement") for v in REGISTRY if Variant.named(v).setting("loop") == "gpu"}
 
 
 def gpu_specs(profile: str, out: Path) -> list[sweep.Sweep]:
@@ -145,8 +146,8 @@ def ratio_rows(rows: list[dict[str, object]], out: Path, profile: str) -> list[d
     extra = []
     by_point = {(r["sweep"], r[col.GRID], r[col.VARIANT]): r for r in rows}
     for (name, grid, variant), row in by_point.items():
-        hbm = by_point.get((name, grid, "gpu-hbm"))
-        if claim_of(name) == "H4" and variant != "gpu-hbm" and hbm is not None:
+        hbm = by_point.get((name, grid, GPU_HBM))
+        if claim_of(name) == "H4" and variant != GPU_HBM and hbm is not None:
             # The same corner on both sides (the same efficiency and op cost): the ratio's range.
             corners = [hbm["fast_ms"] / row["fast_ms"], hbm["slow_ms"] / row["slow_ms"]]
             extra.append(ratio(row, "over_hbm", min(corners), max(corners)))
@@ -269,8 +270,8 @@ def score(out: Path, device_name: str = "h200", records: Path | None = None) -> 
                 pred.loc[i, "measured"] = mine
             elif row["quantity"] == "over_hbm":
                 hbm = pred[(pred["sweep"] == row["sweep"]) & (pred[col.GRID] == row[col.GRID])]
-                hbm = hbm[(hbm[col.VARIANT] == "gpu-hbm") & (hbm["quantity"] == col.SAMPLES_PER_S)]
-                base = rate.get((hbm[col.CONFIG_HASH].iloc[0], "gpu-hbm")) if not hbm.empty else None
+                hbm = hbm[(hbm[col.VARIANT] == GPU_HBM) & (hbm["quantity"] == col.SAMPLES_PER_S)]
+                base = rate.get((hbm[col.CONFIG_HASH].iloc[0], GPU_HBM)) if not hbm.empty else None
                 if base:
                     pred.loc[i, "measured"] = mine / base
             elif row["quantity"] == "gpu_over_cpu":
@@ -348,8 +349,8 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
         {
             "claim": pick["claim"],
             "sweep": pick["sweep"].str.replace("-quick", ""),
-            "point": pick[col.GRID],
-            "variant": pick[col.VARIANT],
+            col.POINT: pick[col.GRID],
+            col.VARIANT: pick[col.VARIANT],
             "quantity": pick["quantity"],
             "predicted": [f"[{number(lo)}, {number(hi)}]" for lo, hi in zip(pick["low"], pick["high"], strict=True)],
             "measured": [number(m) if m == m else "-" for m in pick["measured"]],

@@ -19,6 +19,16 @@ import pandas as pd
 from dlrm_study.measure import stats
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
+from dlrm_study.records.variants import (
+    BF16_PAIR,
+    GPU_CACHED,
+    GPU_HBM,
+    GPU_HOST,
+    GPU_UVM,
+    OPTIMIZED_BF16,
+    OPTIMIZED_FP32,
+    REFERENCE,
+)
 from dlrm_study.studies import baseline, cpu, scaling
 from dlrm_study.studies.evidence import H1_KNOBS, Evidence
 from dlrm_study.studies.sensitivity import KNOBS, gpu_over_cpu_pairs
@@ -40,7 +50,7 @@ S3_FACTOR = 1.8  # "up to 1.8x": drawn as the claim's line; the rule asks bf16 t
 S2_SHARE = 0.5
 S3_AUC_GAP = 0.002
 S3_SEEDS = 3  # held-out AUC over at least this many seeds
-CPU_LOOPS = ("optimized-fp32", "optimized-bf16")
+CPU_LOOPS = BF16_PAIR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +202,8 @@ def h4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     if (early := gpu_early(evidence, machine)) is not None:
         return early
     frame = view(evidence.gpu_placements, drop_flagged)
-    ratios = {v: stats.paired_ratio(frame, f"gpu-{v}", "gpu-hbm") for v in ("host", "uvm", "cached")}
+    off = {"host": GPU_HOST, "uvm": GPU_UVM, "cached": GPU_CACHED}
+    ratios = {where: stats.paired_ratio(frame, name, GPU_HBM) for where, name in off.items()}
     if not all(r.n for r in ratios.values()):
         return Verdict("not yet measured", "no GPU placement repeat pairs up with hbm")
     text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
@@ -226,7 +237,7 @@ def s1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     else:
         loops = evidence.cpu_loops
         records = loops[loops[col.CONFIG_NAME] == "dlrm-benchmark"] if not loops.empty else loops
-        against, what = "reference", "today's PyTorch reference"
+        against, what = REFERENCE, "today's PyTorch reference"
     if records.empty:
         return Verdict("not yet measured", "")
     frame = view(records, drop_flagged)
@@ -250,7 +261,7 @@ def s2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     """The share of the reference's profiled dlrm-benchmark iteration in embedding backward + update, against 50%."""
     loops = evidence.cpu_loops
     ref = (
-        loops[(loops[col.VARIANT] == "reference") & (loops[col.CONFIG_NAME] == "dlrm-benchmark")]
+        loops[(loops[col.VARIANT] == REFERENCE) & (loops[col.CONFIG_NAME] == "dlrm-benchmark")]
         if not loops.empty
         else loops
     )
@@ -279,9 +290,9 @@ def auc_gap(convergence: pd.DataFrame) -> tuple[stats.Ratio | None, int]:
         return None, 0
     seed = "train.seed" if "train.seed" in evals else col.REPEAT
     wide = evals.pivot_table(index=seed, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
-    if not {"optimized-bf16", "optimized-fp32"} <= set(wide):
+    if not {OPTIMIZED_BF16, OPTIMIZED_FP32} <= set(wide):
         return None, 0
-    mean, low, high, n = stats.mean_interval(wide["optimized-bf16"] - wide["optimized-fp32"])
+    mean, low, high, n = stats.mean_interval(wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32])
     return stats.Ratio(mean, low, high, n, math.nan), n
 
 
@@ -295,7 +306,7 @@ def s3(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
         return Verdict("not yet measured", m.bf16_class)
     frame = view(loops, drop_flagged)
     speed = {
-        name: stats.paired_ratio(frame[frame[col.CONFIG_NAME] == name], "optimized-bf16", "optimized-fp32")
+        name: stats.paired_ratio(frame[frame[col.CONFIG_NAME] == name], OPTIMIZED_BF16, OPTIMIZED_FP32)
         for name in ("dlrm-benchmark", "mlperf-scaled")
     }
     parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
