@@ -22,27 +22,28 @@ from pathlib import Path
 from dlrm_study import results
 from dlrm_study.measure.stats import LEGACY
 from dlrm_study.records import Machine
+from dlrm_study.records import columns as col
 
 
 def migrate(path: Path) -> int:
     """Rewrite `path`'s machine column where it is not of today's form; the number of rows changed."""
     header, rows = results.read_rows(path)
-    if "study" not in header:
+    if col.STUDY not in header:
         return 0
     before = [dict(row) for row in rows]
-    by_run = {r["env_key"]: r["machine"] for r in rows if r.get("env_key") and r.get("machine")}
+    by_run = {r["env_key"]: r[col.MACHINE] for r in rows if r.get("env_key") and r.get(col.MACHINE)}
     legacy_runs(path, rows)
     for row in rows:
-        old = row.get("machine", "")
+        old = row.get(col.MACHINE, "")
         if not old and row.get("env_key") in by_run:
-            old = row["machine"] = by_run[row["env_key"]]
+            old = row[col.MACHINE] = by_run[row["env_key"]]
         if not results.is_legacy_key(old):
             continue
-        source = row if old or row.get("cpu_model") else {**row, **first_with_provenance(rows, row)}
-        row["machine"] = Machine.from_legacy_row(source).key
+        source = row if old or row.get(col.CPU_MODEL) else {**row, **first_with_provenance(rows, row)}
+        row[col.MACHINE] = Machine.from_legacy_row(source).key
     changed = sum(old != new for old, new in zip(before, rows, strict=True))
     if changed:
-        header += [c for c in ("machine", "run_id") if c not in header]
+        header += [c for c in (col.MACHINE, col.RUN_ID) if c not in header]
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "w", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=header)
@@ -56,20 +57,20 @@ def legacy_runs(path: Path, rows: list[dict[str, str]]) -> None:
     """Give rows without a run id the id of their block (see the module docstring)."""
     block, last = 0, None
     for row in rows:
-        if row.get("run_id"):
+        if row.get(col.RUN_ID):
             last = None
             continue
-        key = (row.get("study"), row.get("git_commit"), row.get("command"))
+        key = (row.get(col.STUDY), row.get(col.GIT_COMMIT), row.get("command"))
         if key != last:
             block, last = block + 1, key
-        row["run_id"] = f"{LEGACY}{path.stem}-{block}"
+        row[col.RUN_ID] = f"{LEGACY}{path.stem}-{block}"
 
 
 def first_with_provenance(rows: list[dict[str, str]], row: dict[str, str]) -> dict[str, str]:
     """The provenance of the first row of the same run (`env_key`) that has it, else nothing."""
     for other in rows:
-        if other.get("env_key") == row.get("env_key") and other.get("cpu_model"):
-            return {k: other[k] for k in ("cpu_model", "cpu_count", "gpu_model") if k in other}
+        if other.get("env_key") == row.get("env_key") and other.get(col.CPU_MODEL):
+            return {k: other[k] for k in (col.CPU_MODEL, col.CPU_COUNT, col.GPU_MODEL) if k in other}
     return {}
 
 

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from dlrm_study import config, results
-from dlrm_study.measure.bench import quantile
 from dlrm_study.measure.compare import upstream_report
+from dlrm_study.records import columns as col
 
 ARGS = [
     "--arch-sparse-feature-size=64",
@@ -67,21 +67,18 @@ def main() -> None:
     version = "import torch; print(torch.__version__)"
     torch_version = subprocess.run([args.python, "-c", version], capture_output=True, text=True).stdout.strip()
     fields = {
-        "loop": "upstream-dlrm",
-        "sparse_arch": "upstream-dlrm",
-        "precision": "fp32",
-        "device": "cpu",
-        "batch_size": cfg.train.batch_size,
-        "steps": len(timed) * args.window,
-        "warmup": args.window,
-        "ms_median": median,
-        "ms_p10": quantile(timed, 0.1),  # over windows, each a mean of --window iterations
-        "ms_p90": quantile(timed, 0.9),
-        "samples_per_s": cfg.train.batch_size / (median / 1e3),
+        col.LOOP: "upstream-dlrm",
+        col.SPARSE_ARCH: "upstream-dlrm",
+        col.PRECISION: "fp32",
+        col.DEVICE: "cpu",
+        col.BATCH_SIZE: cfg.train.batch_size,
+        col.STEPS: len(timed) * args.window,
+        col.WARMUP: args.window,
+        **col.Timing.of_steps(timed, cfg.train.batch_size).fields(),  # over windows, each a mean of --window its
         "upstream_commit": commit.stdout.strip() or "unknown",
         "upstream_torch_version": torch_version,
         "upstream_ms_windows": " ".join(f"{ms:.1f}" for ms in timed),
-        "error": "",
+        col.ERROR: "",
     }
     results.append(args.out, results.record("upstream", fields, cfg, variant="upstream-dlrm"))
     print(f"facebookresearch/dlrm: {median:.1f} ms/it median over {len(timed)} windows of {args.window} its")

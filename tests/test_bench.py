@@ -1,8 +1,9 @@
 import pytest
 
 from dlrm_study import config
-from dlrm_study.measure import OPERATORS, bench
-from dlrm_study.measure.bench import operator_of, quantile
+from dlrm_study.measure import bench
+from dlrm_study.measure.bench import operator_of
+from dlrm_study.records.columns import OPERATORS, quantile
 
 
 def test_bench_fields_have_timing_and_breakdown(small):

@@ -3,7 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from dlrm_study.measure.bench import OPERATORS
+from dlrm_study.records.columns import OPERATORS
 from dlrm_study.studies import bf16
 
 

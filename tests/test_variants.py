@@ -29,3 +29,15 @@ def test_an_alias_names_its_loops_config():
     for alias, name in ALIASES.items():
         cfg = config.load("tiny", ["train.device=cuda", *Variant.named(alias).overrides])  # as in a GPU's sweep
         assert cfg.hash() == config.load("tiny", REGISTRY[name]).hash() and Variant.of(cfg).name == name
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_a_variants_setting_is_what_its_config_gets(name: str) -> None:
+    """`Variant.setting` (what predictions read a gpu variant's placement from) agrees with the config."""
+    cfg = config.load("tiny", Variant.named(name).overrides)
+    for field in ("loop", "placement", "precision"):
+        given = Variant.named(name).setting(field)
+        assert given is None or given == str(getattr(cfg.train, field)), (name, field)
+    assert Variant.named(name).setting("no_such_field") is None
+    if cfg.train.loop == "gpu":  # every gpu variant places its tables itself
+        assert Variant.named(name).setting("placement") == cfg.train.placement

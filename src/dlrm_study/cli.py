@@ -19,6 +19,7 @@ from dlrm_study import config, outputs, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import roofline
 from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS
+from dlrm_study.records import columns as col
 
 USAGE_ERROR = 2
 MAX_TIMEOUT_S = 86_400.0  # a day: beyond it, a silent peer is a hang (and timedelta overflows far above)
@@ -266,14 +267,14 @@ def train_one(args: argparse.Namespace, make_arch=None) -> None:
     if args.out:
         tail = losses[-min(len(losses), 20) :] or [float("nan")]
         fields = {
-            "loop": cfg.train.loop,
-            "precision": cfg.train.precision,
-            "precision_label": precision_label(cfg.train.precision, run.device),
-            "device": run.device.type,
-            "steps": run.step,
-            "final_loss": sum(tail) / len(tail),
+            col.LOOP: cfg.train.loop,
+            col.PRECISION: cfg.train.precision,
+            col.PRECISION_LABEL: precision_label(cfg.train.precision, run.device),
+            col.DEVICE: run.device.type,
+            col.STEPS: run.step,
+            col.FINAL_LOSS: sum(tail) / len(tail),
             **{f"eval_{key}": value for key, value in metrics.items()},
-            "samples_per_s": samples_per_s,
+            col.SAMPLES_PER_S: samples_per_s,
         }
         results.append(Path(args.out), results.record("train", fields, cfg, run.device))
         print(f"record appended to {args.out}")
@@ -313,7 +314,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
     import pandas as pd
 
     from dlrm_study.embeddings import make_sparse_arch
-    from dlrm_study.measure import OPERATORS, runner, stats
+    from dlrm_study.measure import runner, stats
     from dlrm_study.measure.bench import measure_prepared, prepare
     from dlrm_study.measure.compare import variant_name
     from dlrm_study.records.columns import op_column
@@ -327,7 +328,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
 
     def measure(task: runner.Task) -> dict[str, object]:
         fields = measure_prepared(prepared, cfg.train.steps, args.warmup, args.profile_steps, progress, limits)
-        return {**fields, "builds": "once"}
+        return {**fields, col.BUILDS: "once"}
 
     try:
         if args.fields_json:  # one repeat, handed back to the study that launched this process
@@ -342,30 +343,30 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
         prepared.close()
     first = records[0]
     print(
-        f"{cfg.name} / {first['variant']} ({first['precision_label']}) on {first['machine']}, "
+        f"{cfg.name} / {first[col.VARIANT]} ({first[col.PRECISION_LABEL]}) on {first[col.MACHINE]}, "
         f"batch {cfg.train.batch_size}, {args.repeats} repeats of {cfg.train.steps} steps"
     )
     for r in records:
-        flagged = f"   flagged: {r['flags']}" if r["flags"] else ""
+        flagged = f"   flagged: {r[col.FLAGS]}" if r[col.FLAGS] else ""
         print(
-            f"  repeat {r['repeat']}: {r['samples_per_s']:>12,.0f} samples/s   {r['ms_median']:.1f} ms/it median "
-            f"(p10 {r['ms_p10']:.1f}, p90 {r['ms_p90']:.1f})   input {r['input_ms_median']:.1f} ms/batch{flagged}"
+            f"  repeat {r[col.REPEAT]}: {r[col.SAMPLES_PER_S]:>12,.0f} samples/s   {r[col.MS_MEDIAN]:.1f} ms/it median "
+            f"(p10 {r[col.MS_P10]:.1f}, p90 {r[col.MS_P90]:.1f})   input {r[col.INPUT_MS_MEDIAN]:.1f} ms/batch{flagged}"
         )
     frame = stats.with_flags(pd.DataFrame(records))
-    center, low, high = stats.interval(frame["samples_per_s"])
+    center, low, high = stats.interval(frame[col.SAMPLES_PER_S])
     kind = " (95% interval, all repeats)" if low == low else ""
     excluded = int(stats.flagged(frame).sum())
     note = f"; {excluded} of them flagged" if excluded else ""
     print(f"  samples/s, median of repeats: {stats.describe(center, low, high, digits=0)}{kind}{note}")
-    if first["precision"] == "bf16" and first["native_bf16"] is False:
+    if first[col.PRECISION] == "bf16" and first[col.NATIVE_BF16] is False:
         print("  bf16 ran emulated: this CPU has no native bf16 (native_bf16=False in the records)")
     if args.profile_steps:
         print(f"  per operator, ms/it ({args.profile_steps} profiled steps per repeat, median over repeats):")
-        for name in OPERATORS:
+        for name in col.OPERATORS:
             print(f"    {name:<28}{statistics.median(r[op_column(name)] for r in records):10.2f}")
     if limits:
-        bound = first["roofline_ms"]
-        achieved = stats.interval([bound / r["ms_median"] for r in records])
+        bound = first[col.ROOFLINE_MS]
+        achieved = stats.interval([bound / r[col.MS_MEDIAN] for r in records])
         print(
             f"  roofline bound {bound:.1f} ms/it (embedding {first['roofline_embedding_ms']:.1f}, "
             f"MLP {first['roofline_mlp_ms']:.1f}): achieved {stats.describe(*achieved)} of it"
@@ -382,7 +383,7 @@ def cmd_roofline(args: argparse.Namespace) -> None:
     if args.out:
         fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}
         fields |= roofline.rates(cfg, limits)
-        fields["threads"] = int(fields["threads"])
+        fields[col.THREADS] = int(fields[col.THREADS])
         results.append(Path(args.out), results.record("roofline", fields, cfg))
         print(f"record appended to {args.out}")
 

@@ -24,6 +24,8 @@ import torch
 from dlrm_study import config, results, studies, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, runner
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import predictions
 from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS
@@ -32,9 +34,9 @@ from dlrm_study.sweep import Sweep
 # Targets of issue 21 (an H200; judged on the median of repeat medians).
 # (config, batch, variant, least samples/s); variant gpu-hbm: bf16, hbm, captured.
 THROUGHPUT_TARGETS = [
-    ("mlperf-scaled", 2048, "gpu-hbm", 1_500_000),
-    ("mlperf-scaled", 65536, "gpu-hbm", 5_000_000),
-    ("dlrm-benchmark", 16384, "gpu-hbm", 2_000_000),
+    ("mlperf-scaled", 2048, GPU_HBM, 1_500_000),
+    ("mlperf-scaled", 65536, GPU_HBM, 5_000_000),
+    ("dlrm-benchmark", 16384, GPU_HBM, 2_000_000),
 ]
 DRY_BATCHES = {2048: 64, 16384: 48, 65536: 96}  # a dry run's tiny stand-ins for the batches above
 TARGET_BUSY = 0.9  # GPU busy at batches >= 16,384
@@ -84,14 +86,14 @@ def embedding_records(out: Path, dry_run: bool) -> None:
     steps, warmup = (2, 1) if dry_run else (20, 5)
 
     def measure(task: runner.Task) -> dict[str, object]:
-        fields = {**gpu.embedding_bench(task.cfg, steps, warmup, limits), "builds": "every repeat"}
+        fields = {**gpu.embedding_bench(task.cfg, steps, warmup, limits), col.BUILDS: "every repeat"}
         if device.type == "cuda":
             torch.cuda.empty_cache()
         return fields
 
     def say(record: dict[str, object]) -> None:
         print(
-            f"embedding {record['placement']:>6}, repeat {record['repeat']}: "
+            f"embedding {record[col.PLACEMENT]:>6}, repeat {record[col.REPEAT]}: "
             f"{record['embedding_ms_median']:8.2f} ms, {record['embedding_gbps']:7.1f} GB/s "
             f"(lookup alone {record['embedding_forward_gbps']:7.1f} GB/s)"
         )
@@ -123,8 +125,8 @@ def summary(out: Path, dry_run: bool = False, predicted: Path | None = None) -> 
     lines = []
     path = out / studies.GPU_RECORDS
     frame = results.load(path) if path.exists() else None
-    if frame is not None and "error" in frame:
-        lines += throughput_lines(frame[frame["error"].isna()], dry_run)
+    if frame is not None and col.ERROR in frame:
+        lines += throughput_lines(frame[frame[col.ERROR].isna()], dry_run)
     path = out / "gpu_embedding.csv"
     if path.exists():
         lines += embedding_lines(results.load(path), dry_run)
@@ -144,50 +146,50 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
     lines = []
     name = (lambda c: "tiny") if dry_run else (lambda c: c)
     batch_of = (lambda b: DRY_BATCHES[b]) if dry_run else (lambda b: b)
-    presets = ok[ok["study"].isin(["gpu-presets", "gpu-presets-large"])]
-    if "capture" in presets:
-        rate = presets.groupby(["config_name", "batch_size", "variant"])["samples_per_s"].median()
+    presets = ok[ok[col.STUDY].isin(["gpu-presets", "gpu-presets-large"])]
+    if col.CAPTURE in presets:
+        rate = presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE, col.VARIANT])[col.SAMPLES_PER_S].median()
         for cfg, batch, variant, target in THROUGHPUT_TARGETS:
             got = rate.get((name(cfg), batch_of(batch), variant))
             if got is not None:
                 lines.append(f"{cfg} bf16 hbm captured, batch {batch:,}: {got:,.0f} samples/s "
                              f"(target {target:,}: {verdict(got >= target)})")  # fmt: skip
-        for (cfg, batch), group in presets.groupby(["config_name", "batch_size"]):
-            by = group.groupby("variant")["samples_per_s"].median()
-            hbm = group[group["variant"] == "gpu-hbm"]
+        for (cfg, batch), group in presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE]):
+            by = group.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
+            hbm = group[group[col.VARIANT] == GPU_HBM]
             busy, kernels = hbm["gpu_busy_fraction"].median(), hbm["kernels_per_step"].median()
             bound = "/".join(sorted(set(group["bound"].dropna())))
             parts = [f"{cfg} batch {batch:,}:"]
-            if "gpu-hbm" in by and "gpu-hbm-fp32" in by:
-                ratio = by["gpu-hbm"] / by["gpu-hbm-fp32"]
+            if GPU_HBM in by and GPU_HBM_FP32 in by:
+                ratio = by[GPU_HBM] / by[GPU_HBM_FP32]
                 large = batch >= batch_of(16384)
                 parts.append(f"bf16/fp32 {ratio:.2f}" + (f" (target >= 1: {verdict(ratio >= 1)})" if large else ""))
-            if "gpu-hbm" in by and "gpu-eager" in by:
-                parts.append(f"graph/eager {by['gpu-hbm'] / by['gpu-eager']:.2f}")
+            if GPU_HBM in by and GPU_EAGER in by:
+                parts.append(f"graph/eager {by[GPU_HBM] / by[GPU_EAGER]:.2f}")
             parts.append(f"GPU busy {busy:.2f}" + (f" (target 0.90: {verdict(busy >= TARGET_BUSY)})"
                                                   if batch >= batch_of(16384) and busy == busy else ""))  # fmt: skip
             parts.append(f"bound {bound}, {kernels:.0f} kernels/step")
             lines.append(" ".join(parts))
-    floor = ok[ok["study"] == DISPATCH_FLOOR]
+    floor = ok[ok[col.STUDY] == DISPATCH_FLOOR]
     if not floor.empty:
-        rates = floor.groupby("variant")["samples_per_s"].median()
+        rates = floor.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
         text = ", ".join(f"{v} {r:,.0f}" for v, r in rates.items())
         lines.append(f"kaggle batch 128 (dispatch-overhead floor, no claim): {text} samples/s")
-    place = ok[ok["study"] == "gpu-placements"].groupby("variant")["samples_per_s"].median()
-    if "gpu-hbm" in place and "gpu-cached" in place:
-        ratio = place["gpu-cached"] / place["gpu-hbm"]
+    place = ok[ok[col.STUDY] == "gpu-placements"].groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
+    if GPU_HBM in place and GPU_CACHED in place:
+        ratio = place[GPU_CACHED] / place[GPU_HBM]
         lines.append(
             f"cached (10%, Zipf 1.05) / hbm: {ratio:.2f} (target 0.70: {verdict(ratio >= TARGET_CACHED_OVER_HBM)})"
         )
-    for v in ("gpu-cached-lfu", "gpu-uvm", "gpu-host"):
-        if "gpu-hbm" in place and v in place:
-            lines.append(f"{v.removeprefix('gpu-')} / hbm: {place[v] / place['gpu-hbm']:.2f}")
+    for v in (GPU_CACHED_LFU, GPU_UVM, GPU_HOST):
+        if GPU_HBM in place and v in place:
+            lines.append(f"{v.removeprefix('gpu-')} / hbm: {place[v] / place[GPU_HBM]:.2f}")
     return lines
 
 
 def embedding_lines(emb, dry_run: bool) -> list[str]:
     """The hbm kernels' bytes over the copy bandwidth: lookup alone, and lookup + backward + update."""
-    hbm = emb[(emb["placement"] == "hbm") & (emb["config_name"] == ("tiny" if dry_run else "dlrm-benchmark"))]
+    hbm = emb[(emb[col.PLACEMENT] == "hbm") & (emb[col.CONFIG_NAME] == ("tiny" if dry_run else "dlrm-benchmark"))]
     if hbm.empty or "embedding_copy_fraction" not in hbm:
         return []
     lines = []

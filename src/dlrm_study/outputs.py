@@ -10,9 +10,10 @@ import tempfile
 from pathlib import Path
 
 from dlrm_study.errors import UsageError
+from dlrm_study.records import columns as col
 
 # Every record names its study (results.record); a CSV without that column is not ours to rewrite.
-RECORD_COLUMN = "study"
+RECORD_COLUMN = col.STUDY
 
 
 def check_writable(path: Path, flag: str) -> None:

@@ -24,23 +24,8 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from dlrm_study.measure import stats
-from dlrm_study.records.columns import OP_COLUMNS, op_label
-
-VARIANT_ORDER = [
-    "reference",
-    "fused-update",
-    "+table-batching",
-    "+huge-pages",
-    "torchrec",
-    "optimized-fp32",
-    "optimized-bf16",
-    "gpu-hbm-fp32",
-    "gpu-hbm",
-    "gpu-cached",
-    "gpu-cached-lfu",
-    "gpu-uvm",
-    "gpu-host",
-]
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import ORDER as VARIANT_ORDER
 
 
 def ordered(variants) -> list[str]:
@@ -55,15 +40,15 @@ def style() -> None:
 
 def caption(records: pd.DataFrame) -> str:
     """Where and when the records were measured, for the figure's caption (one line per machine)."""
-    if "machine" in records and records["machine"].nunique() > 1:
-        return "\n".join(caption(group) for _, group in records.groupby("machine", sort=True))
+    if col.MACHINE in records and records[col.MACHINE].nunique() > 1:
+        return "\n".join(caption(group) for _, group in records.groupby(col.MACHINE, sort=True))
     first = records.iloc[0]
-    when = str(records["timestamp"].max())[:10]
-    machine = first["machine"] if "machine" in records else first["device_name"]
-    repeats = f", {records['repeat'].nunique()} repeats" if "repeat" in records else ""
+    when = str(records[col.TIMESTAMP].max())[:10]
+    machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
+    repeats = f", {records[col.REPEAT].nunique()} repeats" if col.REPEAT in records else ""
     return (
-        f"{machine} ({first['device_name']}), torch {first['torch_version']}, {when}, "
-        f"dlrm-study {str(first['git_commit'])[:7]}{repeats}"
+        f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}, "
+        f"dlrm-study {str(first[col.GIT_COMMIT])[:7]}{repeats}"
     )
 
 
@@ -172,16 +157,16 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     and labelled so). The black bar on each row is the timed median per sample with its 95%
     interval: the profiled operators add up to about it where the breakdown is sound.
     """
-    ops = [column for column in OP_COLUMNS if column in records]
+    ops = [column for column in col.OP_COLUMNS if column in records]
     rows = stats.with_flags(records.dropna(subset=ops))
     rows["doubtful"] = stats.flagged(rows, "breakdown")
-    rows["label"] = rows["config_name"] + (" / " + rows["variant"] if rows["variant"].nunique() > 1 else "")
+    rows["label"] = rows[col.CONFIG_NAME] + (" / " + rows[col.VARIANT] if rows[col.VARIANT].nunique() > 1 else "")
     bars = []
     for label, group in rows.groupby("label", sort=False):
         clean = group[~group["doubtful"]]
         hollow = clean.empty
-        per_sample = (group if hollow else clean)[ops].div(group["batch_size"].iloc[0] / 1e3)  # us per sample
-        timed = stats.interval(group["ms_median"] / group["batch_size"].iloc[0] * 1e3)
+        per_sample = (group if hollow else clean)[ops].div(group[col.BATCH_SIZE].iloc[0] / 1e3)  # us per sample
+        timed = stats.interval(group[col.MS_MEDIAN] / group[col.BATCH_SIZE].iloc[0] * 1e3)
         bars.append((label + (" (flagged)" if hollow else ""), per_sample.median(), hollow, timed))
     fig, (ax, share_ax) = plt.subplots(1, 2, figsize=(13, 0.5 * len(bars) + 2.2), sharey=True,
                                        gridspec_kw={"width_ratios": [3, 2]})  # fmt: skip
@@ -205,14 +190,14 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     share_ax.set_xlim(0, 1)
     if share_line is not None:  # a claim's share (S2: embeddings dominate), against each row's embedding share
-        embedding = [op for op in ops if op_label(op).startswith("embedding ")]
+        embedding = [op for op in ops if col.op_label(op).startswith("embedding ")]
         shares = [times[embedding].sum() / times.sum() for _, times, _, _ in bars]
         share_ax.scatter(shares, range(len(bars)), marker="|", s=500, linewidths=2.5, color="black", zorder=4,
                          label="share of embedding forward + backward/update")  # fmt: skip
         share_ax.axvline(share_line[0], color="black", linestyle="--", linewidth=1, label=share_line[1])
     handles, names = ax.get_legend_handles_labels()
     more, their_names = share_ax.get_legend_handles_labels()
-    names = [op_label(n) for n in names]
+    names = [col.op_label(n) for n in names]
     share_ax.legend(handles + more, names + their_names, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.suptitle(title)
     add_caption(fig, records)
@@ -275,22 +260,22 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
     `bands` (variant, config_name, low, high): predicted ranges, drawn as shaded boxes behind the bars.
     """
     clean = stats.with_flags(records)  # every repeat counts
-    configs = list(dict.fromkeys(records["config_name"]))
-    variants = [v for v in ordered(records["variant"]) if v != baseline]
+    configs = list(dict.fromkeys(records[col.CONFIG_NAME]))
+    variants = [v for v in ordered(records[col.VARIANT]) if v != baseline]
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) * max(1, len(variants)) / 2), 4))
     width = 0.8 / max(1, len(variants))
     palette = sns.color_palette(n_colors=max(1, len(variants)))
     drawn = []
     for i, variant in enumerate(variants):
-        ratio = stats.paired_ratios(clean, ["config_name"], variant, baseline).set_index("config_name")
+        ratio = stats.paired_ratios(clean, [col.CONFIG_NAME], variant, baseline).set_index(col.CONFIG_NAME)
         ratio = ratio.reindex(configs)
         x = [c + (i - (len(variants) - 1) / 2) * width for c in range(len(configs))]
         ax.bar(x, ratio["center"], width, yerr=error_bars(ratio), capsize=3, color=palette[i], label=variant)
         mark_single(ax, x, ratio)
         drawn.append(ratio)
-        mine = pd.DataFrame() if bands is None or bands.empty else bands[bands["variant"] == variant]
+        mine = pd.DataFrame() if bands is None or bands.empty else bands[bands[col.VARIANT] == variant]
         for xi, config in zip(x, configs, strict=True) if not mine.empty else ():
-            box = mine[mine["config_name"] == config]
+            box = mine[mine[col.CONFIG_NAME] == config]
             if not box.empty:
                 low, high = float(box["low"].iloc[0]), float(box["high"].iloc[0])
                 # Over the bar, unfilled: a range below the bar's top stays visible.
@@ -314,15 +299,15 @@ def decomposition(
 ) -> plt.Figure:
     """S1 step by step: each step's samples/s over the 2020 step on torch 1.5.1 (paired, 95% intervals),
     one panel per config, a bar per thread count, log scale; `claim` (factor, text): S1's factor as a line."""
-    configs = list(dict.fromkeys(factors["config_name"]))
+    configs = list(dict.fromkeys(factors[col.CONFIG_NAME]))
     steps = list(dict.fromkeys(factors["step"]))
-    counts = sorted(factors["threads"].unique())
+    counts = sorted(factors[col.THREADS].unique())
     fig, axes = plt.subplots(1, len(configs), figsize=(5.5 * len(configs), 4.2), sharey=True, squeeze=False)
     palette = sns.color_palette(n_colors=len(counts))
     width = 0.8 / len(counts)
     for ax, config in zip(axes[0], configs, strict=True):
         for i, threads in enumerate(counts):
-            mine = factors[(factors["config_name"] == config) & (factors["threads"] == threads)].set_index("step")
+            mine = factors[(factors[col.CONFIG_NAME] == config) & (factors[col.THREADS] == threads)].set_index("step")
             mine = mine.reindex(steps)
             x = [s + (i - (len(counts) - 1) / 2) * width for s in range(len(steps))]
             ax.bar(x, mine["center"], width, yerr=error_bars(mine), capsize=3, color=palette[i],
@@ -340,8 +325,8 @@ def decomposition(
     axes[0][-1].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title, y=1.02)
     fig.subplots_adjust(bottom=0.25)  # the wrapped step names stay above the caption
-    old = records[records["variant"] == "reference-2020"]  # the 2020 stack's own provenance
-    today = records[records["variant"] != "reference-2020"]
+    old = records[records[col.VARIANT] == "reference-2020"]  # the 2020 stack's own provenance
+    today = records[records[col.VARIANT] != "reference-2020"]
     add_caption(fig, today if not today.empty else records)
     if not today.empty and not old.empty:
         first = old.iloc[0]
@@ -356,7 +341,7 @@ def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
 
     A point inside its bar fell inside the predicted range; hollow points rest on flagged repeats only.
     """
-    done = scored[scored["verdict"] != "not yet measured"].sort_values(["claim", "quantity", "sweep", "grid"])
+    done = scored[scored["verdict"] != "not yet measured"].sort_values(["claim", "quantity", "sweep", col.GRID])
     claims = list(dict.fromkeys(done["claim"]))
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     palette = dict(zip(claims, sns.color_palette(n_colors=len(claims)), strict=True))
@@ -379,7 +364,7 @@ def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
     log_ticks(ax.yaxis, pd.concat([low, high, measured]))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     first = done.iloc[0]
-    fig.text(0.0, -0.06, f"predicted for {first['predicted_for']} at dlrm-study {str(first['git_commit'])[:7]}; "
+    fig.text(0.0, -0.06, f"predicted for {first['predicted_for']} at dlrm-study {str(first[col.GIT_COMMIT])[:7]}; "
              "measured on that GPU (results/gpu_sweeps.csv)", fontsize=8, ha="left", va="top")  # fmt: skip
     return fig
 
@@ -392,21 +377,21 @@ def drawn_band(ax: plt.Axes) -> bool:
 def convergence(records: pd.DataFrame, title: str) -> plt.Figure:
     """Training loss (windowed mean, averaged over seeds) against step, one line per variant; the median
     held-out AUC over seeds in the legend."""
-    losses = records[records["kind"] == "loss"]
-    evals = records[records["kind"] == "eval"].groupby("variant")["eval_auc"].agg(["median", "count"])
-    order = ordered(losses["variant"])
+    losses = records[records[col.KIND] == "loss"]
+    evals = records[records[col.KIND] == "eval"].groupby(col.VARIANT)[col.EVAL_AUC].agg(["median", "count"])
+    order = ordered(losses[col.VARIANT])
     labels = {
         v: f"{v} (AUC {evals.loc[v, 'median']:.4f}, {evals.loc[v, 'count']} seed(s))" for v in order if v in evals.index
     }
     fig, ax = plt.subplots(figsize=(8, 4))
     for variant in order:
-        rows = losses[losses["variant"] == variant].groupby("step")["loss"].mean()  # in step order
+        rows = losses[losses[col.VARIANT] == variant].groupby(col.STEP)[col.LOSS].mean()  # in step order
         ax.plot(rows.index, rows.values, label=labels.get(variant, variant), linewidth=1.2)
     ax.set_xlabel("training step")
     ax.set_ylabel("training loss (BCE, window mean)")
     ax.set_title(title)
     ax.legend(frameon=False)
-    add_caption(fig, records[records["kind"] == "eval"])
+    add_caption(fig, records[records[col.KIND] == "eval"])
     return fig
 
 
@@ -432,30 +417,32 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
     frame["doubtful"] = stats.flagged(frame)
     clean = frame[~frame["doubtful"]]
     series = [
-        (v, m) for v in ordered(frame["variant"]) for m in sorted(frame[frame["variant"] == v]["machine"].unique())
+        (v, m)
+        for v in ordered(frame[col.VARIANT])
+        for m in sorted(frame[frame[col.VARIANT] == v][col.MACHINE].unique())
     ]
     several = len({m for _, m in series}) > 1
-    predicted = [] if bands is None or bands.empty else ordered(bands["variant"])
+    predicted = [] if bands is None or bands.empty else ordered(bands[col.VARIANT])
     palette = sns.color_palette(n_colors=len(series) + len(predicted))
     colors = dict(zip(series, palette, strict=False))
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for i, variant in enumerate(predicted):
         drawn = [c for (v, _), c in colors.items() if v == variant]
         color = drawn[0] if drawn else palette[len(series) + i]
-        predicted_band(ax, bands[bands["variant"] == variant], color, f"{variant}: {PREDICTED}")
+        predicted_band(ax, bands[bands[col.VARIANT] == variant], color, f"{variant}: {PREDICTED}")
     for (variant, machine), color in colors.items():
-        mine = frame[(frame["variant"] == variant) & (frame["machine"] == machine)]
-        summary = stats.summarize(clean[(clean["variant"] == variant) & (clean["machine"] == machine)], ["x"])
+        mine = frame[(frame[col.VARIANT] == variant) & (frame[col.MACHINE] == machine)]
+        summary = stats.summarize(clean[(clean[col.VARIANT] == variant) & (clean[col.MACHINE] == machine)], ["x"])
         label = f"{variant} ({machine})" if several else variant
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
                     label=label)  # fmt: skip
         mark_single(ax, summary["x"], summary, color)
-        repeats(ax, mine["x"], mine["samples_per_s"], mine["doubtful"], color)
+        repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
     ax.set(xscale="log", yscale="log", xlabel=frame["knob"].iloc[0], ylabel="training samples/s", title=title)
     ax.set_xticks(sorted(frame["x"].unique()))  # the measured values, written plainly (1.05 stays 1.05)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    spans = [frame["samples_per_s"]] + ([] if not predicted else [bands["low"], bands["high"]])
+    spans = [frame[col.SAMPLES_PER_S]] + ([] if not predicted else [bands["low"], bands["high"]])
     log_ticks(ax.yaxis, pd.concat(spans, ignore_index=True))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: no data hidden
     add_caption(fig, records)
@@ -504,18 +491,18 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     local all-to-all), drawn apart so it does not read as communication.
     """
     clean = stats.with_flags(records)  # every repeat counts
-    keys = ["world_size", "batch_size", "data.lookups_per_table"]
-    rows = clean.groupby(keys)[["compute_ms_median", "exposed_comm_ms"]].median().reset_index().sort_values(keys)
-    steps = stats.summarize(clean, keys, "ms_median").sort_values(keys)
+    keys = [col.WORLD_SIZE, col.BATCH_SIZE, "data.lookups_per_table"]
+    rows = clean.groupby(keys)[[col.COMPUTE_MS_MEDIAN, "exposed_comm_ms"]].median().reset_index().sort_values(keys)
+    steps = stats.summarize(clean, keys, col.MS_MEDIAN).sort_values(keys)
     labels = [
         f"{int(r.world_size)} rank{'s' if r.world_size > 1 else ''}, batch {int(r.batch_size):,}, "
         f"{int(r['data.lookups_per_table'])} lookups"
         for _, r in rows.iterrows()
     ]
-    single = (rows["world_size"] == 1).to_numpy()
+    single = (rows[col.WORLD_SIZE] == 1).to_numpy()
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(rows) + 1.8))
     y = list(range(len(rows)))
-    compute, rest = rows["compute_ms_median"].to_numpy(), rows["exposed_comm_ms"].to_numpy()
+    compute, rest = rows[col.COMPUTE_MS_MEDIAN].to_numpy(), rows["exposed_comm_ms"].to_numpy()
     ax.barh(y, compute, height=0.7, label="compute alone")
     ax.barh([i for i in y if not single[i]], rest[~single], left=compute[~single], height=0.7,
             label="exposed communication")  # fmt: skip

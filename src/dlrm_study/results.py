@@ -34,8 +34,9 @@ import torch
 
 import dlrm_study
 from dlrm_study.errors import UsageError
+from dlrm_study.records import columns as col
 from dlrm_study.records import machine as machines
-from dlrm_study.records.machine import BF16_FLAGS, LEGACY_THREADS, UNRECORDED_ISA, Machine
+from dlrm_study.records.machine import BF16_FLAGS, UNRECORDED_ISA, Machine, is_legacy_key
 from dlrm_study.records.record import Record
 
 if typing.TYPE_CHECKING:
@@ -46,9 +47,10 @@ PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu", "triton")
 TIMING_VERSIONS = tuple(f"{name.replace('-', '_')}_version" for name in PACKAGES)
 # Columns read as text whatever they look like (a hash of digits only is not a number).
 TEXT_COLUMNS = (
-    "config_hash", "sweep_point", "git_commit", "variant", "machine", "point", "flags", "error", "run_id", "rules_hash",
+    col.CONFIG_HASH, col.SWEEP_POINT, col.GIT_COMMIT, col.VARIANT, col.MACHINE, col.POINT, col.FLAGS, col.ERROR,
+    col.RUN_ID, col.RULES_HASH,
 )  # fmt: skip
-__all__ = ["BF16_FLAGS", "UNRECORDED_ISA", "Machine"]
+__all__ = ["BF16_FLAGS", "UNRECORDED_ISA", "Machine", "is_legacy_key"]
 
 
 def git_commit() -> str:
@@ -110,9 +112,9 @@ def machine_key() -> str:
 
 def select(frame, which: str | None = "this"):  # frame: pandas.DataFrame
     """The records of one machine: `this` (this host's key), a key, or None for every machine."""
-    if which is None or frame.empty or "machine" not in frame:
+    if which is None or frame.empty or col.MACHINE not in frame:
         return frame
-    return frame[frame["machine"] == (machine_key() if which == "this" else which)]
+    return frame[frame[col.MACHINE] == (machine_key() if which == "this" else which)]
 
 
 def package_version(name: str) -> str:
@@ -127,19 +129,19 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
     device = torch.device(device)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
     return {
-        "package_version": dlrm_study.__version__,
-        "git_commit": git_commit(),
+        col.PACKAGE_VERSION: dlrm_study.__version__,
+        col.GIT_COMMIT: git_commit(),
         "python_version": platform.python_version(),
         **{f"{name.replace('-', '_')}_version": package_version(name) for name in PACKAGES},
-        "cpu_model": cpu_model(),
+        col.CPU_MODEL: cpu_model(),
         "cpuid": machines.cpuid(),
-        "cpu_count": os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "device_name": gpu or cpu_model(),
-        "gpu_model": gpu,
+        col.CPU_COUNT: os.cpu_count(),
+        col.THREADS: torch.get_num_threads(),
+        col.DEVICE_NAME: gpu or cpu_model(),
+        col.GPU_MODEL: gpu,
         "host": platform.node(),
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        col.TIMESTAMP: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -160,9 +162,9 @@ def record(
     rules in force when it was measured. Labels (variant, repeat, point, ...) come first.
     """
     prov = provenance(device)
-    if fields.get("threads"):
-        prov["threads"] = fields["threads"]
-    described = {"config_name": cfg.name, "config_hash": cfg.hash()} if cfg is not None else {}
+    if fields.get(col.THREADS):
+        prov[col.THREADS] = fields[col.THREADS]
+    described = {col.CONFIG_NAME: cfg.name, col.CONFIG_HASH: cfg.hash()} if cfg is not None else {}
     return Record(
         study,
         labels={**labels, **described},
@@ -170,9 +172,9 @@ def record(
         config=cfg.flat() if cfg is not None else {},
         provenance={key: value for key, value in prov.items() if key not in fields},
         identity={
-            "machine": machine or machine_key(),
-            "run_id": run_id or process_run_id(),
-            "rules_hash": rules_hash(),
+            col.MACHINE: machine or machine_key(),
+            col.RUN_ID: run_id or process_run_id(),
+            col.RULES_HASH: rules_hash(),
         },
     ).to_row()
 
@@ -232,8 +234,8 @@ def key_here(cfg: "Config", variant: str, repeat: object = 0, threads: int | Non
 def key_of(row: dict[str, object]) -> str:
     """The resume key of a stored record (a row of `read_rows`, or a record dict)."""
     return resume_key(
-        text(row.get("config_hash")), text(row.get("variant")), text(row.get("machine")), row.get("threads"),
-        row.get("repeat"), row,
+        text(row.get(col.CONFIG_HASH)), text(row.get(col.VARIANT)), text(row.get(col.MACHINE)), row.get(col.THREADS),
+        row.get(col.REPEAT), row,
     )  # fmt: skip
 
 
@@ -248,7 +250,7 @@ def text(value: object) -> str:
 
 def stored_keys(path: Path, with_errors: bool = True) -> set[str]:
     """Resume keys of the records in `path` (those that failed too, unless `with_errors` is False)."""
-    return {key_of(row) for row in read_rows(Path(path))[1] if with_errors or not row.get("error")}
+    return {key_of(row) for row in read_rows(Path(path))[1] if with_errors or not row.get(col.ERROR)}
 
 
 def append(path: Path, record: dict[str, object]) -> None:
@@ -296,22 +298,14 @@ def load(path: Path):  # -> pandas.DataFrame (pandas imported only when records 
     import pandas as pd
 
     frame = pd.read_csv(path, low_memory=False, dtype=dict.fromkeys(TEXT_COLUMNS, str))
-    if frame.empty or "study" not in frame:
+    if frame.empty or col.STUDY not in frame:
         return frame
-    keys = frame["machine"] if "machine" in frame else pd.Series(pd.NA, index=frame.index)
+    keys = frame[col.MACHINE] if col.MACHINE in frame else pd.Series(pd.NA, index=frame.index)
     if keys.map(is_legacy_key).any():
         raise UsageError(
             f"{path}: records without a machine key of today's form: run scripts/migrate_records.py {path}"
         )
     rounds = frame.get("round", 0)  # `dlrm-study compare` called its repeats rounds
-    frame["repeat"] = frame["repeat"].fillna(rounds) if "repeat" in frame else rounds
-    frame["run_id"] = frame["run_id"].fillna("") if "run_id" in frame else ""
+    frame[col.REPEAT] = frame[col.REPEAT].fillna(rounds) if col.REPEAT in frame else rounds
+    frame[col.RUN_ID] = frame[col.RUN_ID].fillna("") if col.RUN_ID in frame else ""
     return frame
-
-
-def is_legacy_key(key: object) -> bool:
-    """Whether a stored machine key predates today's form: missing, or ending in threads (`cpu/isa/2t`)."""
-    if not isinstance(key, str) or not key:
-        return True
-    parts = key.split("/")
-    return len(parts) in (3, 4) and LEGACY_THREADS.match(parts[2]) is not None

@@ -37,6 +37,8 @@ from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
 from dlrm_study.measure.compare import VARIANTS, runnable, skip_note
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import REFERENCE
 
 KEYS = {"name", "config", "set", "grid", "variants", "repeats", "steps", "warmup", "profile_steps", "out"}
 COUNTS = ("repeats", "steps", "warmup", "profile_steps")
@@ -48,7 +50,7 @@ class Sweep:
     config: str | list[str] = "tiny"
     set: list[str] = field(default_factory=list)
     grid: dict[str, list] = field(default_factory=dict)
-    variants: list[str] = field(default_factory=lambda: ["reference"])
+    variants: list[str] = field(default_factory=lambda: [REFERENCE])
     repeats: int = 3
     steps: int = 10
     warmup: int = 2
@@ -240,12 +242,12 @@ def records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
     frame = results.load(path)
     if frame.empty:
         return frame
-    pairs = list(zip(frame["config_hash"].astype(str), frame["variant"].astype(str), strict=True))
+    pairs = list(zip(frame[col.CONFIG_HASH].astype(str), frame[col.VARIANT].astype(str), strict=True))
     frame = frame[[pair in labels for pair in pairs]].copy()
-    frame["point"] = [labels[pair] for pair in zip(frame["config_hash"], frame["variant"], strict=True)]
-    frame["grid"] = frame["point"]
+    frame[col.POINT] = [labels[pair] for pair in zip(frame[col.CONFIG_HASH], frame[col.VARIANT], strict=True)]
+    frame[col.GRID] = frame[col.POINT]
     frame = results.select(frame, machine)
-    if "error" in frame:
-        frame = frame[frame["error"].isna()]
-    keys = ["variant", "config_hash", "machine", "repeat"]
-    return frame.sort_values("timestamp").drop_duplicates(keys, keep="last")
+    if col.ERROR in frame:
+        frame = frame[frame[col.ERROR].isna()]
+    keys = [col.VARIANT, col.CONFIG_HASH, col.MACHINE, col.REPEAT]
+    return frame.sort_values(col.TIMESTAMP).drop_duplicates(keys, keep="last")

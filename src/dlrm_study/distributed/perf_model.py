@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 
 from dlrm_study import config
+from dlrm_study.records import columns as col
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Shape:
         model = config.load("tiny", [f"{key}={record[key]}" for key in keys]).model
         params = sum(fan_in * fan_out + fan_out for fan_in, fan_out in model.bottom_layers + model.top_layers)
         lookups = int(record["data.lookups_per_table"])
-        return cls(int(record["batch_size"]), model.num_tables, lookups, model.embedding_dim, params)
+        return cls(int(record[col.BATCH_SIZE]), model.num_tables, lookups, model.embedding_dim, params)
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,9 @@ def fit(records: pd.DataFrame) -> Calibration:
     Fit it on single-rank records (`records[records.world_size == 1]`) and `check` it on the
     others: then the 2-rank points test the model instead of shaping it.
     """
-    rows = [(1.0, *work(Shape.of(r), int(r["world_size"]))) for _, r in records.iterrows()]
+    rows = [(1.0, *work(Shape.of(r), int(r[col.WORLD_SIZE]))) for _, r in records.iterrows()]
     a = torch.tensor(rows, dtype=torch.float64)
-    y = torch.tensor(records["compute_ms_median"].to_numpy(), dtype=torch.float64)
+    y = torch.tensor(records[col.COMPUTE_MS_MEDIAN].to_numpy(), dtype=torch.float64)
     coef = torch.linalg.lstsq(a, y.unsqueeze(1)).solution.squeeze(1).clamp(min=0).tolist()
     return Calibration(*coef)
 
@@ -131,7 +132,7 @@ def project(cal: Calibration, shape: Shape, net: Network, ranks: list[int], per_
                     "ranks": world,
                     "batch": batch,
                     **times,
-                    "samples_per_s": rate,
+                    col.SAMPLES_PER_S: rate,
                     "speedup": speedup,
                     "efficiency": speedup / world,
                 }
@@ -146,7 +147,7 @@ def fit_network(records: pd.DataFrame) -> Network:
     allreduce = 2 latency + bytes / bandwidth; the two measured medians fix both unknowns (the
     latency is kept non-negative).
     """
-    two = records[records["world_size"] == 2]
+    two = records[records[col.WORLD_SIZE] == 2]
     if two.empty:
         raise ValueError("no 2-rank records: the link cannot be measured")
     a2a_ms, a2a_bytes = two["comm_alltoall_ms"].median(), two["comm_alltoall_bytes"].median()
@@ -164,12 +165,12 @@ def check(cal: Calibration, records: pd.DataFrame, net: Network) -> pd.DataFrame
     The model's step adds its terms with no overlap, so it bounds the measured step from above
     where the measured runs overlap communication with compute.
     """
-    keys = ["world_size", "batch_size", "data.lookups_per_table"]
-    points = records.groupby(keys)[["compute_ms_median", "ms_median"]].median().reset_index()
+    keys = [col.WORLD_SIZE, col.BATCH_SIZE, "data.lookups_per_table"]
+    points = records.groupby(keys)[[col.COMPUTE_MS_MEDIAN, col.MS_MEDIAN]].median().reset_index()
     first = records.groupby(keys).head(1).sort_values(keys)
-    model = [step_ms(cal, Shape.of(r), int(r["world_size"]), net) for _, r in first.iterrows()]
+    model = [step_ms(cal, Shape.of(r), int(r[col.WORLD_SIZE]), net) for _, r in first.iterrows()]
     points["model_compute_ms"] = [m["compute_ms"] for m in model]
     points["model_step_ms"] = [m["step_ms"] for m in model]
-    points["compute_error"] = points["model_compute_ms"] / points["compute_ms_median"] - 1
-    points["step_error"] = points["model_step_ms"] / points["ms_median"] - 1
+    points["compute_error"] = points["model_compute_ms"] / points[col.COMPUTE_MS_MEDIAN] - 1
+    points["step_error"] = points["model_step_ms"] / points[col.MS_MEDIAN] - 1
     return points

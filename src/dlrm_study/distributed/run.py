@@ -22,7 +22,8 @@ from dlrm_study.distributed import hybrid
 from dlrm_study.distributed.launch import EXIT_USAGE, fail, init, inject_fault, launched_rank, refuse, shutdown
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
-from dlrm_study.measure.bench import elapsed_ms, quantile
+from dlrm_study.measure.bench import elapsed_ms
+from dlrm_study.records import columns as col
 from dlrm_study.train import checkpoint as ckpt
 
 CPU = torch.device("cpu")  # the ranks are CPU processes (see launch.init)
@@ -128,13 +129,13 @@ def train_main(
     if world.is_main:
         rate = (run.step - first) * cfg.train.batch_size / seconds if seconds > 0 else float("nan")
         fields = {
-            "loop": cfg.train.loop,
-            "route": route,
-            "world_size": world.size,
-            "steps": run.step,
-            "final_loss": run.losses[-1] if run.losses else float("nan"),
-            "samples_per_s": rate,
-            "error": "",
+            col.LOOP: cfg.train.loop,
+            col.ROUTE: route,
+            col.WORLD_SIZE: world.size,
+            col.STEPS: run.step,
+            col.FINAL_LOSS: run.losses[-1] if run.losses else float("nan"),
+            col.SAMPLES_PER_S: rate,
+            col.ERROR: "",
         }
         results.append(out, results.record("train-distributed", fields, cfg))
         print(
@@ -197,7 +198,7 @@ def bench_main(
             tasks = runner.schedule([(cfg.name, {variant: cfg})], repeats, runner.machine_of)
             runner.run(
                 tasks,
-                lambda _: {**measure_once(run, steps, warmup), "builds": "once"},
+                lambda _: {**measure_once(run, steps, warmup), col.BUILDS: "once"},
                 out,
                 study,
                 resume=False,
@@ -215,8 +216,8 @@ def bench_main(
 
 def say(record: dict[str, object]) -> None:
     print(
-        f"repeat {record['repeat']}, {record['world_size']} ranks: {record['ms_median']:.1f} ms/step "
-        f"({record['samples_per_s']:,.0f} samples/s), compute alone {record['compute_ms_median']:.1f} ms, "
+        f"repeat {record[col.REPEAT]}, {record[col.WORLD_SIZE]} ranks: {record[col.MS_MEDIAN]:.1f} ms/step "
+        f"({record[col.SAMPLES_PER_S]:,.0f} samples/s), compute alone {record[col.COMPUTE_MS_MEDIAN]:.1f} ms, "
         f"exposed communication {record['exposed_comm_ms']:.1f} ms",
         flush=True,
     )
@@ -242,23 +243,23 @@ def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, obje
     dist.all_reduce(summary, op=dist.ReduceOp.MAX)
     step, compute = summary.tolist()
     return {
-        "loop": cfg.train.loop,
-        "route": "own",
-        "sparse_arch": arch.local.name,
-        "precision": cfg.train.precision,
-        "device": "cpu",
-        "world_size": world.size,
-        "threads": torch.get_num_threads(),
+        col.LOOP: cfg.train.loop,
+        col.ROUTE: "own",
+        col.SPARSE_ARCH: arch.local.name,
+        col.PRECISION: cfg.train.precision,
+        col.DEVICE: "cpu",
+        col.WORLD_SIZE: world.size,
+        col.THREADS: torch.get_num_threads(),
         "threads_per_rank": torch.get_num_threads(),
-        "batch_size": cfg.train.batch_size,
+        col.BATCH_SIZE: cfg.train.batch_size,
         "local_batch": run.local_batch,
-        "steps": steps,
-        "warmup": warmup,
-        "ms_median": step,
-        "ms_p10": quantile(step_ms, 0.1),
-        "ms_p90": quantile(step_ms, 0.9),
-        "samples_per_s": cfg.train.batch_size / (step / 1e3),
-        "compute_ms_median": compute,
+        col.STEPS: steps,
+        col.WARMUP: warmup,
+        col.MS_MEDIAN: step,
+        col.MS_P10: col.quantile(step_ms, 0.1),
+        col.MS_P90: col.quantile(step_ms, 0.9),
+        col.SAMPLES_PER_S: cfg.train.batch_size / (step / 1e3),
+        col.COMPUTE_MS_MEDIAN: compute,
         "exposed_comm_ms": max(0.0, step - compute),
         "exchange_wait_ms": 1e3 * wait / steps,
         "exchange_backward_ms": 1e3 * exchange_back / steps,

@@ -1,5 +1,5 @@
 """Timers, per-operator breakdown and the benchmark runner that emits records."""
 
-from dlrm_study.measure.bench import OPERATORS, bench
+from dlrm_study.measure.bench import bench
 
-__all__ = ["OPERATORS", "bench"]
+__all__ = ["bench"]

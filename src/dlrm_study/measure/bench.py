@@ -24,7 +24,7 @@ from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
-from dlrm_study.records.columns import OPERATORS, Breakdown, Timing, quantile
+from dlrm_study.records import columns as col
 from dlrm_study.train.loop import Run, build, native_bf16, place, precision_label, train_step
 
 BACKWARD = "autograd::engine::evaluate_function: "
@@ -90,7 +90,7 @@ def measure_prepared(
         fields = gpu.measure_training(prepared, steps, warmup, profile_steps)
         bound = roofline.bound_ms(cfg, limits) if limits else {}
         if bound:
-            bound["roofline_fraction"] = bound["roofline_ms"] / fields["ms_median"]
+            bound["roofline_fraction"] = bound[col.ROOFLINE_MS] / fields[col.MS_MEDIAN]
         return {**fields, **bound}
     reset_peak_memory(run.device)
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
@@ -111,16 +111,16 @@ def measure_prepared(
     times = step_times(step_ms, cfg.train.batch_size)
     bound = roofline.bound_ms(cfg, limits) if limits else {}
     if bound:
-        bound["roofline_fraction"] = bound["roofline_ms"] / times["ms_median"]
+        bound["roofline_fraction"] = bound[col.ROOFLINE_MS] / times[col.MS_MEDIAN]
         bound |= roofline.rates(cfg, limits)
     return {
         **what_ran(run),
-        "steps": steps,
-        "warmup": warmup,
+        col.STEPS: steps,
+        col.WARMUP: warmup,
         **times,
-        "input_ms_median": statistics.median(input_ms),
+        col.INPUT_MS_MEDIAN: statistics.median(input_ms),
         **counters,
-        **Breakdown(operators).fields(),
+        **col.Breakdown(operators).fields(),
         **peak_memory(run.device),
         **bound,
     }
@@ -130,23 +130,23 @@ def what_ran(run: Run) -> dict[str, object]:
     """A record's fields saying what ran: loop, sparse arch, placement, kernels, precision, device."""
     cfg, arch = run.cfg, run.model.sparse_arch
     return {
-        "loop": cfg.train.loop,
-        "sparse_arch": arch.name,
-        "placement": arch.placement,
-        "kernel_path": arch.kernel_path,
+        col.LOOP: cfg.train.loop,
+        col.SPARSE_ARCH: arch.name,
+        col.PLACEMENT: arch.placement,
+        col.KERNEL_PATH: arch.kernel_path,
         "optimizer": cfg.train.optimizer,
-        "precision": cfg.train.precision,  # what ran: build() refuses rather than changes it
-        "native_bf16": native_bf16(run.device) if cfg.train.precision == "bf16" else None,
-        "precision_label": precision_label(cfg.train.precision, run.device),  # `bf16 (emulated)` where no bf16
-        "device": run.device.type,
-        "threads": torch.get_num_threads(),
-        "batch_size": cfg.train.batch_size,
+        col.PRECISION: cfg.train.precision,  # what ran: build() refuses rather than changes it
+        col.NATIVE_BF16: native_bf16(run.device) if cfg.train.precision == "bf16" else None,
+        col.PRECISION_LABEL: precision_label(cfg.train.precision, run.device),  # `bf16 (emulated)` where no bf16
+        col.DEVICE: run.device.type,
+        col.THREADS: torch.get_num_threads(),
+        col.BATCH_SIZE: cfg.train.batch_size,
     }
 
 
 def step_times(step_ms: list[float], batch_size: int) -> dict[str, float]:
     """A record's timing fields from its timed steps (`records.columns.Timing`)."""
-    return Timing.of_steps(step_ms, batch_size).fields()
+    return col.Timing.of_steps(step_ms, batch_size).fields()
 
 
 def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
@@ -177,10 +177,10 @@ def elapsed_ms(fn: Callable[[], object], device: torch.device) -> float:
 
 
 def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict[str, float]:
-    """Mean ms per step of each operator in OPERATORS, from `steps` profiled steps (none: {})."""
+    """Mean ms per step of each operator in `col.OPERATORS`, from `steps` profiled steps (none: {})."""
     if steps <= 0:
         return {}  # no columns rather than zeros that would read as measured
-    totals = dict.fromkeys(OPERATORS, 0.0)
+    totals = dict.fromkeys(col.OPERATORS, 0.0)
     wall = 0.0
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
     with quiet_stderr():  # the profiler's C++ side logs its start and stop there
@@ -223,12 +223,12 @@ def quiet_stderr() -> Iterator[None]:
 
 
 def operator_of(event: str, backward_node: str) -> str | None:
-    """The OPERATORS column a top-level profiler event belongs to (None: not part of a step)."""
+    """The `col.OPERATORS` column a top-level profiler event belongs to (None: not part of a step)."""
     if event.startswith("dlrm:"):
         name = event.removeprefix("dlrm:")
         if name == "embedding_update":
             return "embedding_backward_update"
-        return name if name in OPERATORS else None
+        return name if name in col.OPERATORS else None
     if event.startswith(BACKWARD):
         return "embedding_backward_update" if backward_node in event else "dense_backward"
     if event.startswith("Optimizer.zero_grad"):
@@ -270,6 +270,3 @@ def peak_rss() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-__all__ = ["OPERATORS", "quantile"]  # re-exported: the breakdown's columns, the quantile gpu.py uses

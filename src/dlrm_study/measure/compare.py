@@ -14,28 +14,38 @@ import pandas as pd
 from dlrm_study import config, results
 from dlrm_study.measure import roofline, runner, stats
 from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import (
+    BF16_PAIR,
+    CPU_LOOPS,
+    FUSED_UPDATE,
+    HUGE_PAGES,
+    OPTIMIZED_BF16,
+    OPTIMIZED_FP32,
+    REFERENCE,
+    TABLE_BATCHING,
+    TORCHREC,
+    Variant,
+)
 from dlrm_study.records.variants import REGISTRY as VARIANTS
-from dlrm_study.records.variants import Variant
 
-CPU_VARIANTS = ("reference", "optimized-fp32", "optimized-bf16", "torchrec")
+CPU_VARIANTS = CPU_LOOPS
 
-# Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
-# `optimized-fp32` is the step that adds the fused interaction, `optimized-bf16` the one that adds bf16.
-ABLATION = ["reference", "fused-update", "+table-batching", "+huge-pages", "optimized-fp32", "optimized-bf16"]
+# Notebook 02's ablation (`records.variants.ABLATION`), each step named by what it adds.
 ABLATION_LABELS = {
-    "reference": "reference",
-    "fused-update": "+ fused embedding update",
-    "+table-batching": "+ table batching",
-    "+huge-pages": "+ huge pages",
-    "optimized-fp32": "+ fused interaction (optimized fp32)",
-    "optimized-bf16": "+ bf16 Split-SGD and bf16 MLPs (optimized bf16)",
+    REFERENCE: "reference",
+    FUSED_UPDATE: "+ fused embedding update",
+    TABLE_BATCHING: "+ table batching",
+    HUGE_PAGES: "+ huge pages",
+    OPTIMIZED_FP32: "+ fused interaction (optimized fp32)",
+    OPTIMIZED_BF16: "+ bf16 Split-SGD and bf16 MLPs (optimized bf16)",
 }
 
 # (name, numerator, denominator, target): samples/s ratios the SC20 issue asks for.
 SPEEDUPS = [
-    ("optimized bf16 / reference", "optimized-bf16", "reference", 4.0),
-    ("optimized fp32 / reference", "optimized-fp32", "reference", 2.2),
-    ("optimized bf16 / torchrec", "optimized-bf16", "torchrec", 2.5),
+    ("optimized bf16 / reference", OPTIMIZED_BF16, REFERENCE, 4.0),
+    ("optimized fp32 / reference", OPTIMIZED_FP32, REFERENCE, 2.2),
+    ("optimized bf16 / torchrec", OPTIMIZED_BF16, TORCHREC, 2.5),
 ]
 ROOFLINE_TARGET = 1.3  # time per iteration within 1.3x of the bound
 # bf16 over fp32 (issue S3): at least 1.3x, or 85% of what the machine's measured rates allow
@@ -45,7 +55,7 @@ BF16_OF_BOUND = 0.85
 # facebookresearch/dlrm's own script at dlrm-benchmark (`make compare-upstream`): ours over it.
 UPSTREAM = "upstream-dlrm"
 UPSTREAM_STUDIES = ("upstream", "reference-vs-upstream")  # the studies `make compare-upstream` writes
-UPSTREAM_TARGETS = [("optimized-bf16", 5.0), ("optimized-fp32", 2.5), ("reference", None)]  # reference: faithful
+UPSTREAM_TARGETS = [(OPTIMIZED_BF16, 5.0), (OPTIMIZED_FP32, 2.5), (REFERENCE, None)]  # reference: faithful
 
 
 def variant_name(cfg: config.Config) -> str:
@@ -114,23 +124,24 @@ def compare(
 def report(records: Sequence[dict[str, object]]) -> str:
     """Medians with 95% intervals, the paired speedups and roofline fractions against their targets."""
     frame = pd.DataFrame(records)
-    rate = stats.summarize(frame, ["config_name", "variant"]).set_index(["config_name", "variant"])
-    ms = stats.summarize(frame, ["config_name", "variant"], "ms_median").set_index(["config_name", "variant"])
+    rate = stats.summarize(frame, [col.CONFIG_NAME, col.VARIANT]).set_index([col.CONFIG_NAME, col.VARIANT])
+    ms = stats.summarize(frame, [col.CONFIG_NAME, col.VARIANT], col.MS_MEDIAN).set_index([col.CONFIG_NAME, col.VARIANT])
     lines = []
-    for preset in dict.fromkeys(frame["config_name"]):
+    for preset in dict.fromkeys(frame[col.CONFIG_NAME]):
         lines.append(f"{preset}:")
         for variant in VARIANTS:
             if (preset, variant) in rate.index:
                 r, m = rate.loc[(preset, variant)], ms.loc[(preset, variant)]
                 line = f"  {variant:<16}{stats.describe(r.center, r.low, r.high, digits=0):>32} samples/s"
                 line += f"   {m.center:9.1f} ms/it"
-                if "roofline_ms" in frame:
-                    bound = frame[(frame.config_name == preset) & (frame.variant == variant)]["roofline_ms"].median()
+                if col.ROOFLINE_MS in frame:
+                    mine = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == variant)]
+                    bound = mine[col.ROOFLINE_MS].median()
                     line += f"   roofline {bound:7.1f} ms"
                 lines.append(line)
-        here = frame[frame["config_name"] == preset]
+        here = frame[frame[col.CONFIG_NAME] == preset]
         for name, top, bottom, target in SPEEDUPS:
-            ratio = stats.paired_ratios(here, ["config_name"], top, bottom)
+            ratio = stats.paired_ratios(here, [col.CONFIG_NAME], top, bottom)
             if not ratio.empty:
                 r = ratio.iloc[0]
                 lines.append(
@@ -138,10 +149,10 @@ def report(records: Sequence[dict[str, object]]) -> str:
                     f"target >= {target}x: {verdict(r.low, r.high, target)}"
                 )
         lines += bf16_lines(here)
-        for variant in ("optimized-fp32", "optimized-bf16"):
-            if (preset, variant) in ms.index and "roofline_ms" in here:
-                rows = here[here["variant"] == variant]
-                over = stats.interval(rows["ms_median"] / rows["roofline_ms"])
+        for variant in BF16_PAIR:
+            if (preset, variant) in ms.index and col.ROOFLINE_MS in here:
+                rows = here[here[col.VARIANT] == variant]
+                over = stats.interval(rows[col.MS_MEDIAN] / rows[col.ROOFLINE_MS])
                 lines.append(
                     f"  {variant + ' time / bound':<28}{stats.describe(*over, 'x'):>24}   "
                     f"target <= {ROOFLINE_TARGET}x: {verdict(-over[2], -over[1], -ROOFLINE_TARGET)}"
@@ -152,10 +163,8 @@ def report(records: Sequence[dict[str, object]]) -> str:
 def bf16_target(records: pd.DataFrame) -> tuple[float, str]:
     """The bf16/fp32 target of one preset's records and how it was set: 1.3x, or 85% of the
     roofline's fp32/bf16 bound ratio where the machine's rates allow less."""
-    bound = {
-        v: records.loc[records["variant"] == v, "roofline_ms"].median() for v in ("optimized-fp32", "optimized-bf16")
-    }
-    allowed = bound["optimized-fp32"] / bound["optimized-bf16"] if "roofline_ms" in records else float("nan")
+    bound = {v: records.loc[records[col.VARIANT] == v, col.ROOFLINE_MS].median() for v in BF16_PAIR}
+    allowed = bound[OPTIMIZED_FP32] / bound[OPTIMIZED_BF16] if col.ROOFLINE_MS in records else float("nan")
     if allowed == allowed and BF16_OF_BOUND * allowed < BF16_TARGET:
         return BF16_OF_BOUND * allowed, f"{BF16_OF_BOUND:.0%} of the bound ratio {allowed:.2f}x"
     return BF16_TARGET, f"{BF16_TARGET}x" + (f"; bound ratio {allowed:.2f}x" if allowed == allowed else "")
@@ -163,13 +172,13 @@ def bf16_target(records: pd.DataFrame) -> tuple[float, str]:
 
 def bf16_lines(records: pd.DataFrame) -> list[str]:
     """optimized-bf16 over optimized-fp32 (paired) against its target; emulated bf16 is named, not judged."""
-    ratio = stats.paired_ratios(records.assign(_all=""), ["_all"], "optimized-bf16", "optimized-fp32")
+    ratio = stats.paired_ratios(records.assign(_all=""), ["_all"], OPTIMIZED_BF16, OPTIMIZED_FP32)
     if ratio.empty:
         return []
     r = ratio.iloc[0]
     name, shown = "optimized bf16 / fp32", stats.describe(r.center, r.low, r.high, "x")
-    bf16 = records[records["variant"] == "optimized-bf16"]
-    if "native_bf16" in bf16 and (bf16["native_bf16"].astype(str) == "False").any():
+    bf16 = records[records[col.VARIANT] == OPTIMIZED_BF16]
+    if col.NATIVE_BF16 in bf16 and (bf16[col.NATIVE_BF16].astype(str) == "False").any():
         return [f"  {name:<28}{shown:>24}   bf16 (emulated): not judged"]
     target, how = bf16_target(records)
     return [f"  {name:<28}{shown:>24}   target >= {target:.2f}x ({how}): {verdict(r.low, r.high, target)}"]
@@ -181,21 +190,21 @@ def upstream_report(records: pd.DataFrame) -> str:
     `make compare-upstream` alternates them as separate processes, so runs pair by order: the
     i-th run of a loop with the i-th upstream run on the same machine.
     """
-    here = records[records["study"].isin(UPSTREAM_STUDIES) & (records["config_name"] == "dlrm-benchmark")].copy()
-    older = here["loop"].where(here["loop"].isin(["reference", UPSTREAM]))  # records from before variants
-    here["variant"] = here["variant"].fillna(older) if "variant" in here else older
-    here = here.sort_values("timestamp") if "timestamp" in here else here
-    here["repeat"] = here.groupby(["machine", "variant"]).cumcount()
+    here = records[records[col.STUDY].isin(UPSTREAM_STUDIES) & (records[col.CONFIG_NAME] == "dlrm-benchmark")].copy()
+    older = here[col.LOOP].where(here[col.LOOP].isin(["reference", UPSTREAM]))  # records from before variants
+    here[col.VARIANT] = here[col.VARIANT].fillna(older) if col.VARIANT in here else older
+    here = here.sort_values(col.TIMESTAMP) if col.TIMESTAMP in here else here
+    here[col.REPEAT] = here.groupby([col.MACHINE, col.VARIANT]).cumcount()
     here[stats.RUN] = "compare-upstream"  # each run is its own process (its own run id): rounds pair by order
     lines = []
-    for machine, runs in here.groupby("machine"):
-        if UPSTREAM not in set(runs["variant"]):
+    for machine, runs in here.groupby(col.MACHINE):
+        if UPSTREAM not in set(runs[col.VARIANT]):
             continue
         lines.append(f"{machine}: dlrm-benchmark, ours over facebookresearch/dlrm (runs paired in order)")
         for variant, target in UPSTREAM_TARGETS:
             r = stats.paired_ratio(runs, variant, UPSTREAM)
-            ours = runs[runs["variant"] == variant]
-            if r.n and "native_bf16" in ours and (ours["native_bf16"].astype(str) == "False").any():
+            ours = runs[runs[col.VARIANT] == variant]
+            if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
                 lines.append(f"  {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")
             elif r.n:
                 shown = stats.describe(r.center, r.low, r.high, "x")

@@ -28,13 +28,13 @@ from dlrm_study.measure.bench import (
     Prepared,
     elapsed_ms,
     peak_memory,
-    quantile,
     quiet_stderr,
     reset_peak_memory,
     step_times,
     synchronize,
     what_ran,
 )
+from dlrm_study.records import columns as col
 from dlrm_study.train.gpu_step import GpuStep, make_ring, ring_size, takes_staged
 from dlrm_study.train.loop import resolve_device
 
@@ -91,10 +91,10 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
     profiled = profile_window(one, PROFILE_STEPS if on_gpu else max(profile_steps, 1), run.device)
     return {
         **what_ran(run),
-        "steps": block * BLOCKS,
-        "warmup": warmed,
+        col.STEPS: block * BLOCKS,
+        col.WARMUP: warmed,
         **step_times(block_ms, cfg.train.batch_size),
-        "capture": step.kind,
+        col.CAPTURE: step.kind,
         "capture_note": step.reason,
         "timing": "blocks",
         "blocks": BLOCKS,
@@ -102,7 +102,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         "ms_block_min": min(block_ms),
         "ms_block_max": max(block_ms),
         "ring_batches": len(ring),
-        "input_ms_median": math.nan,  # batches come from the ring on the device: input is not timed
+        col.INPUT_MS_MEDIAN: math.nan,  # batches come from the ring on the device: input is not timed
         **profiled,
         **counters,
         **peak_memory(run.device),
@@ -215,17 +215,17 @@ def embedding_bench(
     moved = 3 * row_bytes
     limits = limits or {}
     record = {
-        "loop": cfg.train.loop,
-        "placement": arch.placement,
-        "kernel_path": arch.kernel_path,
-        "device": device.type,
-        "batch_size": cfg.train.batch_size,
-        "steps": steps,
-        "threads": torch.get_num_threads(),
+        col.LOOP: cfg.train.loop,
+        col.PLACEMENT: arch.placement,
+        col.KERNEL_PATH: arch.kernel_path,
+        col.DEVICE: device.type,
+        col.BATCH_SIZE: cfg.train.batch_size,
+        col.STEPS: steps,
+        col.THREADS: torch.get_num_threads(),
         "embedding_ms_median": median,
-        "ms_median": median,
-        "ms_p10": quantile(ms, 0.1),
-        "ms_p90": quantile(ms, 0.9),
+        col.MS_MEDIAN: median,
+        col.MS_P10: col.quantile(ms, 0.1),
+        col.MS_P90: col.quantile(ms, 0.9),
         "embedding_gbps": moved / median / 1e6,
         # The lookup alone (not for cached: a lookup in training mode fills the cache, so it is no read).
         "embedding_forward_ms_median": forward,

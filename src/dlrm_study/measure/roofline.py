@@ -53,6 +53,7 @@ import torch.nn.functional as F
 from dlrm_study import results
 from dlrm_study.config import Config
 from dlrm_study.embeddings import hugepages, kernels
+from dlrm_study.records import columns as col
 
 # Row sizes measured by default: fp32 rows of dim 4..128 and bf16 rows of dim 8..256 (all presets).
 ROW_BYTES = (16, 32, 64, 128, 256, 512)
@@ -118,7 +119,7 @@ def _measure(sizes: tuple[int, ...], bf16_sizes: tuple[int, ...], shapes: tuple[
              quick: bool, threads: int) -> dict[str, float]:  # fmt: skip
     repeats = 3 if quick else 7
     return {
-        "threads": float(threads),
+        col.THREADS: float(threads),
         **memory_limits(sizes, quick, repeats, bf16_sizes),
         **gemm_limits(repeats),
         **layer_gemm_limits(shapes, repeats),
@@ -367,7 +368,7 @@ def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
     mlp = mlp_gemm_ms(cfg, limits, gemm_precision(cfg, limits))
     mlp += work["interaction_flops"] / fastest_fp32_gemm(limits) / 1e6  # fp32 in every loop
     return {
-        "roofline_ms": forward + update + mlp,
+        col.ROOFLINE_MS: forward + update + mlp,
         "roofline_embedding_ms": forward + update,
         "roofline_embedding_forward_ms": forward,
         "roofline_embedding_update_ms": update,
@@ -403,7 +404,7 @@ def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
     t = cfg.train
     return "\n".join(
         [
-            f"machine ({limits.get('threads', 0):.0f} threads): stream {limits['stream_gbps']:.1f} GB/s, "
+            f"machine ({limits.get(col.THREADS, 0):.0f} threads): stream {limits['stream_gbps']:.1f} GB/s, "
             f"{size} B rows: gather {limits[f'gather_gbps_{size}B']:.2f} GB/s, "
             f"update {limits[f'update_gbps_{size}B']:.2f} GB/s; "
             f"GEMM {gemm} {layers:.0f} GFLOP/s at the layers' shapes ({limits[f'gemm_{gemm}_gflops']:.0f} square)",
@@ -411,8 +412,8 @@ def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
             f"{work['ids_per_iteration'] / 1e6:.3g} M ids, {work['embedding_forward_bytes'] / 1e6:.4g} MB forward, "
             f"{work['embedding_update_bytes'] / 1e6:.4g} MB update, "
             f"{(sum(f for _, _, f in gemm_work(cfg)) + work['interaction_flops']) / 1e9:.4g} GFLOP",
-            f"bound: {ms['roofline_ms']:.4g} ms/it = embedding {ms['roofline_embedding_ms']:.4g} "
+            f"bound: {ms[col.ROOFLINE_MS]:.4g} ms/it = embedding {ms['roofline_embedding_ms']:.4g} "
             f"(forward {ms['roofline_embedding_forward_ms']:.4g} + update {ms['roofline_embedding_update_ms']:.4g}) "
-            f"+ MLP {ms['roofline_mlp_ms']:.4g}; at most {t.batch_size / ms['roofline_ms'] * 1e3:,.0f} samples/s",
+            f"+ MLP {ms['roofline_mlp_ms']:.4g}; at most {t.batch_size / ms[col.ROOFLINE_MS] * 1e3:,.0f} samples/s",
         ]
     )

@@ -32,6 +32,7 @@ from dlrm_study import config, results
 from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
+from dlrm_study.records import columns as col
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def run(
             continue
         bar.set_postfix_str(f"r{task.repeat} {task.point} {task.variant}"[:60])
         record = measured(task, measure, study, record_errors, run_id)
-        if record.get("error"):
+        if record.get(col.ERROR):
             failed_pairs.add(task.pair)
             counts.failed += 1
         counts.ran += 1
@@ -171,17 +172,18 @@ def run(
 def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_id: str = "") -> dict[str, object]:
     """The task's record: its measured fields and flags, or the error that stopped it."""
     cfg = Config.from_dict(task.cfg.to_dict())  # a measurement may adjust its copy (placement auto)
-    labels = {"variant": task.variant, "repeat": task.repeat, "point": task.point, "order": task.order}
+    labels = {col.VARIANT: task.variant, col.REPEAT: task.repeat, col.POINT: task.point, col.ORDER: task.order}
     try:
         fields = measure(dataclasses.replace(task, cfg=cfg))
     except (UsageError, RuntimeError, MemoryError) as err:
         if not record_errors:
             raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        fields = {"loop": cfg.train.loop, "precision": cfg.train.precision, "error": f"{type(err).__name__}: {message}"}
+        error = f"{type(err).__name__}: {message}"
+        fields = {col.LOOP: cfg.train.loop, col.PRECISION: cfg.train.precision, col.ERROR: error}
         return results.record(study, fields, task.cfg, record_device(cfg), task.machine, run_id or None, **labels)
-    fields = {**fields, "flags": stats.flags(fields), "error": ""}
-    device = str(fields.get("device", "cpu"))
+    fields = {**fields, col.FLAGS: stats.flags(fields), col.ERROR: ""}
+    device = str(fields.get(col.DEVICE, "cpu"))
     return results.record(study, fields, task.cfg, device, task.machine, run_id or None, **labels)
 
 
@@ -209,7 +211,7 @@ class KeptRuns(Generic[R]):
         key = (task.point, task.variant)
         if key not in self.runs:
             self.runs[key] = self.build(task.cfg)
-        return self.runs[key], {"builds": "once per run" if self.keep else "every repeat"}
+        return self.runs[key], {col.BUILDS: "once per run" if self.keep else "every repeat"}
 
     def done(self, task: Task) -> None:
         key = (task.point, task.variant)
@@ -262,7 +264,9 @@ def fits_together(configs: Sequence[Config]) -> bool:
 def failed(out: Path) -> set[tuple[str, str, str]]:
     """(config hash, variant, machine) of the stored records that failed: not retried in other repeats."""
     rows = results.read_rows(Path(out))[1]
-    return {(r.get("config_hash", ""), r.get("variant", ""), r.get("machine", "")) for r in rows if r.get("error")}
+    return {
+        (r.get(col.CONFIG_HASH, ""), r.get(col.VARIANT, ""), r.get(col.MACHINE, "")) for r in rows if r.get(col.ERROR)
+    }
 
 
 def machine_of(cfg: Config) -> str:

@@ -36,16 +36,16 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from dlrm_study.records.columns import Breakdown
+from dlrm_study.records import columns as col
 
 SUMMARY = ("n", "center", "low", "high", "half_width")
 PROFILE_TOLERANCE = 0.15  # |profiled sum - timed median| / timed median
 SPREAD_LIMIT = 1.5  # p90 / p10 of the timed steps
 OUTLIER_FACTOR = 1.25  # a repeat's median against the median of its point's repeats
 OUTLIER_MIN_REPEATS = 3
-POINT_KEYS = ("config_hash", "variant", "machine", "threads")  # what one point's repeats share
+POINT_KEYS = (col.CONFIG_HASH, col.VARIANT, col.MACHINE, col.THREADS)  # what one point's repeats share
 MIN_PAIRS = 5  # pairs (or repeats) a verdict word needs
-RUN = "run_id"
+RUN = col.RUN_ID
 LEGACY = "legacy-"  # run ids given to records written before run ids (scripts/migrate_records.py)
 
 # Two-sided 95% quantiles of Student's t, t(0.975, df), df = 1..30 (the standard table).
@@ -96,7 +96,7 @@ def share_interval(values: Iterable[float]) -> tuple[float, float, float]:
 
 
 def summarize(
-    records: pd.DataFrame, by: Sequence[str], value: str = "samples_per_s", share: bool = False
+    records: pd.DataFrame, by: Sequence[str], value: str = col.SAMPLES_PER_S, share: bool = False
 ) -> pd.DataFrame:
     """Per group of `by`: repeats `n`, `center`, `low`, `high` and `half_width` (relative, +-).
 
@@ -117,8 +117,8 @@ def paired_ratios(
     by: Sequence[str],
     variant: object,
     baseline: object,
-    value: str = "samples_per_s",
-    between: str = "variant",
+    value: str = col.SAMPLES_PER_S,
+    between: str = col.VARIANT,
 ) -> pd.DataFrame:
     """Per group of `by`: `variant`'s value over `baseline`'s within each repeat, as a `summarize` table.
 
@@ -127,17 +127,17 @@ def paired_ratios(
     (see the module docstring); `n` counts the pairs.
     """
     pick = records[records[between].isin([variant, baseline])]
-    if between != "variant":  # knob values pair only where a run interleaved them (repeat-major runs)
+    if between != col.VARIANT:  # knob values pair only where a run interleaved them (repeat-major runs)
         pick = pick[pick[RUN].map(interleaved)] if RUN in pick else pick.iloc[0:0]
     if pick.empty:  # nothing to pair (every record of the view flagged away, or none of either)
         return pd.DataFrame(columns=[*by, *SUMMARY])
-    cell = [*by, *(k for k in ("machine", RUN) if k in pick and k not in by), "repeat"]
-    pick = pick.assign(**{k: pick[k].fillna("") for k in cell if k in (RUN, "machine")})
+    cell = [*by, *(k for k in (col.MACHINE, RUN) if k in pick and k not in by), col.REPEAT]
+    pick = pick.assign(**{k: pick[k].fillna("") for k in cell if k in (RUN, col.MACHINE)})
     doubled = pick.duplicated([*cell, between], keep=False)
     if doubled.any():
         first = pick[doubled].iloc[0]
         raise ValueError(
-            f"two records of one cell ({between} {first[between]!r}, repeat {first['repeat']}"
+            f"two records of one cell ({between} {first[between]!r}, repeat {first[col.REPEAT]}"
             + (f", run {first[RUN]!r}" if RUN in pick else "")
             + "): a repeat is measured once per run; deduplicate the records first"
         )
@@ -162,7 +162,7 @@ class Ratio(typing.NamedTuple):
 
 
 def paired_ratio(
-    records: pd.DataFrame, variant: object, baseline: object, value: str = "samples_per_s", between: str = "variant"
+    records: pd.DataFrame, variant: object, baseline: object, value: str = col.SAMPLES_PER_S, between: str = col.VARIANT
 ) -> Ratio:
     """One paired ratio over all the records (see `paired_ratios`); NaN with n = 0 where nothing pairs."""
     table = paired_ratios(records.assign(_all=""), ["_all"], variant, baseline, value, between)
@@ -182,8 +182,8 @@ def half_width(center: float, low: float, high: float) -> float:
 def flags(fields: dict[str, object]) -> str:
     """The self-check flags of one record's measured fields (see the module docstring)."""
     out = []
-    median, p10, p90 = (as_float(fields.get(k)) for k in ("ms_median", "ms_p10", "ms_p90"))
-    operators = list(Breakdown.from_row(fields).ms.values())
+    median, p10, p90 = (as_float(fields.get(k)) for k in (col.MS_MEDIAN, col.MS_P10, col.MS_P90))
+    operators = list(col.Breakdown.from_row(fields).ms.values())
     if operators and median and abs(sum(operators) - median) > PROFILE_TOLERANCE * median:
         out.append("profile-vs-timed")
     if p10 and p90 and p90 / p10 > SPREAD_LIMIT:
@@ -209,23 +209,23 @@ def with_flags(records: pd.DataFrame) -> pd.DataFrame:
     they existed), plus `outlier` for repeats far from their point's median."""
     frame = records.copy()
     computed = frame.apply(lambda row: flags(row.to_dict()), axis=1) if len(frame) else pd.Series(dtype=str)
-    if "flags" in frame:
-        frame["flags"] = frame["flags"].fillna(computed)
+    if col.FLAGS in frame:
+        frame[col.FLAGS] = frame[col.FLAGS].fillna(computed)
     else:
-        frame["flags"] = computed
-    frame["flags"] = frame["flags"].fillna("").astype(str)
+        frame[col.FLAGS] = computed
+    frame[col.FLAGS] = frame[col.FLAGS].fillna("").astype(str)
     far = outliers(frame)
-    frame.loc[far, "flags"] = [";".join(filter(None, [text, "outlier"])) for text in frame.loc[far, "flags"]]
+    frame.loc[far, col.FLAGS] = [";".join(filter(None, [text, "outlier"])) for text in frame.loc[far, col.FLAGS]]
     return frame
 
 
 def outliers(records: pd.DataFrame) -> pd.Series:
     """Repeats more than OUTLIER_FACTOR away from the median of their point's repeats."""
     keys = [k for k in POINT_KEYS if k in records]
-    if records.empty or "ms_median" not in records or not set(POINT_KEYS[:3]) <= set(keys):
+    if records.empty or col.MS_MEDIAN not in records or not set(POINT_KEYS[:3]) <= set(keys):
         return pd.Series(False, index=records.index)
-    ms = records["ms_median"].astype(float)
-    groups = records.groupby(keys, dropna=False)["ms_median"]
+    ms = records[col.MS_MEDIAN].astype(float)
+    groups = records.groupby(keys, dropna=False)[col.MS_MEDIAN]
     median = groups.transform("median").astype(float)
     enough = groups.transform("count") >= OUTLIER_MIN_REPEATS
     ratio = ms / median
@@ -239,7 +239,7 @@ DOUBTS = {"throughput": {"spread", "outlier"}, "breakdown": {"spread", "outlier"
 def flagged(records: pd.DataFrame, quantity: str = "throughput") -> pd.Series:
     """Whether each record's flags put the quantity (`throughput` or `breakdown`) in doubt."""
     frame = with_flags(records)
-    return frame["flags"].map(lambda text: bool(set(filter(None, text.split(";"))) & DOUBTS[quantity])).astype(bool)
+    return frame[col.FLAGS].map(lambda text: bool(set(filter(None, text.split(";"))) & DOUBTS[quantity])).astype(bool)
 
 
 def without_flagged(records: pd.DataFrame, quantity: str = "throughput") -> tuple[pd.DataFrame, int]:
@@ -313,8 +313,8 @@ def paired_finding(
     baseline: object,
     up: str = "higher",
     down: str = "lower",
-    between: str = "variant",
-    value: str = "samples_per_s",
+    between: str = col.VARIANT,
+    value: str = col.SAMPLES_PER_S,
 ) -> Finding:
     """`variant` over `baseline`, paired, with all repeats and without flagged ones, and one word for both."""
     everything, clean, dropped = views(records)
@@ -333,7 +333,7 @@ def flag_note(records: pd.DataFrame, quantity: str = "throughput") -> list[str]:
 
 def unpaired_reason(records: pd.DataFrame, between: str) -> str:
     """Why no pair formed between two values of `between` (for a finding that has none)."""
-    if between != "variant" and (RUN not in records or not records[RUN].map(interleaved).any()):
+    if between != col.VARIANT and (RUN not in records or not records[RUN].map(interleaved).any()):
         return "the two ends were measured one point after the other, before runs interleaved them: not paired"
     return "no repeat pairs up at the two ends within one run"
 

@@ -17,6 +17,20 @@ TIMESTAMP, GIT_COMMIT, DEVICE = "timestamp", "git_commit", "device"
 FLAGS, ERROR = "flags", "error"
 # Timing.
 MS_MEDIAN, MS_P10, MS_P90, SAMPLES_PER_S = "ms_median", "ms_p10", "ms_p90", "samples_per_s"
+INPUT_MS_MEDIAN, COMPUTE_MS_MEDIAN, ROOFLINE_MS = "input_ms_median", "compute_ms_median", "roofline_ms"
+# What ran: the loop and its settings, as the measurement recorded them (not the config's columns).
+LOOP, PRECISION, PRECISION_LABEL, NATIVE_BF16 = "loop", "precision", "precision_label", "native_bf16"
+SPARSE_ARCH, PLACEMENT, KERNEL_PATH, CAPTURE = "sparse_arch", "placement", "kernel_path", "capture"
+BATCH_SIZE, STEPS, WARMUP, BUILDS = "batch_size", "steps", "warmup", "builds"
+# Distributed runs: how many ranks, and how the tables' rows reached them.
+WORLD_SIZE, ROUTE = "world_size", "route"
+# Training quality: the convergence records (one row per logged step or eval) and a run's last loss.
+KIND, STEP, LOSS, EVAL_AUC, FINAL_LOSS = "kind", "step", "loss", "eval_auc", "final_loss"
+# Sweeps: the grid point a record belongs to.
+GRID, SWEEP_POINT = "grid", "sweep_point"
+# Provenance that readers filter or caption by (the rest: `record.PROVENANCE`).
+PACKAGE_VERSION, CPU_MODEL, CPU_COUNT = "package_version", "cpu_model", "cpu_count"
+DEVICE_NAME, GPU_MODEL = "device_name", "gpu_model"
 
 # Operators of the per-operator breakdown, in the order a step runs them.
 OPERATORS = (

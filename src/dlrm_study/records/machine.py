@@ -111,6 +111,14 @@ class Machine:
         return "native bf16 without AMX" if self.native_bf16 else "no native bf16 (emulated)"
 
 
+def is_legacy_key(key: object) -> bool:
+    """Whether a stored machine key predates today's form: missing, or ending in threads (`cpu/isa/2t`)."""
+    if not isinstance(key, str) or not key:
+        return True
+    parts = key.split("/")
+    return len(parts) in (3, 4) and LEGACY_THREADS.match(parts[2]) is not None
+
+
 def _whole(value: object) -> int:
     try:
         number = float(value)  # type: ignore[arg-type]

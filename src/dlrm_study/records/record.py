@@ -12,9 +12,9 @@ from dlrm_study.records import columns as col
 from dlrm_study.records.machine import Machine
 
 PROVENANCE = (
-    "package_version", "git_commit", "python_version", "torch_version", "torchrec_version", "fbgemm_gpu_version",
-    "fbgemm_gpu_cpu_version", "triton_version", "cpu_model", "cpuid", "cpu_count", "device_name", "gpu_model", "host",
-    "command", "timestamp",
+    col.PACKAGE_VERSION, col.GIT_COMMIT, "python_version", "torch_version", "torchrec_version", "fbgemm_gpu_version",
+    "fbgemm_gpu_cpu_version", "triton_version", col.CPU_MODEL, "cpuid", col.CPU_COUNT, col.DEVICE_NAME,
+    col.GPU_MODEL, "host", "command", col.TIMESTAMP,
 )  # fmt: skip
 IDENTITY = (col.MACHINE, col.RUN_ID, col.RULES_HASH)
 LABELS = (col.VARIANT, col.REPEAT, col.POINT, col.ORDER, col.CONFIG_NAME, col.CONFIG_HASH)

@@ -19,34 +19,53 @@ FIELDS = (
 HOST = "host-"  # a CPU loop run on a GPU machine's host, in the GPU's sweep: GPU over CPU paired in one run
 SWITCHES = ("table_batching", "huge_pages", "fused_interaction")  # the optimized loop's techniques
 
+# The registered names, for readers that pick records of one variant (each is a REGISTRY key).
+REFERENCE, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16 = "reference", "torchrec", "optimized-fp32", "optimized-bf16"
+GPU_HBM, GPU_HBM_FP32, GPU_EAGER = "gpu-hbm", "gpu-hbm-fp32", "gpu-eager"
+GPU_HOST, GPU_UVM, GPU_CACHED, GPU_CACHED_LFU = "gpu-host", "gpu-uvm", "gpu-cached", "gpu-cached-lfu"
+FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES = "fused-update", "+table-batching", "+huge-pages"
+
 REGISTRY: dict[str, list[str]] = {
-    "reference": ["train.loop=reference"],
-    "optimized-fp32": ["train.loop=optimized", "train.precision=fp32"],
-    "optimized-bf16": ["train.loop=optimized", "train.precision=bf16"],
-    "torchrec": ["train.loop=torchrec"],
+    REFERENCE: ["train.loop=reference"],
+    OPTIMIZED_FP32: ["train.loop=optimized", "train.precision=fp32"],
+    OPTIMIZED_BF16: ["train.loop=optimized", "train.precision=bf16"],
+    TORCHREC: ["train.loop=torchrec"],
     # The gpu loop: the dense part in bf16 (autocast) unless -fp32; tables placed as named.
     # The device is the sweep's to set (train.device=cuda; cpu for a dry run of the GPU script).
-    "gpu-hbm-fp32": ["train.loop=gpu", "train.placement=hbm", "train.precision=fp32"],
-    "gpu-hbm": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16"],
-    "gpu-host": ["train.loop=gpu", "train.placement=host", "train.precision=bf16"],
-    "gpu-uvm": ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
-    "gpu-cached": ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
-    "gpu-cached-lfu": ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
+    GPU_HBM_FP32: ["train.loop=gpu", "train.placement=hbm", "train.precision=fp32"],
+    GPU_HBM: ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16"],
+    GPU_HOST: ["train.loop=gpu", "train.placement=host", "train.precision=bf16"],
+    GPU_UVM: ["train.loop=gpu", "train.placement=uvm", "train.precision=bf16"],
+    GPU_CACHED: ["train.loop=gpu", "train.placement=cached", "train.precision=bf16"],
+    GPU_CACHED_LFU: ["train.loop=gpu", "train.placement=cached", "train.cache_policy=lfu", "train.precision=bf16"],
     # gpu-hbm's step run eagerly, not captured as a CUDA graph: what the capture buys.
-    "gpu-eager": ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16", "train.cuda_graph=false"],
+    GPU_EAGER: ["train.loop=gpu", "train.placement=hbm", "train.precision=bf16", "train.cuda_graph=false"],
 }
 # Aliases: the CPU loops on the host of a GPU, in the GPU grid's own sweep (whose device is the GPU's, so
 # they set device=cpu back). Their configs are the plain loops'; the name says where they were measured,
 # and `Variant.of` gives the plain name.
-ALIASES = {f"{HOST}{name}": name for name in ("optimized-fp32", "optimized-bf16")}
+ALIASES = {f"{HOST}{name}": name for name in (OPTIMIZED_FP32, OPTIMIZED_BF16)}
 REGISTRY |= {alias: [*REGISTRY[name], "train.device=cpu"] for alias, name in ALIASES.items()}
 # Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
 _OFF = ["train.loop=optimized", "train.precision=fp32", "train.huge_pages=false", "train.fused_interaction=false"]
 REGISTRY |= {
-    "fused-update": [*_OFF, "train.table_batching=false"],
-    "+table-batching": _OFF,
-    "+huge-pages": [*_OFF[:2], "train.fused_interaction=false"],
+    FUSED_UPDATE: [*_OFF, "train.table_batching=false"],
+    TABLE_BATCHING: _OFF,
+    HUGE_PAGES: [*_OFF[:2], "train.fused_interaction=false"],
 }
+
+# The groups studies run and readers show, in their order.
+CPU_LOOPS = (REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16, TORCHREC)  # `dlrm-study compare`'s default
+BF16_PAIR = (OPTIMIZED_FP32, OPTIMIZED_BF16)  # the optimized loop in fp32 and in bf16 (S3)
+# `optimized-fp32` is the ablation's step that adds the fused interaction, `optimized-bf16` the one that adds bf16.
+ABLATION = (REFERENCE, FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES, OPTIMIZED_FP32, OPTIMIZED_BF16)
+GPU_PLACEMENTS = (GPU_HBM, GPU_CACHED, GPU_CACHED_LFU, GPU_UVM, GPU_HOST)
+GPU_PRESETS = (GPU_HBM, GPU_HBM_FP32, GPU_EAGER)  # bf16 against fp32, graph against eager
+# The order figures and tables show variants in (then any others, in their own order).
+ORDER = (
+    REFERENCE, FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16,
+    GPU_HBM_FP32, GPU_HBM, GPU_CACHED, GPU_CACHED_LFU, GPU_UVM, GPU_HOST,
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +75,11 @@ class Variant:
     @property
     def overrides(self) -> list[str]:
         return list(REGISTRY[self.name])
+
+    def setting(self, field: str) -> str | None:
+        """The value this variant gives `train.<field>` (None: it leaves the base's)."""
+        found = [item.partition("=")[2] for item in REGISTRY[self.name] if item.partition("=")[0] == f"train.{field}"]
+        return found[-1] if found else None
 
     @classmethod
     def named(cls, name: str) -> "Variant":

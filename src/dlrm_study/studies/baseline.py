@@ -23,6 +23,8 @@ from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, stats
 from dlrm_study.measure.bench import measure_prepared, prepare, step_times
 from dlrm_study.measure.compare import VARIANTS, runnable
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import BF16_PAIR, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
 from dlrm_study.studies.profiles import BASELINE, shown
 
 PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
@@ -30,10 +32,10 @@ OLD, OLD_TODAY = "reference-2020", "reference-2020-today"
 STEPS = {  # variant -> what the decomposition calls it, in order
     OLD: "2020 reference step, torch 1.5.1",
     OLD_TODAY: "the same step, today's torch",
-    "reference": "today's reference loop",
-    "torchrec": "torchrec",
-    "optimized-fp32": "optimized fp32",
-    "optimized-bf16": "optimized bf16",
+    REFERENCE: "today's reference loop",
+    TORCHREC: "torchrec",
+    OPTIMIZED_FP32: "optimized fp32",
+    OPTIMIZED_BF16: "optimized bf16",
 }
 CONFIGS = {"smoke": ["tiny"], "quick": ["dlrm-benchmark", "mlperf-scaled"], "full": ["dlrm-benchmark", "mlperf-scaled"]}
 THREADS = {"smoke": [1], "quick": [1, 2], "full": [1, 2]}
@@ -51,7 +53,7 @@ def step_config(cfg: Config) -> dict[str, object]:
         "table_rows": list(m.table_rows),
         "embedding_dim": m.embedding_dim,
         "top_mlp": list(m.top_mlp),
-        "batch_size": cfg.train.batch_size,
+        col.BATCH_SIZE: cfg.train.batch_size,
         "lookups_per_table": cfg.data.lookups_per_table,
         "learning_rate": cfg.train.learning_rate,
     }
@@ -77,25 +79,25 @@ def subprocess_fields(python: Path, cfg: Config, steps: int, warmup: int) -> dic
         raise RuntimeError(f"the 2020 step under {python} failed: {last}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
     return {
-        "loop": "reference-2020",
-        "sparse_arch": "reference",
-        "precision": "fp32",
-        "device": "cpu",
-        "threads": out["threads"],
-        "batch_size": cfg.train.batch_size,
-        "steps": steps,
-        "warmup": warmup,
+        col.LOOP: "reference-2020",
+        col.SPARSE_ARCH: "reference",
+        col.PRECISION: "fp32",
+        col.DEVICE: "cpu",
+        col.THREADS: out["threads"],
+        col.BATCH_SIZE: cfg.train.batch_size,
+        col.STEPS: steps,
+        col.WARMUP: warmup,
         **step_times(out["ms"], cfg.train.batch_size),
         "torch_version": out["torch_version"],  # the stack that ran, not this process's
         "python_version": out["python_version"],
-        "builds": "every repeat (own process)",
+        col.BUILDS: "every repeat (own process)",
     }
 
 
 def in_process_fields(cfg: Config, steps: int, warmup: int) -> dict[str, object]:
     prepared = prepare(cfg)
     try:
-        return {**measure_prepared(prepared, steps, warmup, 0, progress=False), "builds": "every repeat"}
+        return {**measure_prepared(prepared, steps, warmup, 0, progress=False), col.BUILDS: "every repeat"}
     finally:
         prepared.close()
 
@@ -145,10 +147,10 @@ def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame
     if not path.exists():
         return pd.DataFrame()
     frame = results.load(path)
-    frame = results.select(frame[(frame["study"] == f"baseline-2020-{profile}") & frame["error"].isna()], machine)
+    frame = results.select(frame[(frame[col.STUDY] == f"baseline-2020-{profile}") & frame[col.ERROR].isna()], machine)
     frame = frame.copy()
-    frame["step"] = frame["variant"].map(STEPS)
-    frame["threads"] = frame["train.threads"].astype(int)
+    frame["step"] = frame[col.VARIANT].map(STEPS)
+    frame[col.THREADS] = frame["train.threads"].astype(int)
     return frame
 
 
@@ -157,10 +159,10 @@ def factors(frame: pd.DataFrame) -> pd.DataFrame:
     clean = stats.with_flags(frame)  # every repeat counts
     tables = []
     for variant in STEPS:
-        if variant == OLD or variant not in set(clean["variant"]):
+        if variant == OLD or variant not in set(clean[col.VARIANT]):
             continue
-        table = stats.paired_ratios(clean, ["config_name", "threads"], variant, OLD)
-        tables.append(table.assign(variant=variant, step=STEPS[variant]))
+        table = stats.paired_ratios(clean, [col.CONFIG_NAME, col.THREADS], variant, OLD)
+        tables.append(table.assign(**{col.VARIANT: variant}, step=STEPS[variant]))
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
@@ -170,10 +172,10 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
     from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
     """
-    clean = frame[frame["config_name"] == config_name]
-    rate = clean.groupby(["variant", "threads"])["samples_per_s"].median()
+    clean = frame[frame[col.CONFIG_NAME] == config_name]
+    rate = clean.groupby([col.VARIANT, col.THREADS])[col.SAMPLES_PER_S].median()
     best = max(
-        (v for v in ("optimized-fp32", "optimized-bf16") if (v, 2) in rate and (v, 1) in rate),
+        (v for v in BF16_PAIR if (v, 2) in rate and (v, 1) in rate),
         key=lambda v: rate[(v, 2)],
         default=None,
     )
@@ -182,5 +184,5 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     exponent = {v: math.log2(rate[(v, 2)] / rate[(v, 1)]) for v in (best, OLD)}
     measured = rate[(best, 2)] / rate[(OLD, 2)]
     projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
-    return {"variant": best, "measured": measured, "projected": projected, "cores": cores,
+    return {col.VARIANT: best, "measured": measured, "projected": projected, "cores": cores,
             "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip

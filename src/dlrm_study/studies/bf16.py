@@ -16,11 +16,12 @@ import pandas as pd
 
 from dlrm_study import results
 from dlrm_study.measure import stats
-from dlrm_study.records.columns import OPERATORS, op_column
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import BF16_PAIR
 
-BF16, FP32 = "optimized-bf16", "optimized-fp32"
+FP32, BF16 = BF16_PAIR
 # One repeat of one measurement run: the two variants pair up within it.
-RUN = ["machine", "study", "config_name"]
+RUN = [col.MACHINE, col.STUDY, col.CONFIG_NAME]
 TABLE = [*RUN, "quantity", "n", "center", "low", "high", "fp32", "bf16"]
 LOOP, GEMM, GATHER = "samples/s", "GEMM rate (roofline)", "gather bytes/s (roofline)"
 RECORD_FILES = ("sweeps.csv", "bench.csv")  # the CPU sweeps' and `dlrm-study compare`'s records
@@ -34,9 +35,9 @@ PRESET_STUDIES = r"^(cpu-loops|cpu-compare)"
 def stored_records(folder: Path) -> pd.DataFrame:
     """Every machine's records of the CPU loops on the presets in a results folder."""
     frames = [results.load(folder / name) for name in RECORD_FILES if (folder / name).is_file()]
-    frames = [f[f["study"].astype(str).str.match(PRESET_STUDIES)] for f in frames if not f.empty]
+    frames = [f[f[col.STUDY].astype(str).str.match(PRESET_STUDIES)] for f in frames if not f.empty]
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["variant"])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[col.VARIANT])
 
 
 def bf16_vs_fp32(records: pd.DataFrame) -> pd.DataFrame:
@@ -47,12 +48,12 @@ def bf16_vs_fp32(records: pd.DataFrame) -> pd.DataFrame:
     the roofline's rates are one measurement per run (their `n` counts records, no interval).
     Every repeat counts (flagged ones too: `stats`); the flags stay in the records.
     """
-    pair = records[records["variant"].isin([BF16, FP32])]
+    pair = records[records[col.VARIANT].isin([BF16, FP32])]
     if pair.empty:
         return pd.DataFrame(columns=TABLE)
-    rows = [ratio_rows(pair, "samples_per_s", LOOP)]
+    rows = [ratio_rows(pair, col.SAMPLES_PER_S, LOOP)]
     timed = pair
-    rows += [ratio_rows(timed, op_column(name), name) for name in OPERATORS if op_column(name) in timed]
+    rows += [ratio_rows(timed, col.op_column(name), name) for name in col.OPERATORS if col.op_column(name) in timed]
     rows += [rate_rows(pair, f"roofline_{kind}_{{}}_{unit}", label) for kind, unit, label in RATES]
     rows = [r for r in rows if not r.empty]
     return pd.concat(rows, ignore_index=True)[TABLE] if rows else pd.DataFrame(columns=TABLE)
@@ -68,7 +69,7 @@ def ratio_rows(records: pd.DataFrame, column: str, label: str) -> pd.DataFrame:
     ratios = stats.paired_ratios(measured, RUN, BF16, FP32, column)
     if ratios.empty:
         return ratios
-    medians = measured.pivot_table(index=RUN, columns="variant", values=column, aggfunc="median")
+    medians = measured.pivot_table(index=RUN, columns=col.VARIANT, values=column, aggfunc="median")
     ratios = ratios.join(medians.rename(columns={FP32: "fp32", BF16: "bf16"}), on=RUN)
     return ratios.assign(quantity=label)
 

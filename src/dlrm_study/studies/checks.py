@@ -15,8 +15,9 @@ import torch
 from dlrm_study import config
 from dlrm_study.data import make_data
 from dlrm_study.measure import stats
+from dlrm_study.records import columns as col
 
-CELL = ["config_hash", "variant", "machine", stats.RUN, "repeat"]
+CELL = [col.CONFIG_HASH, col.VARIANT, col.MACHINE, stats.RUN, col.REPEAT]
 
 
 def pairs_within_runs(records: pd.DataFrame) -> bool:
@@ -26,21 +27,21 @@ def pairs_within_runs(records: pd.DataFrame) -> bool:
     cells = records.assign(**{stats.RUN: records[stats.RUN].fillna("")}) if stats.RUN in records else records
     if cells.duplicated([c for c in CELL if c in cells]).any():
         return False
-    point = "point" if "point" in cells else "config_name"
-    per_repeat = cells.groupby([point, "machine", stats.RUN, "repeat"])["variant"].nunique()
-    per_run = cells.groupby([point, "machine", stats.RUN])["variant"].nunique()
-    return bool((per_repeat == per_repeat.index.droplevel("repeat").map(per_run)).all())
+    point = col.POINT if col.POINT in cells else col.CONFIG_NAME
+    per_repeat = cells.groupby([point, col.MACHINE, stats.RUN, col.REPEAT])[col.VARIANT].nunique()
+    per_run = cells.groupby([point, col.MACHINE, stats.RUN])[col.VARIANT].nunique()
+    return bool((per_repeat == per_repeat.index.droplevel(col.REPEAT).map(per_run)).all())
 
 
 def base_point_shared(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """Whether the records two knob sweeps have at their common point are the same records."""
-    common = set(a["config_hash"]) & set(b["config_hash"])
+    common = set(a[col.CONFIG_HASH]) & set(b[col.CONFIG_HASH])
     if not common:
         return False
 
     def measured(frame: pd.DataFrame) -> set:
-        at = frame[frame["config_hash"].isin(common)]
-        return set(zip(at["config_hash"], at["variant"], at["timestamp"], at["samples_per_s"], strict=True))
+        at = frame[frame[col.CONFIG_HASH].isin(common)]
+        return set(zip(at[col.CONFIG_HASH], at[col.VARIANT], at[col.TIMESTAMP], at[col.SAMPLES_PER_S], strict=True))
 
     return measured(a) == measured(b)
 
@@ -65,6 +66,6 @@ def placements_train_alike(steps: int = 3, atol: float = 1e-6) -> bool:
 
 def seeds_per_loop(records: pd.DataFrame, seeds: int) -> bool:
     """Whether every loop in the convergence records has a held-out evaluation from each of `seeds` seeds."""
-    evals = records[records["kind"] == "eval"]
-    counts = evals.groupby("variant")["train.seed"].nunique()
+    evals = records[records[col.KIND] == "eval"]
+    counts = evals.groupby(col.VARIANT)["train.seed"].nunique()
     return bool(len(counts)) and bool((counts == seeds).all())

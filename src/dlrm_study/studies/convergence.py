@@ -9,6 +9,7 @@ from dlrm_study import config, results
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, runnable
+from dlrm_study.records import columns as col
 from dlrm_study.studies.profiles import CONVERGENCE_SEEDS, CONVERGENCE_STEPS, LOSS_WINDOW
 
 
@@ -61,14 +62,14 @@ def run_convergence(
         rows = [
             results.record(
                 study,
-                {"kind": "loss", "step": end, "loss": sum(losses[end - window : end]) / window},
+                {col.KIND: "loss", col.STEP: end, col.LOSS: sum(losses[end - window : end]) / window},
                 cfg,
                 variant=variant,
                 repeat=seed,
             )
             for end in range(window, steps + 1, window)
         ]
-        evaluation = {"kind": "eval", "step": steps, **{f"eval_{k}": v for k, v in metrics.items()}}
+        evaluation = {col.KIND: "eval", col.STEP: steps, **{f"eval_{k}": v for k, v in metrics.items()}}
         rows.append(results.record(study, evaluation, cfg, variant=variant, repeat=seed))
         results.append_many(path, rows)
     return convergence_records(profile, out, machine)
@@ -82,6 +83,6 @@ def convergence_records(profile: str, out: Path, machine: str | None = "this") -
     frame = results.load(path)
     seeds = range(CONVERGENCE_SEEDS["full"])
     current = {variant_config(profile, v, s).hash() for v in CPU_VARIANTS for s in seeds}
-    frame = results.select(frame[frame["config_hash"].isin(current)], machine)
-    keys = ["machine", "variant", "train.seed", "kind", "step"]
-    return frame.sort_values("timestamp").drop_duplicates(keys, keep="last")
+    frame = results.select(frame[frame[col.CONFIG_HASH].isin(current)], machine)
+    keys = [col.MACHINE, col.VARIANT, "train.seed", col.KIND, col.STEP]
+    return frame.sort_values(col.TIMESTAMP).drop_duplicates(keys, keep="last")

@@ -7,13 +7,14 @@ from typing import NamedTuple
 import pandas as pd
 
 from dlrm_study.measure import stats
-from dlrm_study.measure.compare import ABLATION, ABLATION_LABELS
-from dlrm_study.records.columns import OP_COLUMNS, op_column
+from dlrm_study.measure.compare import ABLATION_LABELS
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import ABLATION, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
 from dlrm_study.studies.profiles import PRESETS, SWEEP
 from dlrm_study.sweep import Sweep
 
 CPU_PRESETS = ["dlrm-benchmark", "mlperf-scaled", "kaggle"]
-CPU_LOOPS = ["reference", "torchrec", "optimized-fp32", "optimized-bf16"]
+CPU_LOOPS = [REFERENCE, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16]
 
 
 def cpu_loops(profile: str, out: Path) -> Sweep:
@@ -65,11 +66,11 @@ def ablation(profile: str, out: Path) -> Sweep:
 def ablation_steps(records: pd.DataFrame) -> pd.DataFrame:
     """Each step's samples/s over the step before it and over the reference, paired within repeats
     (all repeats; `word` from both views, `stats.paired_finding`)."""
-    steps = [v for v in ABLATION if v in set(records["variant"])]
+    steps = [v for v in ABLATION if v in set(records[col.VARIANT])]
     rows = []
     for before, step in itertools.pairwise(steps):
         gain = stats.paired_finding(records, step, before, "faster", "slower")
-        total = stats.paired_ratio(records, step, "reference")
+        total = stats.paired_ratio(records, step, REFERENCE)
         rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain.all._asdict(),
                      "word": gain.word, "text": gain.text(),
                      **{f"total_{k}": v for k, v in total._asdict().items()}})  # fmt: skip
@@ -98,16 +99,16 @@ def embedding_share(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> 
 
     A summary table (`stats.summarize`, on the logit scale): median share over repeats and its 95% interval.
     """
-    ops = records[list(OP_COLUMNS)].sum(axis=1)
-    share = sum(records[op_column(name)] for name in parts) / ops
-    return stats.summarize(records.assign(share=share), ["config_name"], "share", share=True)
+    ops = records[list(col.OP_COLUMNS)].sum(axis=1)
+    share = sum(records[col.op_column(name)] for name in parts) / ops
+    return stats.summarize(records.assign(share=share), [col.CONFIG_NAME], "share", share=True)
 
 
-def speedups(records: pd.DataFrame, baseline: str = "reference") -> pd.DataFrame:
+def speedups(records: pd.DataFrame, baseline: str = REFERENCE) -> pd.DataFrame:
     """Every variant's samples/s over the baseline's, paired within repeats, per config."""
     parts = [
-        stats.paired_ratios(records, ["config_name"], variant, baseline).assign(variant=variant)
-        for variant in records["variant"].unique()
+        stats.paired_ratios(records, [col.CONFIG_NAME], variant, baseline).assign(**{col.VARIANT: variant})
+        for variant in records[col.VARIANT].unique()
         if variant != baseline
     ]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

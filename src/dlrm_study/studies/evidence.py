@@ -13,6 +13,7 @@ import pandas as pd
 from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine
+from dlrm_study.records import columns as col
 from dlrm_study.studies import baseline, convergence, cpu, placement, scaling
 from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity, sensitivity_records
 
@@ -73,7 +74,7 @@ class Evidence:
 
     def machines(self) -> list[str]:
         """Every machine with current records: recorded CPU-only hosts, GPU hosts, then unrecorded ones."""
-        found = {m for frame in self.frames().values() if "machine" in frame for m in frame["machine"].dropna()}
+        found = {m for frame in self.frames().values() if col.MACHINE in frame for m in frame[col.MACHINE].dropna()}
         return sorted(found, key=lambda m: (not Machine.parse(m).recorded, Machine.parse(m).has_gpu, m))
 
     def rules_hashes(self) -> set[str]:
@@ -81,7 +82,7 @@ class Evidence:
         hashes: set[str] = set()
         for frame in self.frames().values():
             if not frame.empty:
-                column = frame["rules_hash"] if "rules_hash" in frame else pd.Series("", index=frame.index)
+                column = frame[col.RULES_HASH] if col.RULES_HASH in frame else pd.Series("", index=frame.index)
                 hashes |= set(column.fillna("").astype(str))
         return hashes
 
@@ -89,12 +90,12 @@ class Evidence:
 def gpu_records(out: Path) -> pd.DataFrame:
     path = out / GPU_RECORDS
     frame = results.load(path) if path.exists() else pd.DataFrame()
-    return frame[frame["device"] == "cuda"] if "device" in frame else frame
+    return frame[frame[col.DEVICE] == "cuda"] if col.DEVICE in frame else frame
 
 
 def of(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
     """One machine's records of a frame (none where the frame has no machine column)."""
-    return frame[frame["machine"] == machine] if "machine" in frame else frame.iloc[0:0]
+    return frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
 
 
 def primary_machine(evidence: Evidence) -> str | None:
@@ -102,5 +103,5 @@ def primary_machine(evidence: Evidence) -> str | None:
     loops = evidence.cpu_loops
     if loops.empty:
         return None
-    loops = loops[[Machine.parse(m).recorded for m in loops["machine"]]]
-    return str(loops.sort_values("timestamp")["machine"].iloc[-1]) if not loops.empty else None
+    loops = loops[[Machine.parse(m).recorded for m in loops[col.MACHINE]]]
+    return str(loops.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1]) if not loops.empty else None

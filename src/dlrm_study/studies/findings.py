@@ -9,7 +9,8 @@ least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "
 import pandas as pd
 
 from dlrm_study.measure import stats
-from dlrm_study.records.columns import OP_COLUMNS, op_column, op_label
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import REFERENCE
 from dlrm_study.studies import baseline, cpu
 from dlrm_study.studies import scaling as scaling_study
 from dlrm_study.studies.predictions import against_naive
@@ -19,11 +20,11 @@ from dlrm_study.studies.sensitivity import knob_findings
 def reference_breakdown(records: pd.DataFrame) -> list[str]:
     """Notebook 01: the share of the reference's profiled iteration in embedding backward + update
     (S2), and in embedding forward beside it, per preset, over all repeats."""
-    reference = records[records["variant"] == "reference"].dropna(subset=[op_column("embedding_forward")])
-    update = cpu.embedding_share(reference).set_index("config_name")
-    forward = cpu.embedding_share(reference, ("embedding_forward",)).set_index("config_name")
+    reference = records[records[col.VARIANT] == REFERENCE].dropna(subset=[col.op_column("embedding_forward")])
+    update = cpu.embedding_share(reference).set_index(col.CONFIG_NAME)
+    forward = cpu.embedding_share(reference, ("embedding_forward",)).set_index(col.CONFIG_NAME)
     lines = []
-    for name in dict.fromkeys(reference["config_name"]):
+    for name in dict.fromkeys(reference[col.CONFIG_NAME]):
         u, f = update.loc[name], forward.loc[name]
         lines.append(
             f"{name}: embedding backward + update take {stats.describe(u.center, u.low, u.high, percent=True)} "
@@ -36,10 +37,10 @@ def reference_breakdown(records: pd.DataFrame) -> list[str]:
 def speedups(records: pd.DataFrame) -> list[str]:
     """Notebook 02: each loop's samples/s over the reference's, paired within repeats, per preset."""
     lines = []
-    for name in sorted(set(records["config_name"])):
-        preset = records[records["config_name"] == name]
-        for variant in sorted(set(preset["variant"]) - {"reference"}):
-            f = stats.paired_finding(preset, variant, "reference", "faster", "slower")
+    for name in sorted(set(records[col.CONFIG_NAME])):
+        preset = records[records[col.CONFIG_NAME] == name]
+        for variant in sorted(set(preset[col.VARIANT]) - {REFERENCE}):
+            f = stats.paired_finding(preset, variant, REFERENCE, "faster", "slower")
             if f.all.n:
                 lines.append(f"{name}: {variant} over the reference {f.text()}")
     return (lines or ["speedups: no finding: no loop pairs up with the reference"]) + stats.flag_note(records)
@@ -47,14 +48,14 @@ def speedups(records: pd.DataFrame) -> list[str]:
 
 def largest_operator(records: pd.DataFrame) -> list[str]:
     """Notebook 02's breakdown: per preset and loop, the operator with the largest share of the iteration."""
-    ops = list(OP_COLUMNS)
+    ops = list(col.OP_COLUMNS)
     clean = records.dropna(subset=ops)
     lines = []
-    for (name, variant), group in clean.groupby(["config_name", "variant"], sort=True):
+    for (name, variant), group in clean.groupby([col.CONFIG_NAME, col.VARIANT], sort=True):
         shares = group[ops].div(group[ops].sum(axis=1), axis=0)  # per repeat
         top = shares.median().idxmax()
         share = stats.describe(*stats.interval(shares[top]), percent=True)
-        label = op_label(top)
+        label = col.op_label(top)
         lines.append(f"{name} / {variant}: {label} takes the largest share, {share} ({len(group)} repeats)")
     return (lines or ["breakdown: no finding: no profiled repeat"]) + stats.flag_note(clean, "breakdown")
 
@@ -115,7 +116,7 @@ def policy_gap(lfu, lru) -> str:
 def remote(records: pd.DataFrame) -> list[str]:
     """Notebook 05: tables on a parameter server against local tables, paired within repeats."""
     f = stats.paired_finding(records, "remote", "local", "faster", "slower")
-    waits = records[records["variant"] == "remote"]["remote_ms_per_step"].median()
+    waits = records[records[col.VARIANT] == "remote"]["remote_ms_per_step"].median()
     return [
         f"Remote tables over local tables, samples/s: {f.text()}; the trainer waits {waits:.1f} ms per step on "
         "RPC (median)",
@@ -140,11 +141,11 @@ def projection(fitted: dict) -> list[str]:
     at64 = table[table["ranks"] == table["ranks"].max()].set_index("mode")["efficiency"]
     ranks = int(table["ranks"].max())
     lines = []
-    for _, two in check[check["world_size"] == 2].iterrows():
+    for _, two in check[check[col.WORLD_SIZE] == 2].iterrows():
         lines.append(
             f"Modelled (not measured) with this machine's link ({link.bandwidth_gbps:.2f} GB/s, "
             f"{link.latency_us:.0f} us, from the collectives timed alone): the 2-rank step {two['model_step_ms']:.0f} "
-            f"ms against {two['ms_median']:.0f} ms measured ({two['step_error']:+.0%}; compute alone "
+            f"ms against {two[col.MS_MEDIAN]:.0f} ms measured ({two['step_error']:+.0%}; compute alone "
             f"{two['compute_error']:+.0%})"
         )
     lines.append(
@@ -158,16 +159,16 @@ def projection(fitted: dict) -> list[str]:
 def convergence(records: pd.DataFrame) -> list[str]:
     """Notebook 07: held-out AUC of each loop over its seeds, and its difference from the reference's,
     paired by seed (mean over seeds with a t interval)."""
-    evals = records[records["kind"] == "eval"]
-    if "reference" not in set(evals["variant"]):
+    evals = records[records[col.KIND] == "eval"]
+    if REFERENCE not in set(evals[col.VARIANT]):
         return ["no reference run recorded"]
-    wide = evals.pivot_table(index="train.seed", columns="variant", values="eval_auc", aggfunc="first")
+    wide = evals.pivot_table(index="train.seed", columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
     lines = []
     for variant in wide:
         auc = wide[variant].dropna()
-        gap = (wide[variant] - wide["reference"]).dropna()
+        gap = (wide[variant] - wide[REFERENCE]).dropna()
         said = f"{variant}: held-out AUC {auc.median():.4f} (median of {len(auc)} seed(s))"
-        if variant != "reference":
+        if variant != REFERENCE:
             said += f", {stats.describe_difference(gap)} vs the reference (paired by seed)"
         lines.append(said)
     return lines
@@ -185,21 +186,21 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
         return ["2020 baseline: no records: not measured here (`make baseline-2020` measures it)"]
     table = baseline.factors(records)
     lines = []
-    for (config, threads), group in table.groupby(["config_name", "threads"], sort=True):
+    for (config, threads), group in table.groupby([col.CONFIG_NAME, col.THREADS], sort=True):
         parts = [f"{row.step} x{stats.describe(row.center, row.low, row.high)}" for row in group.itertuples()]
         lines.append(f"{config}, {threads} thread(s), over the 2020 step on torch 1.5.1: " + "; ".join(parts))
-    for config in dict.fromkeys(records["config_name"]):
+    for config in dict.fromkeys(records[col.CONFIG_NAME]):
         p = baseline.projection(records, config)
         if p:
             lines.append(
-                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p['variant']} "
+                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p[col.VARIANT]} "
                 f"{p['measured']:.1f}x the 2020 step at 2 threads would be {p['projected']:.0f}x if each side kept "
                 f"its 1-to-2-thread scaling (exponents {p['exponent_best']:.2f} and {p['exponent_2020']:.2f})"
             )
     return lines + stats.flag_note(records)
 
 
-QUANTITIES = {"samples_per_s": "samples/s", "over_hbm": "over hbm", "gpu_over_cpu": "GPU over CPU"}
+QUANTITIES = {col.SAMPLES_PER_S: "samples/s", "over_hbm": "over hbm", "gpu_over_cpu": "GPU over CPU"}
 
 
 def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[str, ...] = ()) -> list[str]:
@@ -209,7 +210,7 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     if pick.empty:
         return [f"{'/'.join(claims)}: no predictions in this results folder (dlrm-study predict): no finding"]
     done = pick[pick["verdict"] != "not yet measured"]
-    commit = ", ".join(sorted({str(c)[:7] for c in pick["git_commit"]}))
+    commit = ", ".join(sorted({str(c)[:7] for c in pick[col.GIT_COMMIT]}))
     tally = ", ".join(f"{n} {v}" for v, n in done["verdict"].value_counts().sort_index().items()) or "none measured"
     shaky = int(done["flagged_only"].sum())
     lines = [

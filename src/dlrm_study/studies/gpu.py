@@ -23,17 +23,26 @@ import dataclasses
 from pathlib import Path
 
 from dlrm_study import studies
+from dlrm_study.records.variants import (
+    GPU_EAGER,
+    GPU_HBM,
+    GPU_PLACEMENTS,
+    GPU_PRESETS,
+    OPTIMIZED_BF16,
+    OPTIMIZED_FP32,
+    REFERENCE,
+)
 from dlrm_study.studies.cpu import cpu_loops
 from dlrm_study.studies.sensitivity import gpu_mirrors, study_sweeps
 from dlrm_study.sweep import Sweep
 
-PLACEMENT_VARIANTS = ["gpu-hbm", "gpu-cached", "gpu-cached-lfu", "gpu-uvm", "gpu-host"]
-PRESET_VARIANTS = ["gpu-hbm", "gpu-hbm-fp32", "gpu-eager"]
+PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
+PRESET_VARIANTS = list(GPU_PRESETS)
 LARGE_BATCHES = [16_384, 65_536]
 REPEATS = 3  # every GPU point, measured in interleaved repeats (measure.runner)
 # The host's CPU loops: the claim presets (S1, S3), without torchrec (not installed on the GPU host).
 HOST_PRESETS = ["dlrm-benchmark", "mlperf-scaled"]
-HOST_LOOPS = ["reference", "optimized-fp32", "optimized-bf16"]
+HOST_LOOPS = [REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16]
 # Not a throughput point: the study whose records no claim reads.
 DISPATCH_FLOOR = "gpu-dispatch-floor"
 
@@ -68,7 +77,7 @@ def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
     presets = own("gpu-presets", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [])
     presets_large = own("gpu-presets-large", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [], large)
     # (A dry run's floor: tiny at a batch of its own, or its points would be the presets'.)
-    floor = own(DISPATCH_FLOOR, ["kaggle"], ["gpu-hbm", "gpu-eager"], ["train.batch_size=24"] if dry_run else [])
+    floor = own(DISPATCH_FLOOR, ["kaggle"], [GPU_HBM, GPU_EAGER], ["train.batch_size=24"] if dry_run else [])
     placements = own("gpu-placements", ["mlperf-scaled"], PLACEMENT_VARIANTS, zipf)
     skew = own(
         "gpu-placement-skew",

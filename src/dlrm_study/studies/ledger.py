@@ -14,6 +14,7 @@ from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
 from dlrm_study.records import Machine
+from dlrm_study.records import columns as col
 from dlrm_study.studies import cpu, findings, predictions, scaling
 from dlrm_study.studies.evidence import Evidence, of, primary_machine
 from dlrm_study.studies.sensitivity import sensitivity, sensitivity_records
@@ -71,7 +72,7 @@ def rules_line(evidence: Evidence) -> str:
 def at_usual_threads(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
     """A machine's records at its most common thread count (no curve mixes two)."""
     mine = of(frame, machine)
-    return mine[mine["threads"] == mine["threads"].mode().iloc[0]] if not mine.empty else mine
+    return mine[mine[col.THREADS] == mine[col.THREADS].mode().iloc[0]] if not mine.empty else mine
 
 
 NB01, NB02, NB03 = "01_cpu_reference_breakdown", "02_cpu_optimizations", "03_dense_sparse_sensitivity"

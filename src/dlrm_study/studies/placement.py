@@ -9,6 +9,7 @@ from dlrm_study import config, results
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
+from dlrm_study.records import columns as col
 from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
@@ -42,11 +43,11 @@ def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str 
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    frame = frame[frame["config_hash"].isin({cfg.hash() for cfg in configs})]
+    frame = frame[frame[col.CONFIG_HASH].isin({cfg.hash() for cfg in configs})]
     frame = results.select(
-        frame[frame["variant"].isin({steady_variant(cfg) for cfg in configs})], machine
+        frame[frame[col.VARIANT].isin({steady_variant(cfg) for cfg in configs})], machine
     )  # not the cold-start records
-    return frame.sort_values("timestamp").drop_duplicates(["config_hash", "machine"], keep="last")
+    return frame.sort_values(col.TIMESTAMP).drop_duplicates([col.CONFIG_HASH, col.MACHINE], keep="last")
 
 
 def steady_variant(cfg: config.Config) -> str:
@@ -145,15 +146,17 @@ def placement_records(out: Path, study: str) -> pd.DataFrame:
     """One of the GPU script's placement sweeps (gpu-placements, -skew, -size), `x` its knob."""
     path = out / GPU_RECORDS
     frame = results.load(path) if path.exists() else pd.DataFrame()
-    if frame.empty or "study" not in frame:
+    if frame.empty or col.STUDY not in frame:
         return frame
     # The skew sweep leaves out Zipf 1.05: gpu-placements measured that point, the same config.
     studies = {study, "gpu-placements"} if study.endswith("-skew") else {study}
-    frame = frame[frame["study"].isin(studies) & frame["error"].isna()].copy()
+    frame = frame[frame[col.STUDY].isin(studies) & frame[col.ERROR].isna()].copy()
     if study.endswith("-skew"):
-        skew = frame[frame["study"] == study]
+        skew = frame[frame[col.STUDY] == study]
         frame = frame[frame["model.table_rows"].isin(set(skew["model.table_rows"]))]
-    frame = frame.sort_values("timestamp").drop_duplicates(["variant", "config_hash", "machine", "repeat"], keep="last")
+    frame = frame.sort_values(col.TIMESTAMP).drop_duplicates(
+        [col.VARIANT, col.CONFIG_HASH, col.MACHINE, col.REPEAT], keep="last"
+    )
     if study.endswith("-skew"):
         frame["x"], frame["knob"] = frame["data.zipf_alpha"], "Zipf exponent of the ids"
     elif study.endswith("-size"):
@@ -190,8 +193,8 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
             args += ["--warmup", str(p.warmup), "--profile-steps", "0", "--roofline", "off"]
             args += [item for o in REMOTE_BASE[profile] for item in ("--set", o)]
             if task.variant == "remote":  # a trainer and one parameter server
-                return {**launch_fields(2, [*args, "--remote-tables"]), "builds": "every repeat (own processes)"}
-            return {**launch_fields(0, args), "builds": "every repeat (own process)"}
+                return {**launch_fields(2, [*args, "--remote-tables"]), col.BUILDS: "every repeat (own processes)"}
+            return {**launch_fields(0, args), col.BUILDS: "every repeat (own process)"}
 
         one_core = {"threads": lambda _: 1}  # a core per process
         tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, runner.machine_of, **one_core)
@@ -199,7 +202,9 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     frame = results.load(path)
-    frame = results.select(frame[(frame["config_hash"] == cfg.hash()) & frame["variant"].isin(list(TABLES))], machine)
+    frame = results.select(
+        frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine
+    )
     frame = frame.copy()
-    frame["tables"] = frame["variant"].map(TABLES)
+    frame["tables"] = frame[col.VARIANT].map(TABLES)
     return frame

@@ -17,6 +17,8 @@ from dlrm_study import results, sweep
 from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu_model, stats
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 PREDICTIONS = "gpu_predictions.csv"
@@ -25,8 +27,8 @@ MODEL = "gpu_model v1"
 # The same model with each point's kernels per step and dispatch taken from a measured profile
 # (measure.gpu's profiled window): rows added beside v1's, never in their place.
 PROFILED_MODEL = "gpu_model v2 (profiled kernels)"
-PLACEMENT_OF = {"gpu-hbm": "hbm", "gpu-hbm-fp32": "hbm", "gpu-eager": "hbm", "gpu-uvm": "uvm", "gpu-host": "host"}
-PLACEMENT_OF |= {"gpu-cached": "cached", "gpu-cached-lfu": "cached"}
+# Where each gpu variant places its tables, as the registry says (a CPU loop's prediction reads as hbm).
+PLACEMENT_OF = {v: Variant.named(v).setting("placement") for v in REGISTRY if Variant.named(v).setting("loop") == "gpu"}
 
 
 def gpu_specs(profile: str, out: Path) -> list[sweep.Sweep]:
@@ -59,7 +61,7 @@ def hit_rate_for(cfg: Config, out: Path) -> float | None:
         (frame["data.zipf_alpha"].astype(float).round(3) == round(cfg.data.zipf_alpha, 3))
         & (frame["train.cache_fraction"].astype(float).round(4) == round(t.cache_fraction, 4))
         & (frame["train.cache_policy"] == t.cache_policy)
-        & (frame["config_name"] == cfg.name)
+        & (frame[col.CONFIG_NAME] == cfg.name)
     ]
     return float(same["cache_hit_rate"].median()) if not same.empty else None
 
@@ -72,7 +74,7 @@ def cpu_rates(spec: sweep.Sweep, out: Path) -> dict[tuple, float]:
         return {}
     if frame.empty:
         return {}
-    return {key: float(v) for key, v in frame.groupby("grid")["samples_per_s"].median().items()}
+    return {key: float(v) for key, v in frame.groupby(col.GRID)[col.SAMPLES_PER_S].median().items()}
 
 
 def profiled_ops(records: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
@@ -80,11 +82,11 @@ def profiled_ops(records: pd.DataFrame) -> dict[tuple[str, str], tuple[float, fl
     the median over repeats; a captured step's host dispatches one replay."""
     if records.empty or "kernels_per_step" not in records:
         return {}
-    profiled = records[(records["device"] == "cuda") & records["kernels_per_step"].notna()]
+    profiled = records[(records[col.DEVICE] == "cuda") & records["kernels_per_step"].notna()]
     ops = {}
-    for (config_hash, variant), group in profiled.groupby(["config_hash", "variant"]):
+    for (config_hash, variant), group in profiled.groupby([col.CONFIG_HASH, col.VARIANT]):
         kernels = float(group["kernels_per_step"].median())
-        ops[(config_hash, variant)] = (kernels, 1.0 if (group["capture"] == "graph").all() else kernels)
+        ops[(config_hash, variant)] = (kernels, 1.0 if (group[col.CAPTURE] == "graph").all() else kernels)
     return ops
 
 
@@ -118,7 +120,7 @@ def point_rows(
         low, high = batch / slow * 1e3, batch / fast * 1e3
         terms = gpu_model.bound_ms(cfg, device, placement, hit)
         fields = {
-            "quantity": "samples_per_s",
+            "quantity": col.SAMPLES_PER_S,
             "low": low,
             "mid": math.sqrt(low * high),
             "high": high,
@@ -131,7 +133,7 @@ def point_rows(
             "efficiency_high": efficiency[1],
             **{f"bound_{k}": v for k, v in terms.items()},
         }
-        labels = {"claim": claim_of(spec.name), "sweep": spec.name, "variant": point.variant, "grid": point.label}
+        labels = {"claim": claim_of(spec.name), "sweep": spec.name, col.VARIANT: point.variant, col.GRID: point.label}
         model = MODEL if profiled is None else PROFILED_MODEL
         rows.append(
             results.record(
@@ -144,10 +146,10 @@ def point_rows(
 def ratio_rows(rows: list[dict[str, object]], out: Path, profile: str) -> list[dict[str, object]]:
     """H4: each placement over hbm at the same point; H2/H3: GPU over this machine's measured CPU."""
     extra = []
-    by_point = {(r["sweep"], r["grid"], r["variant"]): r for r in rows}
+    by_point = {(r["sweep"], r[col.GRID], r[col.VARIANT]): r for r in rows}
     for (name, grid, variant), row in by_point.items():
-        hbm = by_point.get((name, grid, "gpu-hbm"))
-        if claim_of(name) == "H4" and variant != "gpu-hbm" and hbm is not None:
+        hbm = by_point.get((name, grid, GPU_HBM))
+        if claim_of(name) == "H4" and variant != GPU_HBM and hbm is not None:
             # The same corner on both sides (the same efficiency and op cost): the ratio's range.
             corners = [hbm["fast_ms"] / row["fast_ms"], hbm["slow_ms"] / row["slow_ms"]]
             extra.append(ratio(row, "over_hbm", min(corners), max(corners)))
@@ -172,8 +174,8 @@ def measured_device(device_name: str, out: Path) -> gpu_model.Device:
     device = gpu_model.DEVICES[device_name]
     path = out / "gpu_embedding.csv"
     frame = results.load(path) if path.exists() else pd.DataFrame()
-    if "gpu_model" in frame:
-        frame = frame[frame["gpu_model"].astype(str).str.contains(device.name.split()[1], regex=False)]
+    if col.GPU_MODEL in frame:
+        frame = frame[frame[col.GPU_MODEL].astype(str).str.contains(device.name.split()[1], regex=False)]
     if frame.empty or "copy_gbps" not in frame:
         raise UsageError(f"no measured bandwidths of {device.name} in {path} (run scripts/gpu_check.sh on one)")
     return device.with_measured(float(frame["copy_gbps"].median()), float(frame["h2d_gbps"].median()))
@@ -209,7 +211,7 @@ def predict(
     model = MODEL if profiled is None else PROFILED_MODEL
     if path.exists():
         old = results.load(path)
-        mine = (old["git_commit"] == commit) & (old["predicted_for"] == device.name)
+        mine = (old[col.GIT_COMMIT] == commit) & (old["predicted_for"] == device.name)
         if "model" in old:
             mine &= old["model"] == model
         if not old[mine].empty:
@@ -225,8 +227,8 @@ def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
         return pd.DataFrame()
     frame = results.load(path)
     frame = frame[frame["predicted_for"] == gpu_model.DEVICES[device_name].name]
-    frame = frame.sort_values("timestamp", kind="stable")  # ties keep the file's order: first written first
-    return frame.drop_duplicates(["sweep", "grid", "variant", "quantity"], keep="first")
+    frame = frame.sort_values(col.TIMESTAMP, kind="stable")  # ties keep the file's order: first written first
+    return frame.drop_duplicates(["sweep", col.GRID, col.VARIANT, "quantity"], keep="first")
 
 
 def measured(out: Path) -> pd.DataFrame:
@@ -236,17 +238,17 @@ def measured(out: Path) -> pd.DataFrame:
     if not path.exists():
         return pd.DataFrame()
     frame = results.load(path)
-    frame = frame[(frame["device"] == "cuda") & frame["error"].isna()] if "device" in frame else frame.iloc[0:0]
+    frame = frame[(frame[col.DEVICE] == "cuda") & frame[col.ERROR].isna()] if col.DEVICE in frame else frame.iloc[0:0]
     if frame.empty:
         return frame
-    keys = ["config_hash", "variant"]
+    keys = [col.CONFIG_HASH, col.VARIANT]
     clean, _ = stats.without_flagged(frame)
-    every = frame.groupby(keys)["samples_per_s"].median().rename("all")
-    kept = clean.groupby(keys)["samples_per_s"].median().rename("clean")
+    every = frame.groupby(keys)[col.SAMPLES_PER_S].median().rename("all")
+    kept = clean.groupby(keys)[col.SAMPLES_PER_S].median().rename("clean")
     both = pd.concat([every, kept], axis=1)
-    both["samples_per_s"] = both["all"]  # every repeat counts
+    both[col.SAMPLES_PER_S] = both["all"]  # every repeat counts
     both["flagged_only"] = both["clean"].isna()
-    return both.reset_index()[[*keys, "samples_per_s", "flagged_only"]]
+    return both.reset_index()[[*keys, col.SAMPLES_PER_S, "flagged_only"]]
 
 
 def score(out: Path, device_name: str = "h200", records: Path | None = None) -> pd.DataFrame:
@@ -262,16 +264,16 @@ def score(out: Path, device_name: str = "h200", records: Path | None = None) -> 
         rate = {(r.config_hash, r.variant): r.samples_per_s for r in got.itertuples()}
         doubtful = {(r.config_hash, r.variant) for r in got.itertuples() if r.flagged_only}
         for i, row in pred.iterrows():
-            mine = rate.get((row["config_hash"], row["variant"]))
+            mine = rate.get((row[col.CONFIG_HASH], row[col.VARIANT]))
             if mine is None:
                 continue
-            pred.loc[i, "flagged_only"] = (row["config_hash"], row["variant"]) in doubtful
-            if row["quantity"] == "samples_per_s":
+            pred.loc[i, "flagged_only"] = (row[col.CONFIG_HASH], row[col.VARIANT]) in doubtful
+            if row["quantity"] == col.SAMPLES_PER_S:
                 pred.loc[i, "measured"] = mine
             elif row["quantity"] == "over_hbm":
-                hbm = pred[(pred["sweep"] == row["sweep"]) & (pred["grid"] == row["grid"])]
-                hbm = hbm[(hbm["variant"] == "gpu-hbm") & (hbm["quantity"] == "samples_per_s")]
-                base = rate.get((hbm["config_hash"].iloc[0], "gpu-hbm")) if not hbm.empty else None
+                hbm = pred[(pred["sweep"] == row["sweep"]) & (pred[col.GRID] == row[col.GRID])]
+                hbm = hbm[(hbm[col.VARIANT] == GPU_HBM) & (hbm["quantity"] == col.SAMPLES_PER_S)]
+                base = rate.get((hbm[col.CONFIG_HASH].iloc[0], GPU_HBM)) if not hbm.empty else None
                 if base:
                     pred.loc[i, "measured"] = mine / base
             elif row["quantity"] == "gpu_over_cpu":
@@ -291,7 +293,7 @@ def summary_lines(scored: pd.DataFrame) -> list[str]:
     if scored.empty:
         return ["predictions: none in this results folder (dlrm-study predict writes them)"]
     done = scored[scored["verdict"] != "not yet measured"]
-    commits = ", ".join(sorted({str(c)[:7] for c in scored["git_commit"]}))
+    commits = ", ".join(sorted({str(c)[:7] for c in scored[col.GIT_COMMIT]}))
     counts = done["verdict"].value_counts().to_dict()
     shaky = int(done["flagged_only"].sum()) if "flagged_only" in done else 0
     lines = [
@@ -318,8 +320,8 @@ def knob_bands(knob: str, cpu_spec: sweep.Sweep, out: Path) -> pd.DataFrame:
     pred = load(out)
     if pred.empty:
         return pred
-    pred = pred[(pred["sweep"] == on_gpu(cpu_spec).name) & (pred["quantity"] == "samples_per_s")]
-    return with_knob(knob, pred.assign(point=pred["grid"]))[["variant", "x", "low", "high"]]
+    pred = pred[(pred["sweep"] == on_gpu(cpu_spec).name) & (pred["quantity"] == col.SAMPLES_PER_S)]
+    return with_knob(knob, pred.assign(point=pred[col.GRID]))[[col.VARIANT, "x", "low", "high"]]
 
 
 def placement_bands(out: Path, study: str) -> pd.DataFrame:
@@ -329,13 +331,13 @@ def placement_bands(out: Path, study: str) -> pd.DataFrame:
         return pred
     pred = pred[pred["sweep"] == study]
     if study == "gpu-placements":
-        return pred[pred["quantity"] == "over_hbm"][["variant", "config_name", "low", "high"]]
-    pred = pred[pred["quantity"] == "samples_per_s"].copy()
+        return pred[pred["quantity"] == "over_hbm"][[col.VARIANT, col.CONFIG_NAME, "low", "high"]]
+    pred = pred[pred["quantity"] == col.SAMPLES_PER_S].copy()
     if study.endswith("-skew"):
         pred["x"] = pred["data.zipf_alpha"].astype(float)
     else:
         pred["x"] = pred["model.table_rows"].map(lambda rows: float(str(rows).split("-")[0]))
-    return pred[["variant", "x", "low", "high"]]
+    return pred[[col.VARIANT, "x", "low", "high"]]
 
 
 def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
@@ -344,13 +346,13 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
         return scored
     from dlrm_study.studies.findings import number
 
-    pick = scored[scored["claim"].isin(claims)].sort_values(["quantity", "sweep", "grid", "variant"], kind="stable")
+    pick = scored[scored["claim"].isin(claims)].sort_values(["quantity", "sweep", col.GRID, col.VARIANT], kind="stable")
     shown = pd.DataFrame(
         {
             "claim": pick["claim"],
             "sweep": pick["sweep"].str.replace("-quick", ""),
-            "point": pick["grid"],
-            "variant": pick["variant"],
+            col.POINT: pick[col.GRID],
+            col.VARIANT: pick[col.VARIANT],
             "quantity": pick["quantity"],
             "predicted": [f"[{number(lo)}, {number(hi)}]" for lo, hi in zip(pick["low"], pick["high"], strict=True)],
             "measured": [number(m) if m == m else "-" for m in pick["measured"]],
@@ -368,7 +370,7 @@ def counts(scored: pd.DataFrame) -> pd.DataFrame:
     (each point once: `independent`)."""
     if scored.empty:
         return scored
-    waiting = scored[scored["verdict"] == "not yet measured"].drop_duplicates(["config_hash", "variant"])
+    waiting = scored[scored["verdict"] == "not yet measured"].drop_duplicates([col.CONFIG_HASH, col.VARIANT])
     points = pd.concat([independent(scored), waiting])
     return points.pivot_table(index="claim", columns="verdict", values="low", aggfunc="count", fill_value=0)
 
@@ -382,8 +384,8 @@ def independent(scored: pd.DataFrame) -> pd.DataFrame:
     if scored.empty:
         return scored
     done = scored[scored["verdict"] != "not yet measured"]
-    rank = done["quantity"].map({"samples_per_s": 0}).fillna(1)
-    return done.assign(_rank=rank).sort_values("_rank", kind="stable").drop_duplicates(["config_hash", "variant"])
+    rank = done["quantity"].map({col.SAMPLES_PER_S: 0}).fillna(1)
+    return done.assign(_rank=rank).sort_values("_rank", kind="stable").drop_duplicates([col.CONFIG_HASH, col.VARIANT])
 
 
 def against_naive(scored: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dlrm_study import results
 from dlrm_study.errors import UsageError
+from dlrm_study.records import columns as col
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -117,13 +118,13 @@ def whose(value: str, measure: bool, out: Path) -> str:
         return value
     path = Path(out) / "sweeps.csv"
     frame = results.load(path) if path.exists() else None
-    if frame is None or frame.empty or "machine" not in frame:
+    if frame is None or frame.empty or col.MACHINE not in frame:
         return value
-    known = frame.dropna(subset=["machine"])
-    known = known[known["machine"].astype(str) != ""]
-    if known.empty or (known["machine"] == results.machine_key()).any():
+    known = frame.dropna(subset=[col.MACHINE])
+    known = known[known[col.MACHINE].astype(str) != ""]
+    if known.empty or (known[col.MACHINE] == results.machine_key()).any():
         return value
-    return str(known.sort_values("timestamp")["machine"].iloc[-1])
+    return str(known.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1])
 
 
 def machine(value: str = "this") -> str:

@@ -18,6 +18,7 @@ from dlrm_study.distributed import perf_model
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, stats
+from dlrm_study.records import columns as col
 from dlrm_study.studies.profiles import RANKS
 
 SCALING_BASE = ["name=dlrm-benchmark-scaled", "model.table_rows=8x100000", "data.lookups_per_table=20"]
@@ -68,7 +69,7 @@ def measure(profile: str, out: Path, progress: bool = True) -> pd.DataFrame:
             str(p.warmup),
             *(item for o in overrides[task.point, task.variant] for item in ("--set", o)),
         ]
-        return {**launch_fields(ranks, args), "builds": "every repeat (own processes)"}
+        return {**launch_fields(ranks, args), col.BUILDS: "every repeat (own processes)"}
 
     tasks = runner.schedule(plan(profile), p.repeats, runner.machine_of, threads=lambda _: 1)
     runner.run(tasks, measure_one, path, study, record_errors=False, progress=progress)
@@ -82,16 +83,18 @@ def records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFra
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
     labels = {(cfg.hash(), v): label for label, cfgs in plan(profile) for v, cfg in cfgs.items()}
     frame = results.load(path)
-    pairs = list(zip(frame["config_hash"], frame["variant"].astype(str), strict=True))
+    pairs = list(zip(frame[col.CONFIG_HASH], frame[col.VARIANT].astype(str), strict=True))
     frame = frame[[pair in labels for pair in pairs]].copy()
-    frame["point"] = [labels[pair] for pair in zip(frame["config_hash"], frame["variant"], strict=True)]
+    frame[col.POINT] = [labels[pair] for pair in zip(frame[col.CONFIG_HASH], frame[col.VARIANT], strict=True)]
     frame = results.select(frame, machine)
-    return frame.sort_values("timestamp").drop_duplicates(["config_hash", "variant", "machine", "repeat"], keep="last")
+    return frame.sort_values(col.TIMESTAMP).drop_duplicates(
+        [col.CONFIG_HASH, col.VARIANT, col.MACHINE, col.REPEAT], keep="last"
+    )
 
 
 def calibration_records(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The single-rank records the model is fitted on: all of them (every repeat counts), said so."""
-    single = stats.with_flags(frame[frame["world_size"] == 1])
+    single = stats.with_flags(frame[frame[col.WORLD_SIZE] == 1])
     flagged = int(stats.flagged(single).sum())
     return single, f"fitted on all {len(single)} single-rank records ({flagged} flagged)" if flagged else ""
 
@@ -105,10 +108,10 @@ def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, fl
     none = (math.nan, math.nan, math.nan)
     if clean.empty:
         return {"strong_speedup": none, "strong_efficiency": none, "weak_efficiency": none}
-    batch = int(frame["batch_size"].max())
+    batch = int(frame[col.BATCH_SIZE].max())
     base = clean[clean["data.lookups_per_table"] == frame["data.lookups_per_table"].min()]
-    speedup = stats.paired_ratio(base[base["batch_size"] == batch], "2 ranks", "1 rank")[:3]
-    rate = base.pivot_table(index="repeat", columns=["world_size", "batch_size"], values="samples_per_s")
+    speedup = stats.paired_ratio(base[base[col.BATCH_SIZE] == batch], "2 ranks", "1 rank")[:3]
+    rate = base.pivot_table(index=col.REPEAT, columns=[col.WORLD_SIZE, col.BATCH_SIZE], values=col.SAMPLES_PER_S)
     pairs = [(2, batch), (1, batch // 2)]
     weak = (rate[pairs[0]] / (2 * rate[pairs[1]])).dropna() if all(p in rate for p in pairs) else []
     return {
@@ -137,9 +140,9 @@ def model(records: pd.DataFrame) -> dict[str, object]:
     fitted_on, note = calibration_records(records)
     calibration = perf_model.fit(fitted_on)
     link = perf_model.fit_network(records)
-    two = records[records["world_size"] == 2].iloc[0]
+    two = records[records[col.WORLD_SIZE] == 2].iloc[0]
     shape = perf_model.Shape.of(two)
-    per_rank = int(two["batch_size"]) // 2
+    per_rank = int(two[col.BATCH_SIZE]) // 2
     projection = perf_model.project(calibration, shape, perf_model.OMNI_PATH_100G, RANKS_PROJECTED, per_rank)
     here = perf_model.project(calibration, shape, link, [1, 2], per_rank)  # what this machine can check
     return {

@@ -15,8 +15,8 @@ import pandas as pd
 from dlrm_study import results, sweep
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import stats
-from dlrm_study.records.variants import HOST
-from dlrm_study.records.variants import REGISTRY as VARIANTS
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import ALIASES, BF16_PAIR, GPU_HBM, REFERENCE
 from dlrm_study.studies.profiles import SWEEP
 from dlrm_study.sweep import Sweep
 
@@ -31,7 +31,7 @@ BASE_DESCRIPTION = (
     f"{BASE_NAME}: dlrm-benchmark (512 dense features, bottom 512-512-64, top 1024-1024-1024-1, dim 64) "
     "with 8 x 100,000 rows, 20 lookups per table, batch 1,024"
 )
-SENSITIVITY_VARIANTS = ["reference", "optimized-fp32", "optimized-bf16"]
+SENSITIVITY_VARIANTS = [REFERENCE, *BF16_PAIR]
 
 # Knobs, one at a time around the base: name -> (grid key, values, axis label, the base's value).
 KNOBS = {
@@ -151,7 +151,7 @@ def sensitivity_records(knob: str, spec: Sweep, machine: str | None = "this") ->
 def with_knob(knob: str, records: pd.DataFrame) -> pd.DataFrame:
     """The records with `x`, the knob's value at each point, and `knob`, its axis label."""
     frame = records.copy()
-    frame["x"] = frame["point"].map(lambda grid: knob_value(knob, grid))
+    frame["x"] = frame[col.POINT].map(lambda grid: knob_value(knob, grid))
     frame["knob"] = KNOBS[knob][2]
     return frame
 
@@ -160,7 +160,7 @@ def base_point(records: pd.DataFrame, knob: str, profile: str) -> pd.DataFrame:
     """The knob sweep's records at the base point."""
     base = SMOKE_KNOBS[knob][0] if profile == "smoke" else KNOBS[knob][3]
     label = " ".join(sweep.assignments(KNOBS[knob][0], base))
-    return records[records["point"] == label]
+    return records[records[col.POINT] == label]
 
 
 def base_intervals(records: pd.DataFrame) -> list[str]:
@@ -170,7 +170,7 @@ def base_intervals(records: pd.DataFrame) -> list[str]:
     for _, row in stats.summarize(records, ["variant"]).iterrows():
         described = stats.describe(row.center, row.low, row.high, digits=0)
         lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)")
-    for variant in ("optimized-fp32", "optimized-bf16"):
+    for variant in BF16_PAIR:
         r = stats.paired_ratio(records, variant, "reference")
         if r.n:
             lines.append(
@@ -187,8 +187,8 @@ def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
         return [f"{KNOBS[knob][2]}: no finding: no records"]
     low_x, high_x = records["x"].min(), records["x"].max()
     lines = []
-    for variant in dict.fromkeys(records["variant"]):
-        f = stats.paired_finding(records[records["variant"] == variant], high_x, low_x, between="x")
+    for variant in dict.fromkeys(records[col.VARIANT]):
+        f = stats.paired_finding(records[records[col.VARIANT] == variant], high_x, low_x, between="x")
         if not f.all.n:
             continue
         lines.append(f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s {f.text()}")
@@ -218,7 +218,7 @@ DENSE_SPARSE_GRID = {
 SMOKE_DENSE_SPARSE_GRID = {"model.dense_features": [4, 13], "model.table_rows": ["2x1000", "4x1000"]}
 
 
-GRID_CPU_VARIANTS = ["optimized-fp32", "optimized-bf16"]  # the fastest one measured is chosen from the records
+GRID_CPU_VARIANTS = list(BF16_PAIR)  # the fastest one measured is chosen from the records
 
 
 def dense_sparse_grid(profile: str, out: Path) -> Sweep:
@@ -228,7 +228,7 @@ def dense_sparse_grid(profile: str, out: Path) -> Sweep:
     return sized("dense-sparse-grid", profile, list(GRID_CPU_VARIANTS), dict(grid), out)
 
 
-def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = ("gpu-hbm",), host: bool = False) -> Sweep:
+def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = (GPU_HBM,), host: bool = False) -> Sweep:
     """The same points on the gpu loop: GPU variants, records in GPU_RECORDS beside the CPU ones.
 
     `host`: the sweep's CPU loops too, on the GPU machine's host in the same run (`host-<loop>`,
@@ -236,7 +236,7 @@ def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = ("gpu-
     More steps than on the CPU: a GPU step takes milliseconds, and the first ones compile kernels.
     """
     if host:
-        variants = (*variants, *(f"{HOST}{v}" for v in spec.variants if f"{HOST}{v}" in VARIANTS))
+        variants = (*variants, *(alias for alias, loop in ALIASES.items() if loop in spec.variants))
     steps, warmup = (spec.steps, spec.warmup) if device == "cpu" else (max(spec.steps, 20), max(spec.warmup, 5))
     return dataclasses.replace(
         spec,
@@ -275,7 +275,7 @@ def grid_tables(rows: object) -> int:
 
 def fastest_cpu_loop(cpu: pd.DataFrame) -> str | None:
     """The CPU loop with the highest median samples/s in these records (chosen from them, not from this CPU)."""
-    return str(cpu.groupby("variant")["samples_per_s"].median().idxmax()) if not cpu.empty else None
+    return str(cpu.groupby(col.VARIANT)[col.SAMPLES_PER_S].median().idxmax()) if not cpu.empty else None
 
 
 def gpu_over_cpu_pairs(records: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
@@ -287,21 +287,21 @@ def gpu_over_cpu_pairs(records: pd.DataFrame) -> tuple[pd.DataFrame, str | None]
     record and a CPU record of different machines or runs never pair: GPU over CPU is measured on the
     GPU's own host, in the same run (docs/claims.md).
     """
-    keys = ["model.dense_features", "tables", "machine", "run_id", "repeat"]
+    keys = ["model.dense_features", "tables", col.MACHINE, col.RUN_ID, col.REPEAT]
     if records.empty:
         return pd.DataFrame(columns=[*keys, "ratio"]), None
-    gpu = records[records["variant"] == "gpu-hbm"]
-    cpu = records[records["variant"].str.startswith(HOST)]
+    gpu = records[records[col.VARIANT] == GPU_HBM]
+    cpu = records[records[col.VARIANT].isin(ALIASES)]
     best = fastest_cpu_loop(cpu)
     if gpu.empty or best is None:
         return pd.DataFrame(columns=[*keys, "ratio"]), best
 
     def rates(frame: pd.DataFrame) -> pd.Series:
-        frame = frame[frame["run_id"].map(stats.interleaved)]
-        return frame.assign(tables=frame["model.table_rows"].map(grid_tables)).groupby(keys)["samples_per_s"].median()
+        frame = frame[frame[col.RUN_ID].map(stats.interleaved)]
+        return frame.assign(tables=frame["model.table_rows"].map(grid_tables)).groupby(keys)[col.SAMPLES_PER_S].median()
 
-    ratio = (rates(gpu) / rates(cpu[cpu["variant"] == best])).dropna().rename("ratio").reset_index()
-    return ratio, best.removeprefix(HOST)
+    ratio = (rates(gpu) / rates(cpu[cpu[col.VARIANT] == best])).dropna().rename("ratio").reset_index()
+    return ratio, ALIASES[best]
 
 
 def gpu_over_cpu(records: pd.DataFrame) -> pd.DataFrame:
@@ -333,5 +333,7 @@ def gpu_status(out: Path) -> str:
             "makes them); no GPU curve or heatmap is drawn."
         )
     first = gpu.iloc[0]
-    when = str(gpu["timestamp"].min())[:10]
-    return f"GPU: {len(gpu)} records measured on {first['gpu_model']} ({when}, commit {str(first['git_commit'])[:7]})."
+    when = str(gpu[col.TIMESTAMP].min())[:10]
+    return (
+        f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {str(first[col.GIT_COMMIT])[:7]})."
+    )

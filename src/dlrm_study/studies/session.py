@@ -4,6 +4,7 @@ from pathlib import Path
 
 from dlrm_study import results
 from dlrm_study.measure import runner
+from dlrm_study.records import columns as col
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -28,8 +29,8 @@ def header(profile: str, out: Path, machine: str = "this") -> str:
     drawn = "this machine's records" if machine == "this" else f"the records of {machine}"
     return "\n".join(
         [
-            f"dlrm-study {prov['package_version']}, commit {prov['git_commit']}, {prov['timestamp']}",
-            f"machine {results.machine_key()} ({prov['cpu_model']}, {prov['cpu_count']} CPUs)",
+            f"dlrm-study {prov[col.PACKAGE_VERSION]}, commit {prov[col.GIT_COMMIT]}, {prov[col.TIMESTAMP]}",
+            f"machine {results.machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
             f"Python {prov['python_version']}, {versions}",
             f"profile {profile}; records in {profiles.shown(out)}; figures draw {drawn}",
         ]

@@ -18,7 +18,17 @@ import pandas as pd
 
 from dlrm_study.measure import stats
 from dlrm_study.records import Machine
-from dlrm_study.records.columns import op_column
+from dlrm_study.records import columns as col
+from dlrm_study.records.variants import (
+    BF16_PAIR,
+    GPU_CACHED,
+    GPU_HBM,
+    GPU_HOST,
+    GPU_UVM,
+    OPTIMIZED_BF16,
+    OPTIMIZED_FP32,
+    REFERENCE,
+)
 from dlrm_study.studies import baseline, cpu, scaling
 from dlrm_study.studies.evidence import H1_KNOBS, Evidence
 from dlrm_study.studies.sensitivity import KNOBS, gpu_over_cpu_pairs
@@ -40,7 +50,7 @@ S3_FACTOR = 1.8  # "up to 1.8x": drawn as the claim's line; the rule asks bf16 t
 S2_SHARE = 0.5
 S3_AUC_GAP = 0.002
 S3_SEEDS = 3  # held-out AUC over at least this many seeds
-CPU_LOOPS = ("optimized-fp32", "optimized-bf16")
+CPU_LOOPS = BF16_PAIR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +162,7 @@ def grid_changes(evidence: Evidence, drop_flagged: bool, along: str) -> tuple[li
     changes = []
     for value, part in ratio.groupby(other):
         ends = part[part[along].isin([lo, hi])].assign(end=lambda f: f[along].map({lo: "lo", hi: "hi"}))
-        changes.append((value, stats.paired_ratio(ends.assign(variant=ends["end"]), "hi", "lo", "ratio")))
+        changes.append((value, stats.paired_ratio(ends.assign(**{col.VARIANT: ends["end"]}), "hi", "lo", "ratio")))
     return changes, best
 
 
@@ -192,7 +202,8 @@ def h4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     if (early := gpu_early(evidence, machine)) is not None:
         return early
     frame = view(evidence.gpu_placements, drop_flagged)
-    ratios = {v: stats.paired_ratio(frame, f"gpu-{v}", "gpu-hbm") for v in ("host", "uvm", "cached")}
+    off = {"host": GPU_HOST, "uvm": GPU_UVM, "cached": GPU_CACHED}
+    ratios = {where: stats.paired_ratio(frame, name, GPU_HBM) for where, name in off.items()}
     if not all(r.n for r in ratios.values()):
         return Verdict("not yet measured", "no GPU placement repeat pairs up with hbm")
     text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
@@ -219,14 +230,14 @@ def h4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
 def s1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     """The faster optimized loop over the 2020 reference step (else today's reference), against 110x."""
     old = evidence.baseline
-    old = old[old["config_name"] == "dlrm-benchmark"] if not old.empty else old
+    old = old[old[col.CONFIG_NAME] == "dlrm-benchmark"] if not old.empty else old
     if not old.empty:
-        records, against = old[old["threads"] == old["threads"].max()], baseline.OLD
+        records, against = old[old[col.THREADS] == old[col.THREADS].max()], baseline.OLD
         what = "the 2020 reference step on torch 1.5.1"
     else:
         loops = evidence.cpu_loops
-        records = loops[loops["config_name"] == "dlrm-benchmark"] if not loops.empty else loops
-        against, what = "reference", "today's PyTorch reference"
+        records = loops[loops[col.CONFIG_NAME] == "dlrm-benchmark"] if not loops.empty else loops
+        against, what = REFERENCE, "today's PyTorch reference"
     if records.empty:
         return Verdict("not yet measured", "")
     frame = view(records, drop_flagged)
@@ -236,7 +247,7 @@ def s1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
         return Verdict("too few repeats", "no pair of repeats on dlrm-benchmark")
     best = max(paired, key=lambda v: ratios[v].center)
     r = ratios[best]
-    threads = "/".join(str(t) for t in sorted(records["threads"].dropna().astype(int).unique()))
+    threads = "/".join(str(t) for t in sorted(records[col.THREADS].dropna().astype(int).unique()))
     text = f"{best} over {what}, dlrm-benchmark, {threads} threads: {ratio_text(r)}, against {S1_FACTOR:.0f}x"
     p = baseline.projection(records, "dlrm-benchmark") if against == baseline.OLD else None
     if p:
@@ -250,11 +261,11 @@ def s2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     """The share of the reference's profiled dlrm-benchmark iteration in embedding backward + update, against 50%."""
     loops = evidence.cpu_loops
     ref = (
-        loops[(loops["variant"] == "reference") & (loops["config_name"] == "dlrm-benchmark")]
+        loops[(loops[col.VARIANT] == REFERENCE) & (loops[col.CONFIG_NAME] == "dlrm-benchmark")]
         if not loops.empty
         else loops
     )
-    ref = ref.dropna(subset=[op_column("embedding_backward_update")]) if not ref.empty else ref
+    ref = ref.dropna(subset=[col.op_column("embedding_backward_update")]) if not ref.empty else ref
     if ref.empty:
         return Verdict("not yet measured", "")
     frame = view(ref, drop_flagged, "breakdown")
@@ -274,14 +285,14 @@ def s2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
 
 def auc_gap(convergence: pd.DataFrame) -> tuple[stats.Ratio | None, int]:
     """bf16's held-out AUC minus fp32's, per seed (an interval over seeds: mean +- t), and the seeds."""
-    evals = convergence[convergence["kind"] == "eval"] if not convergence.empty else convergence
+    evals = convergence[convergence[col.KIND] == "eval"] if not convergence.empty else convergence
     if evals.empty:
         return None, 0
-    seed = "train.seed" if "train.seed" in evals else "repeat"
-    wide = evals.pivot_table(index=seed, columns="variant", values="eval_auc", aggfunc="first")
-    if not {"optimized-bf16", "optimized-fp32"} <= set(wide):
+    seed = "train.seed" if "train.seed" in evals else col.REPEAT
+    wide = evals.pivot_table(index=seed, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
+    if not {OPTIMIZED_BF16, OPTIMIZED_FP32} <= set(wide):
         return None, 0
-    mean, low, high, n = stats.mean_interval(wide["optimized-bf16"] - wide["optimized-fp32"])
+    mean, low, high, n = stats.mean_interval(wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32])
     return stats.Ratio(mean, low, high, n, math.nan), n
 
 
@@ -295,7 +306,7 @@ def s3(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
         return Verdict("not yet measured", m.bf16_class)
     frame = view(loops, drop_flagged)
     speed = {
-        name: stats.paired_ratio(frame[frame["config_name"] == name], "optimized-bf16", "optimized-fp32")
+        name: stats.paired_ratio(frame[frame[col.CONFIG_NAME] == name], OPTIMIZED_BF16, OPTIMIZED_FP32)
         for name in ("dlrm-benchmark", "mlperf-scaled")
     }
     parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
