@@ -12,6 +12,7 @@ appends one record (loop `upstream-dlrm`) to results/bench.csv with provenance.
 
 import argparse
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,16 @@ ARGS = [
 MS_PER_IT = re.compile(r"Finished training it \d+/\d+ of epoch \d+, ([0-9.]+) ms/it")
 
 
+def interpreter(name: str) -> str:
+    """`--python` as a command that runs from dlrm's folder: a path made absolute, or a name on PATH."""
+    found = str(Path(name).resolve()) if "/" in name else shutil.which(name)
+    if not found or not Path(found).is_file():
+        print(f"upstream_dlrm: --python {name}: no such interpreter (make upstream-env builds .venv-upstream)",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(2)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dlrm-dir", type=Path)
@@ -55,7 +66,8 @@ def main() -> None:
     script = args.dlrm_dir / "dlrm_s_pytorch.py"
     if not script.is_file():
         sys.exit(f"upstream_dlrm: {script} not found")
-    command = [args.python, script.name, *ARGS, f"--num-batches={args.batches}", f"--print-freq={args.window}"]
+    python = interpreter(args.python)
+    command = [python, script.name, *ARGS, f"--num-batches={args.batches}", f"--print-freq={args.window}"]
     proc = subprocess.run(command, cwd=args.dlrm_dir, capture_output=True, text=True)
     windows = [float(ms) for ms in MS_PER_IT.findall(proc.stdout)]
     if proc.returncode != 0 or len(windows) < 2:
