@@ -38,7 +38,7 @@ MS_PER_IT = re.compile(r"Finished training it \d+/\d+ of epoch \d+, ([0-9.]+) ms
 
 def interpreter(name: str) -> str:
     """`--python` as a command that runs from dlrm's folder: a path made absolute, or a name on PATH."""
-    found = str(Path(name).resolve()) if "/" in name else shutil.which(name)
+    found = str(Path(name).absolute()) if "/" in name else shutil.which(name)  # absolute: a venv's link stays
     if not found or not Path(found).is_file():
         print(f"upstream_dlrm: --python {name}: no such interpreter (make upstream-env builds .venv-upstream)",
               file=sys.stderr)  # fmt: skip

@@ -409,13 +409,13 @@ def predicted_band(ax: plt.Axes, band: pd.DataFrame, color, label: str) -> None:
 def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
     """samples/s against one knob (`x`, labelled by `knob`), one line per variant, log-log.
 
-    A line per variant and machine: the medians of unflagged repeats with their 95% intervals,
-    and every repeat as a dot (hollow when flagged). `bands` (variant, x, low, high): predicted
-    ranges, drawn shaded in the variant's colour and labelled as predictions.
+    A line per variant and machine: the medians of all repeats with their 95% intervals (flags
+    are diagnostics, not a filter), and every repeat as a dot (hollow when flagged). `bands`
+    (variant, x, low, high): predicted ranges, drawn shaded in the variant's colour and labelled
+    as predictions.
     """
     frame = stats.with_flags(records)
     frame["doubtful"] = stats.flagged(frame)
-    clean = frame[~frame["doubtful"]]
     series = [
         (v, m)
         for v in ordered(frame[col.VARIANT])
@@ -432,7 +432,7 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
         predicted_band(ax, bands[bands[col.VARIANT] == variant], color, f"{variant}: {PREDICTED}")
     for (variant, machine), color in colors.items():
         mine = frame[(frame[col.VARIANT] == variant) & (frame[col.MACHINE] == machine)]
-        summary = stats.summarize(clean[(clean[col.VARIANT] == variant) & (clean[col.MACHINE] == machine)], ["x"])
+        summary = stats.summarize(mine, ["x"])
         label = f"{variant} ({machine})" if several else variant
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
                     label=label)  # fmt: skip
@@ -484,7 +484,7 @@ def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
 
 
 def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
-    """Per measured point: compute alone and the rest of the step, ms per step (medians of unflagged repeats).
+    """Per measured point: compute alone and the rest of the step, ms per step (medians of all repeats).
 
     At 2 ranks the rest is communication the overlap did not hide; at 1 rank there is no peer,
     and the rest is the cost of the collective calls themselves (DDP's gradient buckets, a
