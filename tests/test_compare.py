@@ -76,9 +76,17 @@ def test_bf16_over_fp32_is_judged_against_1_3x_or_85_percent_of_the_bound_ratio(
 
 def test_upstream_report_pairs_runs_in_order_per_machine():
     def run(variant, i, rate, study="reference-vs-upstream"):
-        return {"study": study, "config_name": "dlrm-benchmark", "machine": "m", "variant": variant,
-                "loop": variant, "timestamp": f"t{i}", "samples_per_s": rate, "native_bf16": True,
-                "run_id": f"{variant}-{i}"}  # fmt: skip  (each run its own process, its own run id)
+        return {
+            "study": study,
+            "config_name": "dlrm-benchmark",
+            "machine": "m",
+            "variant": variant,
+            "loop": variant,
+            "timestamp": f"t{i}",
+            "samples_per_s": rate,
+            "native_bf16": True,
+            "run_id": f"{variant}-{i}",
+        }  # fmt: skip  (each run its own process, its own run id)
 
     records = []
     for i, speed in enumerate([1.0, 1.2, 1.0]):  # drift cancels within each round
@@ -90,6 +98,9 @@ def test_upstream_report_pairs_runs_in_order_per_machine():
     assert "optimized-bf16 / upstream 4.50x [4.50, 4.50] target >= 5.0x: misses" in text
     assert "optimized-fp32 / upstream 3.00x [3.00, 3.00] target >= 2.5x: meets" in text
     assert "reference / upstream 1.00x [1.00, 1.00] no target (faithful)" in text
+    bounded = pd.DataFrame(records).assign(ms_median=lambda f: 1e5 / f["samples_per_s"], roofline_ms=1e5 / 480.0)
+    text = " ".join(upstream_report(bounded).split())  # upstream's 1,000 ms/it over a bound of 208 ms/it
+    assert "target >= 5.0x: misses; at most 4.80x by this machine's roofline" in text
 
 
 def no_native_bf16(monkeypatch) -> None:

@@ -209,8 +209,18 @@ def upstream_report(records: pd.DataFrame) -> str:
             elif r.n:
                 shown = stats.describe(r.center, r.low, r.high, "x")
                 judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
-                lines.append(f"  {variant + ' / upstream':<28}{shown:>24}   {judged}")
+                lines.append(f"  {variant + ' / upstream':<28}{shown:>24}   {judged}{ceiling(runs, variant)}")
     return "\n".join(lines) or "no facebookresearch/dlrm records beside ours (run make compare-upstream)"
+
+
+def ceiling(runs: pd.DataFrame, variant: str) -> str:
+    """What this machine allows the variant: upstream's ms/it over the variant's roofline bound (the
+    medians of their runs), so a missed target reads against what the hardware could give."""
+    ours = runs[runs[col.VARIANT] == variant]
+    if col.ROOFLINE_MS not in ours or ours[col.ROOFLINE_MS].isna().all():
+        return ""
+    upstream_ms = runs[runs[col.VARIANT] == UPSTREAM][col.MS_MEDIAN].median()
+    return f"; at most {upstream_ms / ours[col.ROOFLINE_MS].median():.2f}x by this machine's roofline"
 
 
 def verdict(low: float, high: float, target: float) -> str:
