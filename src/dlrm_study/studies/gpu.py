@@ -17,6 +17,8 @@ the old grid about 35 s): items 1-3 are 60 measurements over 18 builds; each mea
 warms up for at most 2 s (mostly 50 steps, well under), times 5 blocks of about 0.1 s and
 profiles 5 steps: about 2 s, so about 120 s + 18 x 6 s of builds + about 60 s of tests and
 embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a second call.
+Item 5 has not run on that host yet: 30 measurements of 22 steps, about 5 minutes on the study's
+2-vCPU machines (half of their cpu-loops study), so a fraction of that on 16 cores.
 """
 
 import dataclasses
