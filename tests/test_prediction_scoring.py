@@ -29,3 +29,16 @@ def test_the_naive_range_is_as_wide_and_centred_on_the_measurements() -> None:
     frame = scored([("H1", str(i), "gpu-hbm", "samples_per_s", 1.0, 4.0, 10.0 + i, "above") for i in range(5)])
     table = predictions.against_naive(frame).iloc[0]
     assert (table.points, table.model_inside, table.naive_inside) == (5, 0, 5)
+
+
+def test_a_gpu_over_cpu_prediction_is_never_scored_across_machines(tmp_path, monkeypatch) -> None:
+    """Its CPU side was another machine's: the GPU's records over that CPU would be a ratio of two machines."""
+    rows = [("H2/H3", "a", "gpu-hbm", q, 1.0, 4.0, float("nan"), "") for q in ("samples_per_s", "gpu_over_cpu")]
+    predicted = scored(rows).drop(columns=["measured", "verdict"]).assign(sweep="s", grid="g", cpu_samples_per_s=0.1)
+    got = pd.DataFrame({"config_hash": ["a"], "variant": ["gpu-hbm"], "samples_per_s": [2.0], "flagged_only": [False]})
+    monkeypatch.setattr(predictions, "load", lambda out, device_name="h200": predicted)
+    monkeypatch.setattr(predictions, "measured", lambda out: got)
+    verdicts = predictions.score(tmp_path).set_index("quantity")["verdict"]
+    assert verdicts["samples_per_s"] == "inside" and verdicts["gpu_over_cpu"] == predictions.NOT_COMPARABLE
+    counts = predictions.counts(predictions.score(tmp_path))
+    assert counts.loc["H2/H3"].to_dict() == {"inside": 1}  # one point, scored once; the ratio is not a point

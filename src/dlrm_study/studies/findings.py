@@ -13,7 +13,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.records.variants import REFERENCE
 from dlrm_study.studies import baseline, cpu
 from dlrm_study.studies import scaling as scaling_study
-from dlrm_study.studies.predictions import against_naive
+from dlrm_study.studies.predictions import MEASURED_VERDICTS, against_naive
 from dlrm_study.studies.sensitivity import knob_findings
 
 
@@ -209,7 +209,7 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     pick = scored[scored["claim"].isin(claims)] if not scored.empty else scored
     if pick.empty:
         return [f"{'/'.join(claims)}: no predictions in this results folder (dlrm-study predict): no finding"]
-    done = pick[pick["verdict"] != "not yet measured"]
+    done = pick[pick["verdict"].isin(MEASURED_VERDICTS)]
     commit = ", ".join(sorted({str(c)[:7] for c in pick[col.GIT_COMMIT]}))
     tally = ", ".join(f"{n} {v}" for v, n in done["verdict"].value_counts().sort_index().items()) or "none measured"
     shaky = int(done["flagged_only"].sum())

@@ -66,17 +66,6 @@ def hit_rate_for(cfg: Config, out: Path) -> float | None:
     return float(same["cache_hit_rate"].median()) if not same.empty else None
 
 
-def cpu_rates(spec: sweep.Sweep, out: Path) -> dict[tuple, float]:
-    """This machine's measured CPU samples/s (median of repeats) at each grid point of a CPU sweep."""
-    try:
-        frame = sweep.records(spec)
-    except UsageError:  # no records yet: no ratio predicted
-        return {}
-    if frame.empty:
-        return {}
-    return {key: float(v) for key, v in frame.groupby(col.GRID)[col.SAMPLES_PER_S].median().items()}
-
-
 def profiled_ops(records: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
     """(kernels per step, host ops per step) by (config hash, variant), from GPU records' profiled windows:
     the median over repeats; a captured step's host dispatches one replay."""
@@ -143,8 +132,13 @@ def point_rows(
     return rows
 
 
-def ratio_rows(rows: list[dict[str, object]], out: Path, profile: str) -> list[dict[str, object]]:
-    """H4: each placement over hbm at the same point; H2/H3: GPU over this machine's measured CPU."""
+def ratio_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """H4: each placement over hbm at the same point, from the same model on both sides.
+
+    No GPU-over-CPU ratio: its CPU side is measured on the GPU's own host, in the GPU's run
+    (docs/claims.md), a CPU that a prediction made elsewhere has not seen. H2/H3's GPU side is
+    predicted as samples/s at each grid point, like every other point.
+    """
     extra = []
     by_point = {(r["sweep"], r[col.GRID], r[col.VARIANT]): r for r in rows}
     for (name, grid, variant), row in by_point.items():
@@ -153,15 +147,6 @@ def ratio_rows(rows: list[dict[str, object]], out: Path, profile: str) -> list[d
             # The same corner on both sides (the same efficiency and op cost): the ratio's range.
             corners = [hbm["fast_ms"] / row["fast_ms"], hbm["slow_ms"] / row["slow_ms"]]
             extra.append(ratio(row, "over_hbm", min(corners), max(corners)))
-    from dlrm_study import studies
-
-    grid_spec = studies.dense_sparse_grid(profile, out)
-    cpu = cpu_rates(grid_spec, out)
-    for (name, grid, _), row in by_point.items():
-        if claim_of(name) == "H2/H3" and grid in cpu:
-            extra.append(
-                ratio(row, "gpu_over_cpu", row["low"] / cpu[grid], row["high"] / cpu[grid], cpu_samples_per_s=cpu[grid])
-            )
     return extra
 
 
@@ -205,7 +190,7 @@ def predict(
         if not profiled:
             raise UsageError(f"no profiled GPU records in {path} (run scripts/gpu_check.sh on a GPU)")
     rows = [row for spec in gpu_specs(profile, out) for row in point_rows(spec, device, out, profiled)]
-    rows += ratio_rows(rows, out, profile)
+    rows += ratio_rows(rows)
     path = out / PREDICTIONS
     commit = results.git_commit()
     model = MODEL if profiled is None else PROFILED_MODEL
@@ -232,8 +217,8 @@ def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
 
 
 def measured(out: Path) -> pd.DataFrame:
-    """GPU records measured on a GPU, per (config, variant) whichever sweep ran it: the median of the
-    unflagged repeats' samples/s, or of all repeats where every one is flagged (`flagged_only`)."""
+    """GPU records measured on a GPU, per (config, variant) whichever sweep ran it: the median of all
+    its repeats' samples/s, and whether every one of them is flagged (`flagged_only`)."""
     path = out / GPU_RECORDS
     if not path.exists():
         return pd.DataFrame()
@@ -253,7 +238,7 @@ def measured(out: Path) -> pd.DataFrame:
 
 def score(out: Path, device_name: str = "h200", records: Path | None = None) -> pd.DataFrame:
     """Each prediction in `out` beside its measurement in `records` (default `out`), if any:
-    `measured`, and `verdict` inside / below / above / not yet measured."""
+    `measured`, and `verdict` inside / below / above / not yet measured (or NOT_COMPARABLE)."""
     pred = load(out, device_name)
     if pred.empty:
         return pred
@@ -276,10 +261,16 @@ def score(out: Path, device_name: str = "h200", records: Path | None = None) -> 
                 base = rate.get((hbm[col.CONFIG_HASH].iloc[0], GPU_HBM)) if not hbm.empty else None
                 if base:
                     pred.loc[i, "measured"] = mine / base
-            elif row["quantity"] == "gpu_over_cpu":
-                pred.loc[i, "measured"] = mine / float(row["cpu_samples_per_s"])
     pred["verdict"] = [verdict(r.low, r.high, r.measured) for r in pred.itertuples()]
+    # Rows written before predict stopped making them: GPU over the CPU of the machine that predicted.
+    # The GPU's records divided by that CPU's rate would be a ratio of two machines (docs/claims.md).
+    pred.loc[pred["quantity"] == "gpu_over_cpu", "verdict"] = NOT_COMPARABLE
     return pred
+
+
+# Verdicts of a scored prediction: where its measurement fell, or why it has none.
+MEASURED_VERDICTS = ("inside", "below", "above")
+NOT_COMPARABLE = "not comparable (predicted over another machine's CPU)"
 
 
 def verdict(low: float, high: float, value: float) -> str:
@@ -292,7 +283,7 @@ def summary_lines(scored: pd.DataFrame) -> list[str]:
     """A few lines: how many predictions were scored and where they fell, the headline ones named."""
     if scored.empty:
         return ["predictions: none in this results folder (dlrm-study predict writes them)"]
-    done = scored[scored["verdict"] != "not yet measured"]
+    done = scored[scored["verdict"].isin(MEASURED_VERDICTS)]
     commits = ", ".join(sorted({str(c)[:7] for c in scored[col.GIT_COMMIT]}))
     counts = done["verdict"].value_counts().to_dict()
     shaky = int(done["flagged_only"].sum()) if "flagged_only" in done else 0
@@ -383,7 +374,7 @@ def independent(scored: pd.DataFrame) -> pd.DataFrame:
     """
     if scored.empty:
         return scored
-    done = scored[scored["verdict"] != "not yet measured"]
+    done = scored[scored["verdict"].isin(MEASURED_VERDICTS)]
     rank = done["quantity"].map({col.SAMPLES_PER_S: 0}).fillna(1)
     return done.assign(_rank=rank).sort_values("_rank", kind="stable").drop_duplicates([col.CONFIG_HASH, col.VARIANT])
 
