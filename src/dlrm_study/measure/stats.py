@@ -276,6 +276,11 @@ def fragile(all_word: str, clean_word: str) -> str:
     return f"fragile (all repeats: {all_word}; flagged removed: {clean_word})"
 
 
+def number(value: float) -> str:
+    """Samples/s as whole numbers, ratios with two decimals."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
 def describe(center: float, low: float, high: float, unit: str = "", digits: int = 2, percent: bool = False) -> str:
     """`1.42x [1.35, 1.49]`, `27% [24%, 31%]`, or `1.42x (one repeat: no interval)`."""
 

@@ -175,11 +175,6 @@ def convergence(records: pd.DataFrame) -> list[str]:
 
 
 # A finding states a number with its 95% interval (or says it has none), or says why there is none.
-def number(value: float) -> str:
-    """Samples/s as whole numbers, ratios with two decimals."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
-
-
 def baseline_2020(records: pd.DataFrame) -> list[str]:
     """Notebook 02: each step over the 2020 step on torch 1.5.1, per config and threads; S1 projected."""
     if records.empty:
@@ -221,8 +216,8 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     for row in done[done["sweep"].isin(headline)].itertuples():
         lines.append(
             f"{row.sweep}, {row.grid} {row.variant} {QUANTITIES.get(row.quantity, row.quantity)}: measured "
-            f"{number(row.measured)}, "
-            f"predicted {number(row.mid)} [{number(row.low)}, {number(row.high)}]: {row.verdict}"
+            f"{stats.number(row.measured)}, "
+            f"predicted {stats.number(row.mid)} [{stats.number(row.low)}, {stats.number(row.high)}]: {row.verdict}"
             + (" (flagged repeats)" if row.flagged_only else "")
         )
     return lines

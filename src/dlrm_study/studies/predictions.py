@@ -335,8 +335,6 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
     """The scored predictions of some claims, readable: point, variant, range, measured, verdict."""
     if scored.empty:
         return scored
-    from dlrm_study.studies.findings import number
-
     pick = scored[scored["claim"].isin(claims)].sort_values(["quantity", "sweep", col.GRID, col.VARIANT], kind="stable")
     shown = pd.DataFrame(
         {
@@ -345,8 +343,10 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
             col.POINT: pick[col.GRID],
             col.VARIANT: pick[col.VARIANT],
             "quantity": pick["quantity"],
-            "predicted": [f"[{number(lo)}, {number(hi)}]" for lo, hi in zip(pick["low"], pick["high"], strict=True)],
-            "measured": [number(m) if m == m else "-" for m in pick["measured"]],
+            "predicted": [
+                f"[{stats.number(lo)}, {stats.number(hi)}]" for lo, hi in zip(pick["low"], pick["high"], strict=True)
+            ],
+            "measured": [stats.number(m) if m == m else "-" for m in pick["measured"]],
             "verdict": [
                 v + (" (flagged repeats)" if f else "")
                 for v, f in zip(pick["verdict"], pick["flagged_only"], strict=True)
