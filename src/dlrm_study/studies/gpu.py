@@ -35,7 +35,7 @@ from dlrm_study.records.variants import (
     REFERENCE,
 )
 from dlrm_study.studies.cpu import cpu_loops
-from dlrm_study.studies.sensitivity import gpu_mirrors, study_sweeps
+from dlrm_study.studies.sensitivity import gpu_mirrors
 from dlrm_study.sweep import Sweep
 
 PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
@@ -97,7 +97,7 @@ def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
     )
     # The CPU study's specs name the points; its mirrors send their records to GPU_RECORDS. The
     # grid's mirror runs this host's CPU loops too, in the same run (H2/H3 pair them with the GPU).
-    mirrored = gpu_mirrors(study_sweeps(profile, out), device)
+    mirrored = gpu_mirrors(profile, out, device)
     for spec in mirrored:
         spec.out, spec.repeats = records, repeats
     host = dataclasses.replace(cpu_loops(profile, out), variants=HOST_LOOPS)

@@ -150,8 +150,8 @@ def ratio_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     return extra
 
 
-def ratio(row: dict[str, object], quantity: str, low: float, high: float, **more: object) -> dict[str, object]:
-    return {**row, "quantity": quantity, "low": low, "mid": math.sqrt(low * high), "high": high, **more}
+def ratio(row: dict[str, object], quantity: str, low: float, high: float) -> dict[str, object]:
+    return {**row, "quantity": quantity, "low": low, "mid": math.sqrt(low * high), "high": high}
 
 
 def measured_device(device_name: str, out: Path) -> gpu_model.Device:

@@ -115,19 +115,20 @@ def study_sweeps(profile: str, out: Path) -> list[Sweep]:
     return [dense_sparse_grid(profile, out), *(sensitivity(knob, profile, out) for knob in KNOBS)]
 
 
-def gpu_mirrors(specs: list[Sweep], device: str = "cuda") -> list[Sweep]:
-    """The study's points on the gpu loop; the grid's with this host's CPU loops beside the GPU (H2/H3)."""
-    return [on_gpu(spec, device, host=spec.name.startswith("dense-sparse-grid")) for spec in specs]
+def gpu_mirrors(profile: str, out: Path, device: str = "cuda") -> list[Sweep]:
+    """The study's points on the gpu loop (`study_sweeps`' order); the grid's with this host's CPU loops
+    beside the GPU (H2/H3)."""
+    grid, *knobs = study_sweeps(profile, out)
+    return [on_gpu(grid, device, host=True), *(on_gpu(spec, device) for spec in knobs)]
 
 
 def measure(profile: str, out: Path, device: str = "auto") -> list[str]:
     """The whole study measured as one run, so every knob value pairs with the base point within a
     repeat (`sweep.run_together`), and its GPU points as a second run where this machine has a GPU.
     Notebooks 03 and 04 both call it: the second finds everything recorded. One line per run."""
-    specs = study_sweeps(profile, out)
-    runs = [(f"sensitivity-{profile}", specs)]
+    runs = [(f"sensitivity-{profile}", study_sweeps(profile, out))]
     if gpu_here(device):
-        runs.append((f"gpu-sensitivity-{profile}", gpu_mirrors(specs)))
+        runs.append((f"gpu-sensitivity-{profile}", gpu_mirrors(profile, out)))
     return [f"{study}: {sweep.run_together(group, study, progress=False)}" for study, group in runs]
 
 
