@@ -11,8 +11,8 @@ first (`results.load`: machine keys of today's form); a bad folder or file chang
 import sys
 from pathlib import Path
 
-from dlrm_study import results
 from dlrm_study.errors import UsageError
+from dlrm_study.records import store
 
 
 def merge(source: Path, destination: Path) -> dict[str, int]:
@@ -23,14 +23,14 @@ def merge(source: Path, destination: Path) -> dict[str, int]:
     if not files:
         raise UsageError(f"{source} holds no records (*.csv)")
     for path in files:
-        results.load(path)  # refuses rows a reader would refuse, before anything is written
+        store.load(path)  # refuses rows a reader would refuse, before anything is written
     added = {}
     for path in files:
         target = destination / path.name
-        held = {identity(row) for row in results.read_rows(target)[1]}
-        new = [row for row in results.read_rows(path)[1] if identity(row) not in held]
+        held = {identity(row) for row in store.read_rows(target)[1]}
+        new = [row for row in store.read_rows(path)[1] if identity(row) not in held]
         if new:
-            results.append_many(target, new)
+            store.append_many(target, new)
         added[path.name] = len(new)
     return added
 

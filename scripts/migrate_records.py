@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 
 from dlrm_study import results
-from dlrm_study.measure.stats import LEGACY
-from dlrm_study.records import Machine
+from dlrm_study.analysis.stats import LEGACY
+from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
 
 
 def migrate(path: Path) -> int:
     """Rewrite `path`'s machine column where it is not of today's form; the number of rows changed."""
-    header, rows = results.read_rows(path)
+    header, rows = store.read_rows(path)
     if col.STUDY not in header:
         return 0
     before = [dict(row) for row in rows]

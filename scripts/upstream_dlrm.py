@@ -18,9 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlrm_study import config, results
-from dlrm_study.measure.compare import upstream_report
+from dlrm_study import config
+from dlrm_study.analysis.compare import upstream_report
 from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.record import make_record
 
 ARGS = [
     "--arch-sparse-feature-size=64",
@@ -58,7 +60,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("results/bench.csv"))
     args = parser.parse_args()
     if args.report:
-        print(upstream_report(results.load(args.out)) if args.out.is_file() else f"upstream_dlrm: no {args.out}")
+        print(upstream_report(store.load(args.out)) if args.out.is_file() else f"upstream_dlrm: no {args.out}")
         return
     if args.dlrm_dir is None:
         sys.exit("upstream_dlrm: --dlrm-dir is required (a checkout of facebookresearch/dlrm)")
@@ -92,7 +94,7 @@ def main() -> None:
         "upstream_ms_windows": " ".join(f"{ms:.1f}" for ms in timed),
         col.ERROR: "",
     }
-    results.append(args.out, results.record("upstream", fields, cfg, variant="upstream-dlrm"))
+    store.append(args.out, make_record("upstream", fields, cfg, variant="upstream-dlrm"))
     print(f"facebookresearch/dlrm: {median:.1f} ms/it median over {len(timed)} windows of {args.window} its")
 
 

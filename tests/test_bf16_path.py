@@ -5,8 +5,8 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.data import make_data
-from dlrm_study.embeddings.kernels import torch_ops
-from dlrm_study.train.loop import build, place, train_step
+from dlrm_study.model.kernels import torch_ops
+from dlrm_study.train.run import build, place, train_step
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@ import math
 import pandas as pd
 import pytest
 
+from dlrm_study.analysis import bf16
 from dlrm_study.records.columns import OPERATORS
-from dlrm_study.studies import bf16
 
 
 def record(machine: str, variant: str, repeat: int, speed: float, ops: dict[str, float], **extra) -> dict:

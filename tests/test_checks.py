@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from dlrm_study.studies import checks
+from dlrm_study.report import checks
 
 
 def records(cells: list[tuple]) -> pd.DataFrame:

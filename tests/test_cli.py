@@ -4,8 +4,8 @@ import sys
 import pytest
 from tests.conftest import CRITEO_SAMPLE
 
-from dlrm_study import results
-from dlrm_study.cli import main
+from dlrm_study.cli.main import main
+from dlrm_study.records import store
 
 
 @pytest.fixture(autouse=True)
@@ -42,11 +42,11 @@ def test_train_writes_a_record_and_checkpoint(capsys, tmp_path):
     argv = ["train", "--steps", "20", "--no-progress", "--out", str(out), "--checkpoint", str(tmp_path / "c.pt")]
     code, stdout, _ = run_cli(capsys, *argv)
     assert code == 0 and "validation AUC" in stdout
-    record = results.load(out).iloc[0]
+    record = store.load(out).iloc[0]
     assert record["steps"] == 20 and 0 <= record["eval_auc"] <= 1 and record["config_name"] == "tiny"
     code, stdout, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--steps", "30", "--no-progress")
     assert code == 0 and "resumed" in err and "trained 30 steps" in stdout
-    assert len(results.load(tmp_path / "results" / "train.csv")) == 1  # the default --out
+    assert len(store.load(tmp_path / "results" / "train.csv")) == 1  # the default --out
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--seed", "3")
     assert code == 2 and "drop --seed" in err
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "c.pt"), "--steps", "10", "--no-progress")
@@ -60,7 +60,7 @@ def test_set_train_steps_is_not_overridden_by_the_default(capsys, tmp_path):
     argv = ["train", "--set", "train.steps=3", "--set", "train.eval_batches=1", "--no-progress", "--out", str(out)]
     assert run_cli(capsys, *argv)[0] == 0
     assert run_cli(capsys, *argv, "--steps", "4")[0] == 0  # --steps, when given, wins
-    assert list(results.load(out)["steps"]) == [3, 4]
+    assert list(store.load(out)["steps"]) == [3, 4]
 
 
 def test_bench_prints_breakdown_and_appends(capsys, tmp_path):
@@ -71,7 +71,7 @@ def test_bench_prints_breakdown_and_appends(capsys, tmp_path):
     assert code == 0 and "embedding_backward_update" in stdout and "roofline bound" in stdout
     assert "repeat 0:" in stdout and "repeat 1:" in stdout and "samples/s, median of repeats" in stdout
     run_cli(capsys, *argv)  # bench measures anew every time: two more records
-    frame = results.load(out)
+    frame = store.load(out)
     assert len(frame) == 4 and (frame["roofline_fraction"] > 0).all() and list(frame["repeat"]) == [0, 1, 0, 1]
     assert set(frame["variant"]) == {"reference"} and frame["machine"].nunique() == 1
     assert (frame["roofline_gemm_fp32_gflops"] > 0).all() and (frame["roofline_update_fp32_gbps"] > 0).all()
@@ -81,7 +81,7 @@ def test_roofline_command_prints_the_bound_and_records_it(capsys, tmp_path):
     out = tmp_path / "roof.csv"
     code, stdout, _ = run_cli(capsys, "roofline", "--config", "dlrm-benchmark", "--quick", "--out", str(out))
     assert code == 0 and "bound:" in stdout and "GEMM fp32" in stdout and "at the layers' shapes" in stdout
-    record = results.load(out).iloc[0]
+    record = store.load(out).iloc[0]
     assert record["roofline_ms"] > 0 and record["roofline_gemm_fp32_gflops"] > 0
     assert record["roofline_gather_bf16_gbps"] > 0 and record["gemm_fp32_gflops_2048x1024x1024_grad_weight"] > 0
 

@@ -2,18 +2,23 @@ import pandas as pd
 import pytest
 import torch
 
-from dlrm_study import config, results, sweep
-from dlrm_study.cli import main
-from dlrm_study.measure import roofline
+from dlrm_study import config, results
+from dlrm_study.analysis.compare import report, upstream_report
+from dlrm_study.cli.main import main
+from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
+from dlrm_study.measure import limits, sweep
 from dlrm_study.measure.bench import bench
-from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, compare, report, runnable, upstream_report
-from dlrm_study.train import loop
+from dlrm_study.measure.sweep import runnable
+from dlrm_study.perfmodel import roofline
+from dlrm_study.records import store
+from dlrm_study.studies.compare import compare
+from dlrm_study.train import run as loop
 
 
 def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     pytest.importorskip("torchrec")
-    cfgs = [config.load("tiny", VARIANTS[v]) for v in CPU_VARIANTS]
-    limits = roofline.measure_limits(quick=True, **roofline.needs(*cfgs))
+    cfgs = [config.load("tiny", REGISTRY[v]) for v in CPU_LOOPS]
+    limits = limits.measure_limits(quick=True, **roofline.needs(*cfgs))
     out = tmp_path / "bench.csv"
     records = compare(["tiny"], repeats=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
     kept, _ = runnable(["reference", "optimized-fp32", "optimized-bf16", "torchrec"])
@@ -21,7 +26,7 @@ def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     assert [r["variant"] for r in records] == first + second
     assert [r["repeat"] for r in records] == [0] * len(kept) + [1] * len(kept)
     assert all(r["roofline_ms"] > 0 and r["roofline_fraction"] > 0 for r in records)
-    assert len(results.load(out)) == 2 * len(kept)
+    assert len(store.load(out)) == 2 * len(kept)
     text = report(records)
     assert "optimized fp32 / reference" in text and "target >= 2.2x" in text
     assert "optimized-fp32 time / bound" in text and "target <= 1.3x" in text
@@ -126,7 +131,7 @@ def test_bf16_bench_on_a_cpu_without_native_bf16_is_honest_and_clean(tmp_path, m
     assert main(argv) == 0
     printed, err = capsys.readouterr()
     assert "bf16 ran emulated" in printed and "Traceback" not in err
-    frame = results.load(out)
+    frame = store.load(out)
     assert set(frame["variant"]) == {"optimized-bf16"} and set(frame["precision"]) == {"bf16"}
     assert (frame["native_bf16"] == False).all()  # noqa: E712
     assert set(frame["precision_label"]) == {"bf16 (emulated)"} and "(bf16 (emulated)) on" in printed
@@ -165,5 +170,5 @@ def test_bf16_bench_with_an_odd_embedding_dim_measures_its_bound(tmp_path, capsy
             "--set", "model.bottom_mlp=16-7", "--steps", "1", "--repeats", "1", "--warmup", "0",
             "--roofline", "quick", "--no-progress", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
-    record = results.load(out).iloc[0]
+    record = store.load(out).iloc[0]
     assert record["model.embedding_dim"] == 7 and record["roofline_ms"] > 0

@@ -12,11 +12,12 @@ import pytest
 import torch
 from tests.conftest import CRITEO_SAMPLE, ROOT
 
-from dlrm_study import config, results
+from dlrm_study import config
 from dlrm_study.data import make_data
-from dlrm_study.distributed import perf_model
 from dlrm_study.distributed.hybrid import table_owners
 from dlrm_study.errors import UsageError
+from dlrm_study.perfmodel import scaling as perf_model
+from dlrm_study.records import store
 from dlrm_study.train import build, train
 from dlrm_study.train import checkpoint as ckpt
 
@@ -76,7 +77,7 @@ def test_two_ranks_train_what_one_process_trains(tmp_path, route, loop):
     done = torchrun("train", "--distributed", "--route", route, *sets(f"train.loop={loop}"), "--steps", "5", *where)
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same(ckpt.load(tmp_path / "c.pt"), single_process(5, f"train.loop={loop}"))
-    record = results.load(tmp_path / "t.csv").iloc[0]
+    record = store.load(tmp_path / "t.csv").iloc[0]
     assert record["world_size"] == 2 and record["route"] == route
 
 
@@ -119,7 +120,7 @@ def test_a_rowwise_adagrad_checkpoint_resumes_exactly(tmp_path, loop):
 
 def test_the_torchrec_route_refuses_rowwise_adagrad_before_it_starts(tmp_path, capsys):
     """It trains its tables with fused SGD only: nothing to checkpoint for Adagrad, so refused up front."""
-    from dlrm_study.cli import main
+    from dlrm_study.cli.main import main
 
     out = tmp_path / "t.csv"
     args = ["--set", "train.optimizer=rowwise_adagrad", "--checkpoint", str(tmp_path / "c.pt"), "--out", str(out)]
@@ -163,7 +164,7 @@ def test_a_distributed_run_over_a_criteo_file_passes_it_cleanly(tmp_path):
     data = ["--data", str(criteo_file(tmp_path, 150)), "--out", str(out), "--timeout-s", "30"]
     done = torchrun("train", "--distributed", *CRITEO, *data, "--steps", "8")  # 3 whole batches a pass
     assert done.returncode == 0, done.stderr[-3000:]
-    record = results.load(out).iloc[0]
+    record = store.load(out).iloc[0]
     assert record["steps"] == 8 and record["world_size"] == 2
 
 
@@ -194,7 +195,7 @@ def test_gpu_ranks_are_refused_plainly():
 
 
 def test_distributed_outside_torchrun_is_a_usage_error(capsys):
-    from dlrm_study.cli import main
+    from dlrm_study.cli.main import main
 
     assert main(["train", "--distributed", "--steps", "2"]) == 2
     assert "runs under torchrun" in capsys.readouterr().err
@@ -225,7 +226,7 @@ def test_remote_tables_train_what_local_tables_train(tmp_path):
     for key, value in local.model.state_dict().items():
         if not key.startswith("sparse_arch."):
             torch.testing.assert_close(saved["model"][key], value, rtol=0, atol=1e-5)
-    assert results.load(tmp_path / "t.csv").iloc[0]["loop"] == "optimized"
+    assert store.load(tmp_path / "t.csv").iloc[0]["loop"] == "optimized"
 
 
 def fake_records(cal, points) -> pd.DataFrame:

@@ -10,10 +10,10 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.data import SyntheticData
-from dlrm_study.embeddings import kernels
-from dlrm_study.embeddings.kernels import torch_ops
 from dlrm_study.errors import UsageError
-from dlrm_study.model import DotInteraction
+from dlrm_study.model import kernels
+from dlrm_study.model.interaction import DotInteraction
+from dlrm_study.model.kernels import torch_ops
 from dlrm_study.train import build, train, train_step
 
 # conftest's `small`: fixed bags of 6 ids over small tables, so ids repeat within and across bags.
@@ -144,10 +144,10 @@ def test_fused_fp32_loop_equals_reference(small, ops, optimizer):
 @pytest.mark.parametrize("step", ["fused-update", "+table-batching", "+huge-pages"])
 def test_each_ablation_step_trains_what_the_reference_trains(small, step):
     """Notebook 02's ablation switches techniques off; each step still computes the reference's numbers."""
-    from dlrm_study.measure.compare import VARIANTS
+    from dlrm_study.config.variants import REGISTRY
 
     reference = build(small)
-    ablated_cfg = config.load("tiny", [*SMALL, *VARIANTS[step]])
+    ablated_cfg = config.load("tiny", [*SMALL, *REGISTRY[step]])
     ablated = build(ablated_cfg)
     arch = ablated.model.sparse_arch
     assert arch.table_batching == ablated_cfg.train.table_batching
@@ -227,7 +227,7 @@ def test_fused_arch_falls_back_to_torch_when_the_build_fails(small, monkeypatch)
 
 
 def test_tables_are_advised_onto_huge_pages():
-    from dlrm_study.embeddings import hugepages
+    from dlrm_study.model.tables import hugepages
 
     setting = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     table = hugepages.empty(1 << 20, 4)
@@ -239,8 +239,7 @@ def test_tables_are_advised_onto_huge_pages():
 
 @pytest.mark.parametrize("ops", PATHS)
 def test_fused_interaction_matches_dlrm_forward_and_backward(ops):
-    from dlrm_study.interaction import FusedDotInteractionFunction
-    from dlrm_study.model import DotInteraction
+    from dlrm_study.model.interaction import DotInteraction, FusedDotInteractionFunction
 
     gen = torch.Generator().manual_seed(4)
     dense, pooled = torch.randn(6, 5, generator=gen), torch.randn(6, 3, 5, generator=gen)

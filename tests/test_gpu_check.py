@@ -9,9 +9,12 @@ import pytest
 import torch
 from tests.conftest import ROOT
 
-from dlrm_study import plots, results, studies, sweep
+from dlrm_study import studies
+from dlrm_study.analysis import predictions, readers
+from dlrm_study.measure import sweep
+from dlrm_study.records import store
+from dlrm_study.report import plots
 from dlrm_study.studies import gpu as gpu_grid
-from dlrm_study.studies import predictions
 from dlrm_study.studies.gpu import sweeps
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
@@ -30,9 +33,9 @@ def test_dry_run_writes_every_record(tmp_path):
     predictions.predict("smoke", predicted)
     done = run_script("--dry-run", "--skip-tests", "--out", str(tmp_path), "--predictions", str(predicted))
     assert done.returncode == 0, done.stderr[-2000:]
-    grid = results.load(tmp_path / studies.GPU_RECORDS)
+    grid = store.load(tmp_path / studies.GPU_RECORDS)
     for spec in sweeps(tmp_path, dry_run=True):  # every point of every sweep measured (shared points once)
-        measured = sweep.records(spec, machine=None)
+        measured = readers.records(spec, machine=None)
         assert len(measured) == len(sweep.points(spec)) * spec.repeats, spec.name
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
     host = grid[grid["variant"].str.startswith("host-")]  # the grid's CPU loops, in the GPU study's own run
@@ -49,10 +52,10 @@ def test_dry_run_writes_every_record(tmp_path):
     assert (grid["ms_block_min"] <= grid["ms_median"]).all() and (grid["ms_median"] <= grid["ms_block_max"]).all()
     assert set(grid[grid["study"] == "gpu-presets-large"]["batch_size"]) == {48, 96}
     assert set(grid[grid["study"] == "gpu-presets"]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32", "gpu-eager"}
-    host_loops = results.load(tmp_path / "sweeps.csv")  # last: the CPU loops on the GPU machine's CPU (S1, S3)
+    host_loops = store.load(tmp_path / "sweeps.csv")  # last: the CPU loops on the GPU machine's CPU (S1, S3)
     assert set(host_loops["study"]) == {"cpu-loops-smoke"} and (host_loops["device"] == "cpu").all()
     assert set(host_loops["variant"]) == set(gpu_grid.HOST_LOOPS)
-    embedding = results.load(tmp_path / "gpu_embedding.csv")
+    embedding = store.load(tmp_path / "gpu_embedding.csv")
     assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
     assert sorted(set(embedding["repeat"])) == [0, 1]
     assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
@@ -79,7 +82,7 @@ def test_dry_run_writes_every_record(tmp_path):
     # Notebook 03 draws GPU records only if measured on cuda; its heatmap, fed the dry run's grid, whose
     # host CPU loops ran in the same run as its GPU loop (GPU over CPU: one machine, paired per repeat):
     spec = studies.on_gpu(studies.dense_sparse_grid("smoke", tmp_path), "cpu", host=True)
-    grid = sweep.records(spec, machine=None)
+    grid = readers.records(spec, machine=None)
     assert {"gpu-hbm", "host-optimized-fp32"} <= set(grid["variant"]) and grid["run_id"].nunique() == 1
     ratio = studies.gpu_over_cpu(grid)
     assert ratio.shape == (2, 2) and (ratio > 0).all().all()

@@ -5,10 +5,12 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from dlrm_study import cli, config, results
+from dlrm_study import config, results
+from dlrm_study.analysis import predictions
+from dlrm_study.cli import main as cli
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import gpu_model
-from dlrm_study.studies import predictions
+from dlrm_study.perfmodel import gpu as gpu_model
+from dlrm_study.records import store
 
 H200 = "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"  # the machine the fake GPU records name
 
@@ -91,7 +93,7 @@ def test_count_ops_follows_the_layers() -> None:
 def test_predictions_are_appended_never_rewritten(tmp_path, monkeypatch) -> None:
     path, written = predictions.predict("smoke", tmp_path)
     assert written > 0
-    first = results.load(path)
+    first = store.load(path)
     assert set(first["claim"]) >= {"target", "H1", "H4"}
     assert (first["low"] <= first["mid"]).all() and (first["mid"] <= first["high"]).all()
     assert predictions.predict("smoke", tmp_path)[1] == 0  # the same commit: nothing added
@@ -99,7 +101,7 @@ def test_predictions_are_appended_never_rewritten(tmp_path, monkeypatch) -> None
     monkeypatch.setattr(results, "git_commit", lambda: "later0")
     monkeypatch.setattr(gpu_model, "SLACK", 10.0)  # a later model with other ranges
     _, again = predictions.predict("smoke", tmp_path)
-    both = results.load(path)
+    both = store.load(path)
     assert again == written and len(both) == 2 * written
     pd.testing.assert_frame_equal(both.iloc[:written].reset_index(drop=True), first, check_dtype=False)
     kept = predictions.load(tmp_path)
@@ -117,7 +119,7 @@ def test_scoring_against_measured_records(tmp_path) -> None:
          "samples_per_s": value, "repeat": i, "error": None}
         for i, value in enumerate([inside, inside, above])
     ]  # fmt: skip
-    results.append_many(tmp_path / "gpu_sweeps.csv", fake)
+    store.append_many(tmp_path / "gpu_sweeps.csv", fake)
     scored = predictions.score(tmp_path)
     mine = scored[(scored["config_hash"] == row["config_hash"]) & (scored["quantity"] == "samples_per_s")]
     assert (mine["measured"] == inside).all() and (mine["verdict"] == "inside").all()  # the median of repeats
@@ -139,7 +141,7 @@ def test_measured_bandwidths_replace_the_datasheets(tmp_path) -> None:
     with pytest.raises(UsageError, match="no measured bandwidths"):
         predictions.measured_device("h200", tmp_path)
     fake = [{"gpu_model": "NVIDIA H200", "copy_gbps": x, "h2d_gbps": x / 100} for x in (4000.0, 4200.0, 4400.0)]
-    results.append_many(tmp_path / "gpu_embedding.csv", fake)
+    store.append_many(tmp_path / "gpu_embedding.csv", fake)
     device = predictions.measured_device("h200", tmp_path)
     assert (device.hbm_gbps, device.link_gbps) == (4200.0, 42.0)
     assert device.bf16_tflops == gpu_model.DEVICES["h200"].bf16_tflops and "measured" in device.name
@@ -152,7 +154,7 @@ def test_profiled_op_costs_are_rows_beside_the_preregistered_ones(tmp_path) -> N
     in place of the counted ops, as rows of their own model; the pre-registered rows stay as written
     and stay the ones scored."""
     path, written = predictions.predict("smoke", tmp_path)
-    first = results.load(path)
+    first = store.load(path)
     row = first[(first["quantity"] == "samples_per_s") & (first["variant"] == "gpu-hbm")].iloc[0]
     profiled = tmp_path / "gpu-run"
     profiled.mkdir()
@@ -164,9 +166,9 @@ def test_profiled_op_costs_are_rows_beside_the_preregistered_ones(tmp_path) -> N
          "samples_per_s": 1e6, "repeat": i, "error": None, "kernels_per_step": kernels, "capture": "graph"}
         for i, kernels in enumerate([90.0, 100.0, 110.0])
     ]  # fmt: skip
-    results.append_many(profiled / "gpu_sweeps.csv", fake)
+    store.append_many(profiled / "gpu_sweeps.csv", fake)
     _, added = predictions.predict("smoke", tmp_path, profiled_from=profiled)
-    both = results.load(path)
+    both = store.load(path)
     new = both.iloc[written:]
     assert added == len(new) > 0 and set(new["model"]) == {predictions.PROFILED_MODEL}
     assert set(new["config_hash"]) == {row["config_hash"]}

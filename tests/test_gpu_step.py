@@ -14,10 +14,10 @@ import torch
 from dlrm_study import config
 from dlrm_study.data import StagedBatch, make_data, stage
 from dlrm_study.errors import UsageError
-from dlrm_study.measure.gpu_model import host_traffic
+from dlrm_study.perfmodel.gpu import host_traffic
 from dlrm_study.train import build, train
-from dlrm_study.train.gpu_step import LOSS_READ_EVERY, GpuStep, LossLog, not_captured
-from dlrm_study.train.loop import place, train_step
+from dlrm_study.train.gpu import LOSS_READ_EVERY, GpuStep, LossLog, not_captured
+from dlrm_study.train.run import place, train_step
 
 SHAPE = ["model.table_rows=50-70-30-90", "train.batch_size=16", "data.lookups_per_table=3"]
 

@@ -11,10 +11,10 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.data import SyntheticData
-from dlrm_study.embeddings import make_sparse_arch
-from dlrm_study.embeddings.base import SparseArch
-from dlrm_study.embeddings.kernels import torch_ops
 from dlrm_study.errors import UsageError
+from dlrm_study.model.kernels import torch_ops
+from dlrm_study.model.tables import make_sparse_arch
+from dlrm_study.model.tables.base import SparseArch
 from dlrm_study.train import build, train_step
 
 ROWS = [5, 7, 4]
@@ -119,9 +119,10 @@ def subclasses(cls: type) -> list[type]:
 
 def test_no_arch_steps_around_the_check():
     """The check sits in `SparseArch.__call__`: no arch, the distributed ones included, overrides it."""
+    import dlrm_study.embeddings.placement
+
     import dlrm_study.distributed.hybrid
     import dlrm_study.distributed.remote
-    import dlrm_study.embeddings.placement
 
     if has_torchrec():
         import dlrm_study.distributed.torchrec_route  # noqa: F401
@@ -134,7 +135,7 @@ def test_every_rank_of_the_hybrid_route_refuses_a_bad_id_in_any_table():
     """A rank holds the global batch but looks up its own tables: it must refuse a bad id in a table
     another rank owns too (naming the global table), or the owner alone fails while this rank waits."""
     from dlrm_study.distributed.hybrid import Exchange, ShardedSparseArch
-    from dlrm_study.embeddings.reference import ReferenceSparseArch
+    from dlrm_study.model.tables.reference import ReferenceSparseArch
 
     owners = [0, 1, 1]  # this rank (0) owns table 0; the bad id sits in table 1, another rank's
     local = ReferenceSparseArch(ROWS[:1], 4, 0.1, torch.Generator().manual_seed(0), "sgd")

@@ -6,7 +6,9 @@ import sys
 
 from tests.conftest import ROOT
 
-from dlrm_study import config, results
+from dlrm_study import config
+from dlrm_study.records import store
+from dlrm_study.records.record import make_record
 
 SCRIPT = ROOT / "scripts" / "merge_records.py"
 
@@ -14,21 +16,21 @@ SCRIPT = ROOT / "scripts" / "merge_records.py"
 def write(folder, name: str, repeats: range, rate: float = 1.0) -> None:
     cfg = config.load("tiny")
     for repeat in repeats:
-        results.append(folder / name, results.record("s", {"samples_per_s": rate + repeat}, cfg, repeat=repeat))
+        store.append(folder / name, make_record("s", {"samples_per_s": rate + repeat}, cfg, repeat=repeat))
 
 
 def test_records_are_added_once_with_their_new_columns(tmp_path):
     session, study = tmp_path / "gpu-run", tmp_path / "results"
     write(study, "sweeps.csv", range(2))
     write(session, "sweeps.csv", range(1, 4), rate=10.0)  # its repeat 1 is another measurement: kept
-    results.append(
-        session / "gpu_sweeps.csv", {**results.load(session / "sweeps.csv").iloc[0].to_dict(), "capture": "graph"}
+    store.append(
+        session / "gpu_sweeps.csv", {**store.load(session / "sweeps.csv").iloc[0].to_dict(), "capture": "graph"}
     )
     merge = runpy.run_path(str(SCRIPT))["merge"]
     assert merge(session, study) == {"gpu_sweeps.csv": 1, "sweeps.csv": 3}
     assert merge(session, study) == {"gpu_sweeps.csv": 0, "sweeps.csv": 0}
-    assert len(results.load(study / "sweeps.csv")) == 5
-    assert results.load(study / "gpu_sweeps.csv")["capture"].tolist() == ["graph"]
+    assert len(store.load(study / "sweeps.csv")) == 5
+    assert store.load(study / "gpu_sweeps.csv")["capture"].tolist() == ["graph"]
 
 
 def test_a_folder_without_records_is_one_line_and_exit_2(tmp_path):

@@ -4,20 +4,21 @@ import runpy
 from pathlib import Path
 
 from dlrm_study import results
+from dlrm_study.records import store
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "migrate_records.py"
 
 
 def test_migration_rewrites_only_old_machine_keys_and_is_idempotent(tmp_path, monkeypatch):
     path = tmp_path / "r.csv"
-    results.append_many(path, [
+    store.append_many(path, [
         {"study": "s", "machine": "intel-xeon/avx512f+avx512_bf16/2t", "cpu_count": 2, "threads": 2, "x": 1},
         {"study": "s", "machine": "", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 2, "threads": 2, "x": 2},
         {"study": "s", "machine": "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "cpu_count": 2, "threads": 2, "x": 3},
     ])  # fmt: skip
     migrate = runpy.run_path(str(SCRIPT))["migrate"]
     assert migrate(path) == 3  # two machine keys, and every row's run id
-    rows = results.read_rows(path)[1]
+    rows = store.read_rows(path)[1]
     assert [r["machine"] for r in rows] == [
         "intel-xeon/avx512f+avx512_bf16/2cpu",
         "intel-xeon/isa-unrecorded/2cpu",
@@ -32,5 +33,5 @@ def test_migration_rewrites_only_old_machine_keys_and_is_idempotent(tmp_path, mo
 def test_committed_records_are_migrated():
     root = Path(__file__).resolve().parents[1] / "results"
     for path in sorted(root.glob("*.csv")):
-        rows = results.read_rows(path)[1]
+        rows = store.read_rows(path)[1]
         assert not any(results.is_legacy_key(r.get("machine")) or not r.get("run_id") for r in rows), path

@@ -4,8 +4,8 @@ import torch
 from torch.nn import functional as F
 
 from dlrm_study.data import SyntheticData
-from dlrm_study.embeddings import ReferenceSparseArch
-from dlrm_study.model import DotInteraction
+from dlrm_study.model.interaction import DotInteraction
+from dlrm_study.model.tables import ReferenceSparseArch
 from dlrm_study.train import build, train_step
 
 

@@ -9,6 +9,7 @@ import papermill
 from tests.conftest import ROOT
 
 from dlrm_study import results
+from dlrm_study.records.machine import machine_key
 
 NOTEBOOKS = ROOT / "notebooks"
 PUBLISHED = ROOT / "results"
@@ -60,7 +61,7 @@ def test_papermill_measuring_elsewhere_keeps_the_published_figures(tmp_path):
     )
     assert re.search(r"this run measured [1-9]\d* record", printed(output))
     assert (out / "convergence.csv").is_file()
-    figures = out / "figures" / results.slug(results.machine_key())
+    figures = out / "figures" / results.slug(machine_key())
     assert (figures / "07_convergence.png").is_file() and not (out / "figures" / "07_convergence.png").exists()
     assert published() == before
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dlrm_study.config import variants
 from dlrm_study.records import columns as col
-from dlrm_study.records import variants
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "dlrm_study"

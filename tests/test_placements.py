@@ -15,9 +15,9 @@ from tests.test_fused_cpu import can_build_cpp
 
 from dlrm_study import config
 from dlrm_study.data import make_data
-from dlrm_study.embeddings.cached import CachedSparseArch
-from dlrm_study.embeddings.kernels import torch_ops, triton_ops
 from dlrm_study.errors import UsageError
+from dlrm_study.model.kernels import torch_ops, triton_ops
+from dlrm_study.model.tables.cached import CachedSparseArch
 from dlrm_study.train import build, train
 from dlrm_study.train import checkpoint as ckpt
 

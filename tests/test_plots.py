@@ -1,7 +1,9 @@
 import numpy as np
 import pandas as pd
 
-from dlrm_study import config, plots, results
+from dlrm_study import config
+from dlrm_study.records.record import make_record
+from dlrm_study.report import plots
 
 
 def test_convergence_draws_each_loss_curve_in_step_order():
@@ -9,7 +11,7 @@ def test_convergence_draws_each_loss_curve_in_step_order():
     steps = [300, 100, 200, 50]
     losses = pd.DataFrame({"kind": "loss", "variant": "reference", "step": steps, "loss": [0.5, 0.6, 0.55, 0.7]})
     fields = {"kind": "eval", "step": 300, "eval_auc": 0.8}
-    evals = pd.DataFrame([results.record("convergence", fields, config.preset("tiny"), variant="reference")])
+    evals = pd.DataFrame([make_record("convergence", fields, config.preset("tiny"), variant="reference")])
     fig = plots.convergence(pd.concat([losses, evals], ignore_index=True), "t")
     (line,) = fig.axes[0].get_lines()
     assert list(line.get_xdata()) == sorted(steps)
@@ -53,7 +55,7 @@ def test_heatmap_and_convergence_captions_claim_no_intervals():
     assert "interval" not in caption_of(plots.heatmap(ratio, "t", records))
     losses = pd.DataFrame({"kind": "loss", "variant": "reference", "step": [1, 2], "loss": [0.6, 0.5]})
     fields = {"kind": "eval", "step": 2, "eval_auc": 0.8}
-    evals = pd.DataFrame([results.record("convergence", fields, config.preset("tiny"), variant="reference")])
+    evals = pd.DataFrame([make_record("convergence", fields, config.preset("tiny"), variant="reference")])
     assert "interval" not in caption_of(plots.convergence(pd.concat([losses, evals], ignore_index=True), "t"))
 
 

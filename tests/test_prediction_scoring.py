@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from dlrm_study.studies import predictions
+from dlrm_study.analysis import predictions
 
 
 def scored(rows: list[tuple]) -> pd.DataFrame:

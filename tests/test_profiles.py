@@ -6,6 +6,8 @@ import pandas as pd
 from tests.conftest import ROOT
 
 from dlrm_study import results
+from dlrm_study.records.machine import machine_key
+from dlrm_study.report import session
 from dlrm_study.studies import profiles
 
 
@@ -17,12 +19,12 @@ def test_results_dir_is_the_repositorys_wherever_it_runs(tmp_path, monkeypatch):
 
 
 def test_only_publishing_writes_the_published_figures(tmp_path):
-    assert profiles.figures_dir(tmp_path, measure=False) is None  # drawing only: inline, no file
-    mine = profiles.figures_dir(tmp_path, measure=True)
-    assert mine.parent == tmp_path / "figures" and mine.name == results.slug(results.machine_key())
-    assert profiles.figures_dir(tmp_path, measure=True, publish=True) == tmp_path / "figures"
-    assert profiles.measuring("smoke", None, False) and not profiles.measuring("quick", None, False)
-    assert not profiles.measuring("smoke", str(tmp_path), False)  # a given folder has records to draw
+    assert session.figures_dir(tmp_path, measure=False) is None  # drawing only: inline, no file
+    mine = session.figures_dir(tmp_path, measure=True)
+    assert mine.parent == tmp_path / "figures" and mine.name == results.slug(machine_key())
+    assert session.figures_dir(tmp_path, measure=True, publish=True) == tmp_path / "figures"
+    assert session.measuring("smoke", None, False) and not session.measuring("quick", None, False)
+    assert not session.measuring("smoke", str(tmp_path), False)  # a given folder has records to draw
 
 
 def test_paths_are_shown_relative_to_the_repository(tmp_path):
@@ -32,12 +34,12 @@ def test_paths_are_shown_relative_to_the_repository(tmp_path):
 
 
 def test_a_machine_without_records_draws_the_published_one(tmp_path):
-    here = results.machine_key()
+    here = machine_key()
     rows = [{"machine": "other-cpu/avx2/2t", "timestamp": "2026-11-30"}, {"machine": "", "timestamp": "2026-12-01"}]
     pd.DataFrame(rows).to_csv(tmp_path / "sweeps.csv", index=False)
-    assert profiles.whose("this", False, tmp_path) == "other-cpu/avx2/2t"
-    assert profiles.whose("this", True, tmp_path) == "this"  # measuring: this machine's own
-    assert profiles.whose("k", False, tmp_path) == "k"
+    assert session.whose("this", False, tmp_path) == "other-cpu/avx2/2t"
+    assert session.whose("this", True, tmp_path) == "this"  # measuring: this machine's own
+    assert session.whose("k", False, tmp_path) == "k"
     pd.DataFrame([*rows, {"machine": here, "timestamp": "2026-11-01"}]).to_csv(tmp_path / "sweeps.csv", index=False)
-    assert profiles.whose("this", False, tmp_path) == "this"  # it has records of its own
-    assert profiles.whose("this", False, Path(tmp_path / "empty")) == "this"
+    assert session.whose("this", False, tmp_path) == "this"  # it has records of its own
+    assert session.whose("this", False, Path(tmp_path / "empty")) == "this"

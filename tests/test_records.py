@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from dlrm_study import config, results
-from dlrm_study.records.record import SECTIONS, Record
+from dlrm_study import config
+from dlrm_study.records import store
+from dlrm_study.records.record import SECTIONS, Record, make_record
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 FILES = sorted(RESULTS.glob("*.csv"))
@@ -15,10 +16,10 @@ SCHEMA = set(config.load("tiny").flat())
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_every_committed_row_round_trips(path: Path) -> None:
-    for row in results.read_rows(path)[1]:
+    for row in store.read_rows(path)[1]:
         record = Record.from_row(row)
         assert record.to_row() == row
-        assert results.key_of(record.to_row()) == results.key_of(row)
+        assert store.key_of(record.to_row()) == store.key_of(row)
 
 
 def rebuilt(row: dict[str, str]) -> config.Config:
@@ -35,7 +36,7 @@ def rebuilt(row: dict[str, str]) -> config.Config:
 def test_config_hashes_of_stored_records_stay_the_same(path: Path) -> None:
     """Rows that record every field of today's config schema (those older than a hashed field cannot)."""
     complete = [
-        row for row in results.read_rows(path)[1]
+        row for row in store.read_rows(path)[1]
         if row.get("config_hash") and all(row.get(c, "") != "" or c == "data.path" for c in SCHEMA)
     ]  # fmt: skip
     for row in complete:
@@ -43,7 +44,7 @@ def test_config_hashes_of_stored_records_stay_the_same(path: Path) -> None:
 
 
 def test_a_new_record_reads_back_into_its_parts() -> None:
-    row = results.record("s", {"ms_median": 2.0, "ms_p10": 1.0, "ms_p90": 3.0, "samples_per_s": 10.0,
+    row = make_record("s", {"ms_median": 2.0, "ms_p10": 1.0, "ms_p90": 3.0, "samples_per_s": 10.0,
                                "op_loss_ms": 0.5}, config.load("tiny"), variant="reference", repeat=0)  # fmt: skip
     record = Record.from_row(row)
     assert record.timing.ms_median == 2.0 and record.breakdown.ms == {"loss": 0.5}

@@ -5,23 +5,24 @@ import subprocess
 import sys
 import time
 
-from dlrm_study import results
+from dlrm_study.records import provenance, store
+from dlrm_study.records.record import make_record
 
 
 def test_append_creates_widens_and_loads(tmp_path):
     path = tmp_path / "out" / "records.csv"
-    results.append(path, {"a": 1, "b": "x"})
-    results.append(path, {"a": 2, "c": 3.5})  # a new field widens the header
-    header, rows = results.read_rows(path)
+    store.append(path, {"a": 1, "b": "x"})
+    store.append(path, {"a": 2, "c": 3.5})  # a new field widens the header
+    header, rows = store.read_rows(path)
     assert header == ["a", "b", "c"]
     assert rows == [{"a": "1", "b": "x", "c": ""}, {"a": "2", "b": "", "c": "3.5"}]
-    frame = results.load(path)
+    frame = store.load(path)
     assert list(frame["a"]) == [1, 2]
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_provenance_names_software_and_hardware():
-    prov = results.provenance("cpu")
+    prov = provenance.provenance("cpu")
     for key in ("package_version", "git_commit", "torch_version", "cpu_model", "threads", "timestamp", "host"):
         assert prov[key] not in ("", None), key
     assert prov["gpu_model"] == ""
@@ -39,7 +40,7 @@ def test_killed_writer_leaves_only_whole_rows(tmp_path):
     path = tmp_path / "r.csv"
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)])
     deadline = time.time() + 20
-    while time.time() < deadline and len(results.read_rows(path)[1]) < 30:
+    while time.time() < deadline and len(store.read_rows(path)[1]) < 30:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -52,7 +53,7 @@ def test_killed_writer_leaves_only_whole_rows(tmp_path):
 
 def test_the_launchers_commit_wins(monkeypatch):
     # A GPU machine's copy of the tree may sit in another checkout: the launcher's word counts.
-    assert results.git_commit() != "abc1234"
+    assert provenance.git_commit() != "abc1234"
     monkeypatch.setenv("DLRM_STUDY_COMMIT", "abc1234")
-    assert results.git_commit() == "abc1234"
-    assert results.record("x", {"samples_per_s": 1.0})["git_commit"] == "abc1234"
+    assert provenance.git_commit() == "abc1234"
+    assert make_record("x", {"samples_per_s": 1.0})["git_commit"] == "abc1234"

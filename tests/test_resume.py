@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from dlrm_study import config
-from dlrm_study.cli import main
+from dlrm_study.cli.main import main
 from dlrm_study.data import make_data
-from dlrm_study.embeddings import kernels
+from dlrm_study.model import kernels
 from dlrm_study.train import Run, build, train
 from dlrm_study.train import checkpoint as ckpt
 

@@ -5,9 +5,12 @@ import itertools
 import pytest
 from tests.conftest import ROOT
 
-from dlrm_study import config, results, sweep
+from dlrm_study import config, platform, results
+from dlrm_study.analysis import readers
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner
+from dlrm_study.measure import runner, sweep
+from dlrm_study.records import machine as records_machine
+from dlrm_study.records import store
 
 
 def point(label: str, *variants: str) -> runner.Point:
@@ -53,7 +56,7 @@ def test_each_measurement_is_one_record_with_its_repeat_and_machine(tmp_path):
     tasks = runner.schedule([point("p", "a", "b")], 3, lambda _: "cpu-x/avx2/2cpu")
     counts = runner.run(tasks, fake_measure(), out, "s", progress=False)
     assert (counts.ran, counts.skipped, counts.failed) == (6, 0, 0)
-    frame = results.load(out)
+    frame = store.load(out)
     assert sorted(zip(frame["variant"], frame["repeat"], strict=True)) == [(v, r) for v in "ab" for r in range(3)]
     assert set(frame["machine"]) == {"cpu-x/avx2/2cpu"} and set(frame["study"]) == {"s"}
     assert frame["flags"].isna().all() and frame["error"].isna().all()
@@ -67,7 +70,7 @@ def test_a_stopped_run_resumes_and_loses_and_duplicates_nothing(tmp_path):
     second = runner.run(tasks, fake_measure(log), out, "s", progress=False)
     assert (second.skipped, second.ran) == (5, 7)
     assert log == [(t.repeat, t.point, t.variant) for t in tasks]  # each measured once, in schedule order
-    frame = results.load(out)
+    frame = store.load(out)
     assert len(frame) == 12 and not frame.duplicated(["config_hash", "variant", "repeat"]).any()
     assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0
 
@@ -78,18 +81,18 @@ def test_two_machines_records_stay_apart(tmp_path):
     tasks_b = runner.schedule([point("p", "a")], 2, lambda _: "epyc/avx2/2cpu")
     runner.run(tasks_a, fake_measure(), out, "s", progress=False)
     assert runner.run(tasks_b, fake_measure(), out, "s", progress=False).ran == 2  # not taken for A's
-    frame = results.load(out)
+    frame = store.load(out)
     assert frame.groupby("machine").size().to_dict() == {"epyc/avx2/2cpu": 2, "xeon/avx512f/2cpu": 2}
 
 
 def test_sweep_records_select_one_machine(tmp_path):
     spec = sweep.Sweep(name="m", variants=["reference"], repeats=2, steps=1, warmup=0, out=str(tmp_path / "s.csv"))
     sweep.run(spec, progress=False)
-    other = [{**row, "machine": "amd-epyc-7b13/avx2/2cpu"} for row in results.read_rows(tmp_path / "s.csv")[1]]
-    results.append_many(tmp_path / "s.csv", other)
-    assert len(sweep.records(spec)) == 2  # this machine's
-    assert len(sweep.records(spec, "amd-epyc-7b13/avx2/2cpu")) == 2
-    assert len(sweep.records(spec, None)) == 4
+    other = [{**row, "machine": "amd-epyc-7b13/avx2/2cpu"} for row in store.read_rows(tmp_path / "s.csv")[1]]
+    store.append_many(tmp_path / "s.csv", other)
+    assert len(readers.records(spec)) == 2  # this machine's
+    assert len(readers.records(spec, "amd-epyc-7b13/avx2/2cpu")) == 2
+    assert len(readers.records(spec, None)) == 4
 
 
 def test_a_failing_variant_is_recorded_once_and_the_rest_go_on(tmp_path):
@@ -98,7 +101,7 @@ def test_a_failing_variant_is_recorded_once_and_the_rest_go_on(tmp_path):
     counts = runner.run(tasks, fake_measure(log, fail="broken"), out, "s", progress=False)
     assert counts.ran == 4 and counts.failed == 3  # 3 ok, 1 broken measured; its other repeats not tried
     assert [entry[2] for entry in log].count("broken") == 1
-    frame = results.load(out)
+    frame = store.load(out)
     assert frame[frame["variant"] == "broken"]["error"].str.contains("cannot run here").all()
     assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0  # resumed: nothing to do
     assert runner.run(tasks, fake_measure(), out, "s", progress=False, retry_errors=True).ran == 3
@@ -111,7 +114,7 @@ def test_old_records_get_a_machine_from_their_own_fields_whoever_reads_them(tmp_
     import runpy
 
     path = tmp_path / "old.csv"
-    results.append_many(path, [
+    store.append_many(path, [
         {"study": "x", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_count": 2, "threads": 2, "gpu_model": "",
          "round": 1},
         {"study": "x", "cpu_model": "AMD EPYC 7B13 64-Core Processor", "threads": "", "gpu_model": "", "round": 0},
@@ -119,12 +122,12 @@ def test_old_records_get_a_machine_from_their_own_fields_whoever_reads_them(tmp_
         {"study": "x", "machine": "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "cpu_count": 2, "threads": 2},
     ])  # fmt: skip
     with pytest.raises(UsageError, match=r"run scripts/migrate_records\.py"):
-        results.load(path)
+        store.load(path)
     runpy.run_path(str(ROOT / "scripts" / "migrate_records.py"))["migrate"](path)
     keys = []
     for flags in ({"avx2"}, {"avx512f", "amx_bf16"}):  # two readers: what they run on must not matter
         monkeypatch.setattr(results, "cpu_flags", lambda flags=flags: frozenset(flags))
-        keys.append(list(results.load(path)["machine"]))
+        keys.append(list(store.load(path)["machine"]))
     assert (
         keys[0]
         == keys[1]
@@ -135,7 +138,7 @@ def test_old_records_get_a_machine_from_their_own_fields_whoever_reads_them(tmp_
             "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu",
         ]
     )
-    assert list(results.load(path)["repeat"])[:2] == [1, 0]
+    assert list(store.load(path)["repeat"])[:2] == [1, 0]
 
 
 def test_machine_key_names_cpu_generation_isa_cpus_and_gpu(monkeypatch):
@@ -143,12 +146,12 @@ def test_machine_key_names_cpu_generation_isa_cpus_and_gpu(monkeypatch):
 
     monkeypatch.setattr(machine, "cpuinfo", lambda: {"model name": "AMD EPYC", "cpu family": "25", "model": "17",
                                                      "stepping": "1", "flags": "avx2 avx512f avx512_bf16"})  # fmt: skip
-    monkeypatch.setattr(results, "cpu_flags", machine.cpu_flags)
+    monkeypatch.setattr(results, "cpu_flags", platform.cpu_flags)
     monkeypatch.setattr(machine, "gpu_name", lambda: "")
     monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
-    assert results.machine_key() == "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
+    assert records_machine.machine_key() == "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
     monkeypatch.setattr(machine, "gpu_name", lambda: "NVIDIA H200")
-    m = Machine.parse(results.machine_key())
+    m = Machine.parse(records_machine.machine_key())
     assert m.key.endswith("/2cpu/nvidia-h200") and m.has_gpu and m.native_bf16 and m.cpuid == "f25m17s1"
     assert m.bf16_class == "native bf16 without AMX"
     for key in ("amd-epyc/avx2/2cpu", "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200",
@@ -175,7 +178,7 @@ def test_a_points_runs_are_built_once_where_they_fit_together(tmp_path, monkeypa
     tasks = runner.schedule(points, 3, lambda _: "m")
     runner.run(tasks, measure, tmp_path / "r.csv", "s", progress=False)
     kept.clear()
-    frame = results.load(tmp_path / "r.csv")
+    frame = store.load(tmp_path / "r.csv")
     if fits:  # 4 builds (2 points x 2 variants), each run measured in all 3 repeats
         assert len(built) == 4 and frame.groupby(["point", "variant"])["run"].nunique().eq(1).all()
         assert set(frame["builds"]) == {"once per run"}

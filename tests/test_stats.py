@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from dlrm_study import studies
-from dlrm_study.measure import stats
+from dlrm_study.analysis import stats
+from dlrm_study.measure import selfcheck
 
 
 def lognormal_repeats(rng: random.Random, median: float, sigma: float, n: int) -> list[float]:
@@ -89,11 +90,11 @@ def test_unpaired_repeats_do_not_pair():
 
 def test_flags_name_what_is_wrong():
     clean = {"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0, "op_a_ms": 60.0, "op_b_ms": 45.0}
-    assert stats.flags(clean) == ""
-    assert stats.flags({**clean, "op_b_ms": 70.0}) == "profile-vs-timed"  # 130 against 100
-    assert stats.flags({**clean, "ms_p90": 150.0}) == "spread"  # 150 / 95 > 1.5
-    assert stats.flags({**clean, "op_b_ms": 0.0, "ms_p10": 60.0}) == "profile-vs-timed;spread"
-    assert stats.flags({"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0}) == ""  # no breakdown: no check
+    assert selfcheck.flags(clean) == ""
+    assert selfcheck.flags({**clean, "op_b_ms": 70.0}) == "profile-vs-timed"  # 130 against 100
+    assert selfcheck.flags({**clean, "ms_p90": 150.0}) == "spread"  # 150 / 95 > 1.5
+    assert selfcheck.flags({**clean, "op_b_ms": 0.0, "ms_p10": 60.0}) == "profile-vs-timed;spread"
+    assert selfcheck.flags({"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0}) == ""  # no breakdown: no check
 
 
 def test_a_flagged_record_counts_and_is_said():
@@ -128,7 +129,7 @@ def test_a_flag_rules_out_what_it_puts_in_doubt():
 
 
 def test_findings_and_figures_survive_every_repeat_flagged(tmp_path):
-    from dlrm_study import plots
+    from dlrm_study.report import plots
 
     frame = pd.DataFrame([
         {"variant": v, "repeat": r, "x": x, "knob": "dense features", "ms_median": 10.0, "ms_p10": 5.0,
@@ -159,4 +160,4 @@ def test_a_repeat_far_from_its_points_median_is_an_outlier():
 def test_a_record_without_a_breakdown_is_not_checked_against_one():
     # Read back from a CSV that also holds profiled records, its operator cells are empty (NaN).
     fields = {"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0, "op_bottom_mlp_ms": float("nan"), "op_other_ms": ""}
-    assert stats.flags(fields) == ""
+    assert selfcheck.flags(fields) == ""

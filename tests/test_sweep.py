@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from dlrm_study import results, sweep
-from dlrm_study.cli import main
+from dlrm_study.analysis import readers, stats
+from dlrm_study.cli.main import main
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import stats
+from dlrm_study.measure import sweep
+from dlrm_study.records import store
 
 SPEC = """
 name: {name}
@@ -50,7 +51,7 @@ def test_failed_points_are_recorded_and_the_sweep_goes_on(tmp_path):
     counts = sweep.run(spec, progress=False)
     # 24 measurements: the 6 failing (point, variant) pairs fail once each, their second repeat is not tried.
     assert (counts.tasks, counts.ran, counts.failed) == (24, 18, 12)
-    frame = results.load(Path(spec.out))
+    frame = store.load(Path(spec.out))
     failed = frame[frame["error"].notna()]
     assert set(failed["model.embedding_dim"]) == {16} and len(failed) == 6
     assert failed["error"].str.contains("model.bottom_mlp").all()
@@ -64,7 +65,7 @@ def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
     assert sweep.run(spec, progress=False, limit=5).ran == 5
     counts = sweep.run(spec, progress=False)
     assert counts.skipped == 5 and counts.ran == 7
-    frame = results.load(Path(spec.out))
+    frame = store.load(Path(spec.out))
     assert len(frame) == 12 and not frame.duplicated(["variant", "config_hash", "repeat"]).any()
 
 
@@ -73,7 +74,7 @@ def test_a_point_two_sweeps_share_is_measured_once(tmp_path):
     other = sweep.Sweep(**{**vars(one), "name": "other", "grid": {"data.lookups_per_table": [3, 4]}})
     sweep.run(one, progress=False)
     assert sweep.run(other, progress=False).skipped == 4  # lookups 3: both variants, both repeats
-    assert set(sweep.records(other)["point"]) == {"data.lookups_per_table=3", "data.lookups_per_table=4"}
+    assert set(readers.records(other)["point"]) == {"data.lookups_per_table=3", "data.lookups_per_table=4"}
 
 
 def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
@@ -82,14 +83,14 @@ def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
     command = [sys.executable, "-m", "dlrm_study", "sweep", str(path), "--no-progress"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while time.time() < deadline and len(results.read_rows(out)[1]) < 3:
+    while time.time() < deadline and len(store.read_rows(out)[1]) < 3:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    before = len(results.read_rows(out)[1])
+    before = len(store.read_rows(out)[1])
     assert 3 <= before < 12
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    frame = results.load(out)
+    frame = store.load(out)
     assert len(frame) == 12 and not frame.duplicated(["variant", "config_hash", "repeat"]).any()
 
 
@@ -141,9 +142,9 @@ def test_knob_values_for_the_axis():
 def test_records_hold_only_the_current_points(tmp_path):
     spec = sweep.load(write_spec(tmp_path))
     sweep.run(spec, progress=False, limit=2)
-    stale = {**results.read_rows(Path(spec.out))[1][0], "config_hash": "0123456789ab"}  # a config since changed
-    results.append(Path(spec.out), stale)
-    frame = sweep.records(spec)
+    stale = {**store.read_rows(Path(spec.out))[1][0], "config_hash": "0123456789ab"}  # a config since changed
+    store.append(Path(spec.out), stale)
+    frame = readers.records(spec)
     assert len(frame) == 2 and "0123456789ab" not in set(frame["config_hash"])
 
 
@@ -160,9 +161,9 @@ def test_sweeps_run_together_share_the_base_and_pair_within_one_run(tmp_path):
     lookups, dims = knob_sweeps(tmp_path)
     counts = sweep.run_together([lookups, dims], "knobs")
     assert counts.tasks == 3 * 2 * 2  # three points (the base once), two variants, two repeats
-    frame = results.load(Path(lookups.out))
+    frame = store.load(Path(lookups.out))
     assert frame["run_id"].nunique() == 1 and set(frame["study"]) == {"knobs"}
-    far = sweep.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
+    far = readers.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
     finding = stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x")
     assert finding.all.n == 2  # the far end pairs with the base in each repeat
 
@@ -172,7 +173,7 @@ def test_sweeps_run_one_after_the_other_leave_the_shared_base_unpaired(tmp_path)
     lookups, dims = knob_sweeps(tmp_path)
     sweep.run(lookups, progress=False)
     assert sweep.run(dims, progress=False).skipped == 4
-    far = sweep.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
+    far = readers.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
     assert stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x").all.n == 0
 
 

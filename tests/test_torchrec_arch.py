@@ -12,7 +12,7 @@ from dlrm_study.train import checkpoint as ckpt
 
 pytest.importorskip("torchrec")
 
-from dlrm_study.embeddings.torchrec_arch import TorchrecSparseArch
+from dlrm_study.model.tables.torchrec_arch import TorchrecSparseArch
 
 
 def with_overrides(cfg: config.Config, *items: str) -> config.Config:

@@ -3,7 +3,7 @@
 import pytest
 
 from dlrm_study import config
-from dlrm_study.records.variants import ALIASES, REGISTRY, Variant
+from dlrm_study.config.variants import ALIASES, REGISTRY, Variant
 
 
 @pytest.mark.parametrize("name", [name for name in REGISTRY if name not in ALIASES])

@@ -5,9 +5,8 @@ import itertools
 import pandas as pd
 import pytest
 
-from dlrm_study.measure import stats
-from dlrm_study.studies import evidence as ev
-from dlrm_study.studies import verdicts
+from dlrm_study.analysis import evidence as ev
+from dlrm_study.analysis import stats, verdicts
 
 GPU = "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
 XEON = "intel-xeon/avx512f+avx512_bf16/2cpu"

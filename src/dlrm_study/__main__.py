@@ -2,6 +2,6 @@
 
 import sys
 
-from dlrm_study.cli import main
+from dlrm_study.cli.main import main
 
 sys.exit(main())

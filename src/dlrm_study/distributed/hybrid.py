@@ -27,11 +27,11 @@ from torch.nn.parallel import DistributedDataParallel
 from dlrm_study.config import Config, check_fits, validate
 from dlrm_study.data import Batch
 from dlrm_study.distributed.launch import GPU_RANKS, World
-from dlrm_study.embeddings import SparseArch, make_sparse_arch
-from dlrm_study.embeddings.base import draw_tables
 from dlrm_study.errors import UsageError
-from dlrm_study.interaction import FusedDotInteraction
-from dlrm_study.model import DLRM
+from dlrm_study.model.dlrm import DLRM
+from dlrm_study.model.interaction import FusedDotInteraction
+from dlrm_study.model.tables import SparseArch, make_sparse_arch
+from dlrm_study.model.tables.base import draw_tables
 
 
 def table_owners(table_rows: list[int], world: int) -> list[int]:

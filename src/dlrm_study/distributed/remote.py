@@ -35,10 +35,10 @@ import torch.distributed.rpc as rpc
 
 from dlrm_study.config import Config
 from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
-from dlrm_study.embeddings import kernels
-from dlrm_study.embeddings.base import SparseArch, batched_ids, draw_tables
-from dlrm_study.embeddings.fused_cpu import FusedCPUSparseArch
 from dlrm_study.errors import UsageError
+from dlrm_study.model import kernels
+from dlrm_study.model.tables.base import SparseArch, batched_ids, draw_tables
+from dlrm_study.model.tables.fused_cpu import FusedCPUSparseArch
 
 ArchFactory = Callable[[Config, torch.Generator, torch.device], SparseArch]
 

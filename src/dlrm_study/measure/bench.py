@@ -22,10 +22,10 @@ from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study.config import Config
 from dlrm_study.data import Batch, make_data
-from dlrm_study.embeddings import SparseArch, make_sparse_arch
-from dlrm_study.measure import roofline
+from dlrm_study.model.tables import SparseArch, make_sparse_arch
+from dlrm_study.perfmodel import roofline
 from dlrm_study.records import columns as col
-from dlrm_study.train.loop import Run, build, native_bf16, place, precision_label, train_step
+from dlrm_study.train.run import Run, build, native_bf16, place, precision_label, train_step
 
 BACKWARD = "autograd::engine::evaluate_function: "
 

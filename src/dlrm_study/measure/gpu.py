@@ -23,7 +23,6 @@ import torch
 from dlrm_study.config import Config, validate
 from dlrm_study.data import make_data, stage
 from dlrm_study.data.batch import ids_capacity
-from dlrm_study.embeddings import make_sparse_arch
 from dlrm_study.measure.bench import (
     Prepared,
     elapsed_ms,
@@ -34,9 +33,10 @@ from dlrm_study.measure.bench import (
     synchronize,
     what_ran,
 )
+from dlrm_study.model.tables import make_sparse_arch
 from dlrm_study.records import columns as col
-from dlrm_study.train.gpu_step import GpuStep, make_ring, ring_size, takes_staged
-from dlrm_study.train.loop import resolve_device
+from dlrm_study.train.gpu import GpuStep, make_ring, ring_size, takes_staged
+from dlrm_study.train.run import resolve_device
 
 WARMUP_STEPS, WARMUP_S = 50, 2.0  # warm up until this many steps or seconds, whichever comes first
 BLOCKS = 5  # the median block's interval is [min, max]: 94% for the median of 5

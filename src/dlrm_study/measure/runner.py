@@ -28,11 +28,14 @@ from typing import Generic, TypeVar
 import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
-from dlrm_study import config, results
+from dlrm_study import config
 from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import stats
+from dlrm_study.measure import selfcheck
 from dlrm_study.records import columns as col
+from dlrm_study.records import provenance, store
+from dlrm_study.records.machine import machine_key
+from dlrm_study.records.record import make_record
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,11 @@ class Task:
     cfg: Config
     machine: str
     threads: int = 0
-    versions: dict[str, str] = field(default_factory=results.versions, compare=False)
+    versions: dict[str, str] = field(default_factory=provenance.versions, compare=False)
 
     @property
     def key(self) -> str:
-        return results.resume_key(self.cfg.hash(), self.variant, self.machine, self.threads, self.repeat, self.versions)
+        return store.resume_key(self.cfg.hash(), self.variant, self.machine, self.threads, self.repeat, self.versions)
 
     @property
     def pair(self) -> tuple[str, str, str]:
@@ -140,8 +143,8 @@ def run(
       distributed run). `on_record` sees each record (the CLI prints it).
     """
     counts = Counts(tasks=len(tasks))
-    run_id = results.new_run_id()
-    stored = results.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
+    run_id = provenance.new_run_id()
+    stored = store.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
     todo = [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
     counts.skipped = len(tasks) - len(todo)
@@ -162,7 +165,7 @@ def run(
         counts.ran += 1
         tally(measured=1)
         if emit and out:
-            results.append(out, record)
+            store.append(out, record)
         if emit and on_record:
             on_record(record)
     bar.close()
@@ -181,10 +184,10 @@ def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         error = f"{type(err).__name__}: {message}"
         fields = {col.LOOP: cfg.train.loop, col.PRECISION: cfg.train.precision, col.ERROR: error}
-        return results.record(study, fields, task.cfg, record_device(cfg), task.machine, run_id or None, **labels)
-    fields = {**fields, col.FLAGS: stats.flags(fields), col.ERROR: ""}
+        return make_record(study, fields, task.cfg, record_device(cfg), task.machine, run_id or None, **labels)
+    fields = {**fields, col.FLAGS: selfcheck.flags(fields), col.ERROR: ""}
     device = str(fields.get(col.DEVICE, "cpu"))
-    return results.record(study, fields, task.cfg, device, task.machine, run_id or None, **labels)
+    return make_record(study, fields, task.cfg, device, task.machine, run_id or None, **labels)
 
 
 class KeptRuns(Generic[R]):
@@ -263,7 +266,7 @@ def fits_together(configs: Sequence[Config]) -> bool:
 
 def failed(out: Path) -> set[tuple[str, str, str]]:
     """(config hash, variant, machine) of the stored records that failed: not retried in other repeats."""
-    rows = results.read_rows(Path(out))[1]
+    rows = store.read_rows(Path(out))[1]
     return {
         (r.get(col.CONFIG_HASH, ""), r.get(col.VARIANT, ""), r.get(col.MACHINE, "")) for r in rows if r.get(col.ERROR)
     }
@@ -271,7 +274,7 @@ def failed(out: Path) -> set[tuple[str, str, str]]:
 
 def machine_of(cfg: Config) -> str:
     """The machine key a config is measured on here: this host's (`results.machine_key`)."""
-    return results.machine_key()
+    return machine_key()
 
 
 def threads_of(cfg: Config) -> int:

@@ -17,15 +17,15 @@ such records are listed, and kept out of verdicts (`recorded` is False).
 """
 
 import dataclasses
-import functools
 import os
-import platform
 import re
-from pathlib import Path
+
+from dlrm_study.platform import BF16_FLAGS, cpu_flags, cpu_model, cpuid, gpu_name
+from dlrm_study.records import columns as col
+from dlrm_study.records import machine as machines
 
 # CPU flags that change what these timings mean: AVX-512 kernels, bf16 dot products, AMX tiles.
 ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 UNRECORDED_ISA = "isa-unrecorded"
 # The keys of records written before the key existed, and of keys that ended in threads (`/2t`).
 LEGACY_THREADS = re.compile(r"^\d+t$")
@@ -133,46 +133,25 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"
 
 
-@functools.cache
-def cpuinfo() -> dict[str, str]:
-    """The first processor's fields in /proc/cpuinfo (empty where there is none)."""
-    fields: dict[str, str] = {}
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return fields
-    for line in text.split("\n\n")[0].splitlines():
-        if ":" in line:
-            name, value = line.split(":", 1)
-            fields.setdefault(name.strip(), value.strip())
-    return fields
-
-
-def cpu_model() -> str:
-    return cpuinfo().get("model name") or platform.processor() or platform.machine()
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU's instruction-set flags (Linux /proc/cpuinfo); empty where unknown."""
-    return frozenset(cpuinfo().get("flags", "").split())
-
-
-def cpuid() -> str:
-    """`f25m17s1`: family, model and stepping, which tell CPU generations apart behind one model string."""
-    info = cpuinfo()
-    parts = [info.get(name, "") for name in ("cpu family", "model", "stepping")]
-    return "f{}m{}s{}".format(*parts) if all(p.isdigit() for p in parts) else ""
-
-
 def isa(flags: frozenset[str]) -> str:
     """The ISA_FLAGS present, joined by '+' (`avx2` or `baseline` when none of them are)."""
     present = [flag for flag in ISA_FLAGS if flag in flags]
     return "+".join(present) or ("avx2" if "avx2" in flags else "baseline")
 
 
-@functools.cache
-def gpu_name() -> str:
-    """The first CUDA GPU's name, "" where there is none."""
-    import torch
+def this_machine() -> Machine:
+    """This host as records measured now name it (`records.Machine`)."""
+    m = Machine.this()
+    return dataclasses.replace(m, isa=machines.isa(cpu_flags()))  # through cpu_flags: tests fake it
 
-    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
+
+def machine_key() -> str:
+    """This host's key, `<cpu>/<isa>/<N>cpu[/<gpu>]` (`records.Machine`); threads are a column of their own."""
+    return this_machine().key
+
+
+def select(frame, which: str | None = "this"):  # frame: pandas.DataFrame
+    """The records of one machine: `this` (this host's key), a key, or None for every machine."""
+    if which is None or frame.empty or col.MACHINE not in frame:
+        return frame
+    return frame[frame[col.MACHINE] == (machine_key() if which == "this" else which)]

@@ -8,8 +8,11 @@ names, the provenance columns), so the row's columns stay today's.
 
 import dataclasses
 
+import torch
+
 from dlrm_study.records import columns as col
-from dlrm_study.records.machine import Machine
+from dlrm_study.records.machine import Machine, machine_key
+from dlrm_study.records.provenance import process_run_id, provenance, rules_hash
 
 PROVENANCE = (
     col.PACKAGE_VERSION, col.GIT_COMMIT, "python_version", "torch_version", "torchrec_version", "fbgemm_gpu_version",
@@ -75,3 +78,37 @@ def part_of(column: str) -> str:
     if column in PROVENANCE:
         return "provenance"
     return "fields"
+
+
+def make_record(
+    study: str,
+    fields: dict[str, object],
+    cfg: "Config | None" = None,
+    device: torch.device | str = "cpu",
+    machine: str | None = None,
+    run_id: str | None = None,
+    **labels: object,
+) -> dict[str, object]:
+    """The one record builder: study and labels, measured fields, the config, provenance, machine.
+
+    `fields` may name the `threads` they ran with (a rank's, not this process's). `run_id` names
+    the run of a study this record belongs to (`runner.run` makes one per run; else this
+    process's), so pairs are formed only within one run. `rules_hash` is the hash of the verdict
+    rules in force when it was measured. Labels (variant, repeat, point, ...) come first.
+    """
+    prov = provenance(device)
+    if fields.get(col.THREADS):
+        prov[col.THREADS] = fields[col.THREADS]
+    described = {col.CONFIG_NAME: cfg.name, col.CONFIG_HASH: cfg.hash()} if cfg is not None else {}
+    return Record(
+        study,
+        labels={**labels, **described},
+        fields=dict(fields),
+        config=cfg.flat() if cfg is not None else {},
+        provenance={key: value for key, value in prov.items() if key not in fields},
+        identity={
+            col.MACHINE: machine or machine_key(),
+            col.RUN_ID: run_id or process_run_id(),
+            col.RULES_HASH: rules_hash(),
+        },
+    ).to_row()

@@ -10,21 +10,19 @@ Records: `baseline.csv`, study `baseline-2020-<profile>`.
 
 import dataclasses
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from dlrm_study import baseline_2020, config, results
+from dlrm_study import config
 from dlrm_study.config import Config
+from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, REGISTRY, TORCHREC
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner, stats
+from dlrm_study.measure import baseline_2020, runner
 from dlrm_study.measure.bench import measure_prepared, prepare, step_times
-from dlrm_study.measure.compare import VARIANTS, runnable
+from dlrm_study.measure.sweep import runnable
 from dlrm_study.records import columns as col
-from dlrm_study.records.variants import BF16_PAIR, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
+from dlrm_study.records import provenance
 from dlrm_study.studies.profiles import BASELINE, shown
 
 PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
@@ -111,7 +109,7 @@ def points(profile: str) -> list[runner.Point]:
             base = [*SMOKE_SET] if profile == "smoke" else []
             base.append(f"train.threads={threads}")
             configs = {
-                variant: config.load(name, [*base, *VARIANTS.get(variant, ["train.loop=reference"])])
+                variant: config.load(name, [*base, *REGISTRY.get(variant, ["train.loop=reference"])])
                 for variant in kept
             }
             out.append((f"{name} {threads}t", configs))
@@ -133,56 +131,6 @@ def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = Tr
 
     tasks = runner.schedule(points(profile), p.repeats, runner.machine_of)
     # A 2020 record names the stack that ran it (torch 1.5.1), so that is what it resumes by.
-    stack = {**results.versions(), "torch_version": old_torch}
+    stack = {**provenance.versions(), "torch_version": old_torch}
     tasks = [dataclasses.replace(t, versions=stack) if t.variant == OLD else t for t in tasks]
     return runner.run(tasks, measure, out / "baseline.csv", f"baseline-2020-{profile}", progress=progress)
-
-
-def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
-    """The decomposition's records (errors left out), with `step` (what each variant is) and `threads`.
-
-    `machine`: a machine key; its records at every thread count are kept (None: every machine's).
-    """
-    path = out / "baseline.csv"
-    if not path.exists():
-        return pd.DataFrame()
-    frame = results.load(path)
-    frame = results.select(frame[(frame[col.STUDY] == f"baseline-2020-{profile}") & frame[col.ERROR].isna()], machine)
-    frame = frame.copy()
-    frame["step"] = frame[col.VARIANT].map(STEPS)
-    frame[col.THREADS] = frame["train.threads"].astype(int)
-    return frame
-
-
-def factors(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each step's samples/s over the 2020 step on torch 1.5.1, paired within repeats, per config and threads."""
-    clean = stats.with_flags(frame)  # every repeat counts
-    tables = []
-    for variant in STEPS:
-        if variant == OLD or variant not in set(clean[col.VARIANT]):
-            continue
-        table = stats.paired_ratios(clean, [col.CONFIG_NAME, col.THREADS], variant, OLD)
-        tables.append(table.assign(**{col.VARIANT: variant}, step=STEPS[variant]))
-    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-
-
-def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[str, float] | None:
-    """The best optimized loop's factor over the 2020 step, extrapolated from 2 threads to `cores`.
-
-    Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
-    from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
-    """
-    clean = frame[frame[col.CONFIG_NAME] == config_name]
-    rate = clean.groupby([col.VARIANT, col.THREADS])[col.SAMPLES_PER_S].median()
-    best = max(
-        (v for v in BF16_PAIR if (v, 2) in rate and (v, 1) in rate),
-        key=lambda v: rate[(v, 2)],
-        default=None,
-    )
-    if best is None or (OLD, 1) not in rate or (OLD, 2) not in rate:
-        return None
-    exponent = {v: math.log2(rate[(v, 2)] / rate[(v, 1)]) for v in (best, OLD)}
-    measured = rate[(best, 2)] / rate[(OLD, 2)]
-    projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
-    return {col.VARIANT: best, "measured": measured, "projected": projected, "cores": cores,
-            "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip

@@ -5,11 +5,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study import config, results
-from dlrm_study.errors import UsageError
+from dlrm_study import config
+from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
 from dlrm_study.measure import runner
-from dlrm_study.measure.compare import CPU_VARIANTS, VARIANTS, runnable
+from dlrm_study.measure.sweep import runnable
 from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.record import make_record
 from dlrm_study.studies.profiles import CONVERGENCE_SEEDS, CONVERGENCE_STEPS, LOSS_WINDOW
 
 
@@ -30,12 +32,10 @@ def convergence_config(profile: str) -> list[str]:
 def variant_config(profile: str, variant: str, seed: int = 0) -> config.Config:
     """A loop's convergence config; seed 0 is the config's own (no override: the hash of its first records)."""
     seeded = [f"train.seed={seed}"] if seed else []
-    return config.load("tiny", [*convergence_config(profile), *VARIANTS[variant], *seeded])
+    return config.load("tiny", [*convergence_config(profile), *REGISTRY[variant], *seeded])
 
 
-def run_convergence(
-    profile: str, out: Path, variants: list[str] | None = None, machine: str | None = "this"
-) -> pd.DataFrame:
+def run_convergence(profile: str, out: Path, variants: list[str] | None = None) -> None:
     """Train each variant from each of the profile's seeds (seed by seed, the variants interleaved
     within each); record windowed losses and held-out AUC, `repeat` = the seed.
 
@@ -48,11 +48,11 @@ def run_convergence(
 
     path, study = out / "convergence.csv", f"convergence-{profile}"
     steps, window = CONVERGENCE_STEPS[profile], LOSS_WINDOW[profile]
-    stored = results.stored_keys(path)
-    kept = runnable(variants or list(CPU_VARIANTS))[0]
+    stored = store.stored_keys(path)
+    kept = runnable(variants or list(CPU_LOOPS))[0]
     for seed, variant in itertools.product(range(CONVERGENCE_SEEDS[profile]), kept):
         cfg = variant_config(profile, variant, seed)
-        if results.key_here(cfg, variant, repeat=seed) in stored:
+        if store.key_here(cfg, variant, repeat=seed) in stored:
             runner.tally(reused=1)
             continue
         runner.tally(measured=1)
@@ -60,7 +60,7 @@ def run_convergence(
         losses = train(run, make_data(cfg).batches(), steps)
         metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))
         rows = [
-            results.record(
+            make_record(
                 study,
                 {col.KIND: "loss", col.STEP: end, col.LOSS: sum(losses[end - window : end]) / window},
                 cfg,
@@ -70,19 +70,5 @@ def run_convergence(
             for end in range(window, steps + 1, window)
         ]
         evaluation = {col.KIND: "eval", col.STEP: steps, **{f"eval_{k}": v for k, v in metrics.items()}}
-        rows.append(results.record(study, evaluation, cfg, variant=variant, repeat=seed))
-        results.append_many(path, rows)
-    return convergence_records(profile, out, machine)
-
-
-def convergence_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
-    """The stored convergence records of a profile, for the variants' current configs, on one machine."""
-    path = out / "convergence.csv"
-    if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    frame = results.load(path)
-    seeds = range(CONVERGENCE_SEEDS["full"])
-    current = {variant_config(profile, v, s).hash() for v in CPU_VARIANTS for s in seeds}
-    frame = results.select(frame[frame[col.CONFIG_HASH].isin(current)], machine)
-    keys = [col.MACHINE, col.VARIANT, "train.seed", col.KIND, col.STEP]
-    return frame.sort_values(col.TIMESTAMP).drop_duplicates(keys, keep="last")
+        rows.append(make_record(study, evaluation, cfg, variant=variant, repeat=seed))
+        store.append_many(path, rows)

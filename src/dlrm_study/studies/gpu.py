@@ -25,7 +25,7 @@ import dataclasses
 from pathlib import Path
 
 from dlrm_study import studies
-from dlrm_study.records.variants import (
+from dlrm_study.config.variants import (
     GPU_EAGER,
     GPU_HBM,
     GPU_PLACEMENTS,
@@ -34,9 +34,9 @@ from dlrm_study.records.variants import (
     OPTIMIZED_FP32,
     REFERENCE,
 )
+from dlrm_study.measure.sweep import Sweep
 from dlrm_study.studies.cpu import cpu_loops
 from dlrm_study.studies.sensitivity import gpu_mirrors
-from dlrm_study.sweep import Sweep
 
 PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
 PRESET_VARIANTS = list(GPU_PRESETS)

@@ -5,13 +5,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study import config, results
+from dlrm_study import config
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.machine import select
+from dlrm_study.records.record import make_record
 from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS
-from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 # --- the cache: hit rate against id skew ---------------------------------------------------------
 
@@ -28,10 +30,10 @@ def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str 
     path, study = out / "cache.csv", f"cache-hit-rate-{profile}"
     configs = cache_configs(profile)
     if measure:
-        stored = results.stored_keys(path)
+        stored = store.stored_keys(path)
         todo = []
         for cfg in configs:
-            if results.key_here(cfg, steady_variant(cfg)) in stored:
+            if store.key_here(cfg, steady_variant(cfg)) in stored:
                 runner.tally(reused=1)
             else:
                 todo.append(cfg)
@@ -39,12 +41,12 @@ def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str 
             same_ids = list(same_ids)
             runner.tally(measured=len(same_ids))
             for cfg, fields in zip(same_ids, steady_hit_rates(same_ids, *CACHE_BATCHES[profile]), strict=True):
-                results.append(path, results.record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
+                store.append(path, make_record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    frame = results.load(path)
+    frame = store.load(path)
     frame = frame[frame[col.CONFIG_HASH].isin({cfg.hash() for cfg in configs})]
-    frame = results.select(
+    frame = select(
         frame[frame[col.VARIANT].isin({steady_variant(cfg) for cfg in configs})], machine
     )  # not the cold-start records
     return frame.sort_values(col.TIMESTAMP).drop_duplicates([col.CONFIG_HASH, col.MACHINE], keep="last")
@@ -115,7 +117,7 @@ def cache_of(cfg: config.Config):
     does not depend on the dimension."""
     import torch
 
-    from dlrm_study.embeddings.cached import CachedSparseArch
+    from dlrm_study.model.tables.cached import CachedSparseArch
 
     t = cfg.train
     return CachedSparseArch(
@@ -140,29 +142,6 @@ def steady_fields(
 
 
 # --- placements on a GPU (records of the GPU script) ------------------------------------------------
-
-
-def placement_records(out: Path, study: str) -> pd.DataFrame:
-    """One of the GPU script's placement sweeps (gpu-placements, -skew, -size), `x` its knob."""
-    path = out / GPU_RECORDS
-    frame = results.load(path) if path.exists() else pd.DataFrame()
-    if frame.empty or col.STUDY not in frame:
-        return frame
-    # The skew sweep leaves out Zipf 1.05: gpu-placements measured that point, the same config.
-    studies = {study, "gpu-placements"} if study.endswith("-skew") else {study}
-    frame = frame[frame[col.STUDY].isin(studies) & frame[col.ERROR].isna()].copy()
-    if study.endswith("-skew"):
-        skew = frame[frame[col.STUDY] == study]
-        frame = frame[frame["model.table_rows"].isin(set(skew["model.table_rows"]))]
-    frame = frame.sort_values(col.TIMESTAMP).drop_duplicates(
-        [col.VARIANT, col.CONFIG_HASH, col.MACHINE, col.REPEAT], keep="last"
-    )
-    if study.endswith("-skew"):
-        frame["x"], frame["knob"] = frame["data.zipf_alpha"], "Zipf exponent of the ids"
-    elif study.endswith("-size"):
-        frame["x"] = frame["model.table_rows"].map(lambda rows: float(str(rows).split("-")[0]))
-        frame["knob"] = "rows per table"
-    return frame
 
 
 # --- local against remote tables ------------------------------------------------------------------
@@ -201,10 +180,8 @@ def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str 
         runner.run(tasks, measure_one, path, study, record_errors=False, progress=False)
     if not path.exists():
         raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    frame = results.load(path)
-    frame = results.select(
-        frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine
-    )
+    frame = store.load(path)
+    frame = select(frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine)
     frame = frame.copy()
     frame["tables"] = frame[col.VARIANT].map(TABLES)
     return frame

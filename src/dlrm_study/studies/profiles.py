@@ -15,9 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlrm_study import results
 from dlrm_study.errors import UsageError
-from dlrm_study.records import columns as col
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -86,22 +84,6 @@ def results_dir(profile: str, value: str | None = None) -> Path:
     return REPO / "results"
 
 
-def measuring(profile: str, results_dir: str | None, measure: bool) -> bool:
-    """Whether this run measures: when asked to, and always in the smoke profile's scratch folder
-    (it starts empty, so there is nothing stored to draw)."""
-    return bool(measure) or (profile == "smoke" and not results_dir)
-
-
-def figures_dir(out: Path, measure: bool, publish: bool = False) -> Path | None:
-    """Where a notebook saves its figures: results/figures/ only when publishing (`make reproduce`);
-    a machine's own folder under it when it measured; nowhere (inline only) when it only draws."""
-    if publish:
-        return Path(out) / "figures"
-    if measure:
-        return Path(out) / "figures" / results.slug(results.machine_key())
-    return None
-
-
 def shown(path: Path | str) -> str:
     """A path as a reader should see it: relative to the repository when inside it."""
     path = Path(path)
@@ -109,24 +91,3 @@ def shown(path: Path | str) -> str:
         return str(path.resolve().relative_to(REPO))
     except ValueError:
         return str(path)
-
-
-def whose(value: str, measure: bool, out: Path) -> str:
-    """The machine a notebook draws: `value`, except that `this` on a machine with no records
-    (and nothing measured) draws the machine of the newest CPU records in the results folder."""
-    if value != "this" or measure:
-        return value
-    path = Path(out) / "sweeps.csv"
-    frame = results.load(path) if path.exists() else None
-    if frame is None or frame.empty or col.MACHINE not in frame:
-        return value
-    known = frame.dropna(subset=[col.MACHINE])
-    known = known[known[col.MACHINE].astype(str) != ""]
-    if known.empty or (known[col.MACHINE] == results.machine_key()).any():
-        return value
-    return str(known.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1])
-
-
-def machine(value: str = "this") -> str:
-    """A notebook's `machine` parameter as a key: `this` is this machine (`results.machine_key`)."""
-    return results.machine_key() if value == "this" else value

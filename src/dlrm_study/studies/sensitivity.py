@@ -10,15 +10,10 @@ measurement, and every knob value pairs with it within a repeat of that run.
 import dataclasses
 from pathlib import Path
 
-import pandas as pd
-
-from dlrm_study import results, sweep
-from dlrm_study.errors import UsageError
-from dlrm_study.measure import stats
-from dlrm_study.records import columns as col
-from dlrm_study.records.variants import ALIASES, BF16_PAIR, GPU_HBM, REFERENCE
+from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, REFERENCE
+from dlrm_study.measure import sweep
+from dlrm_study.measure.sweep import Sweep
 from dlrm_study.studies.profiles import SWEEP
-from dlrm_study.sweep import Sweep
 
 BASE_NAME = "dlrm-benchmark-scaled"
 SENSITIVITY_BASE = [
@@ -132,83 +127,6 @@ def measure(profile: str, out: Path, device: str = "auto") -> list[str]:
     return [f"{study}: {sweep.run_together(group, study, progress=False)}" for study, group in runs]
 
 
-def knob_value(knob: str, grid: str) -> float:
-    """The x of a record's grid assignment: `model.table_rows=8x100000` is 8 tables or 1e5 rows."""
-    first = grid.split()[0].split("=", 1)[1]
-    if knob == "tables":
-        return float(first.split("x")[0]) if "x" in first else float(len(first.split("-")))
-    if knob == "rows":
-        return float(first.split("x")[-1].split("-")[0])
-    if knob == "mlp_width":
-        return float(first.split("-")[0])
-    return float(first)
-
-
-def sensitivity_records(knob: str, spec: Sweep, machine: str | None = "this") -> pd.DataFrame:
-    """A sensitivity sweep's records on one machine, with `x` (the knob's value) and `knob` (its label)."""
-    return with_knob(knob, sweep.records(spec, machine))
-
-
-def with_knob(knob: str, records: pd.DataFrame) -> pd.DataFrame:
-    """The records with `x`, the knob's value at each point, and `knob`, its axis label."""
-    frame = records.copy()
-    frame["x"] = frame[col.POINT].map(lambda grid: knob_value(knob, grid))
-    frame["knob"] = KNOBS[knob][2]
-    return frame
-
-
-def base_point(records: pd.DataFrame, knob: str, profile: str) -> pd.DataFrame:
-    """The knob sweep's records at the base point."""
-    base = SMOKE_KNOBS[knob][0] if profile == "smoke" else KNOBS[knob][3]
-    label = " ".join(sweep.assignments(KNOBS[knob][0], base))
-    return records[records[col.POINT] == label]
-
-
-def base_intervals(records: pd.DataFrame) -> list[str]:
-    """The base point's 95% intervals over all repeats: each variant's samples/s, and optimized over
-    reference (paired)."""
-    lines = []
-    for _, row in stats.summarize(records, ["variant"]).iterrows():
-        described = stats.describe(row.center, row.low, row.high, digits=0)
-        lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)")
-    for variant in BF16_PAIR:
-        r = stats.paired_ratio(records, variant, "reference")
-        if r.n:
-            lines.append(
-                f"{variant} / reference (paired): {stats.describe(r.center, r.low, r.high, 'x')}, "
-                f"+-{r.half_width:.1%} ({r.n} pairs)"
-            )
-    return lines + stats.flag_note(records)
-
-
-def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
-    """One sentence per variant: samples/s at the knob's largest value over its smallest, paired within
-    repeats of one run (all repeats, and without the flagged ones: `stats.paired_finding`)."""
-    if records.empty:
-        return [f"{KNOBS[knob][2]}: no finding: no records"]
-    low_x, high_x = records["x"].min(), records["x"].max()
-    lines = []
-    for variant in dict.fromkeys(records[col.VARIANT]):
-        f = stats.paired_finding(records[records[col.VARIANT] == variant], high_x, low_x, between="x")
-        if not f.all.n:
-            continue
-        lines.append(f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s {f.text()}")
-    if not lines:
-        lines.append(f"{KNOBS[knob][2]}: no finding: {stats.unpaired_reason(records, 'x')}")
-    return lines + stats.flag_note(records)
-
-
-def rates_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Thousand samples/s per knob value and variant: median of all repeats [95% interval]."""
-    if records.empty:
-        return pd.DataFrame()
-    summary = stats.summarize(records, ["x", "variant"])
-    summary["k samples/s"] = [
-        stats.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
-    ]
-    return summary.pivot(index="x", columns="variant", values="k samples/s")
-
-
 # --- the dense x sparse grid, and the same points on a GPU ---------------------------------------
 
 GPU_RECORDS = "gpu_sweeps.csv"
@@ -251,90 +169,8 @@ def on_gpu(spec: Sweep, device: str = "cuda", variants: tuple[str, ...] = (GPU_H
     )
 
 
-def gpu_records(spec: Sweep) -> pd.DataFrame:
-    """A GPU sweep's stored records on every GPU machine, or an empty frame where none were measured."""
-    try:
-        return sweep.records(spec, machine=None)
-    except UsageError:
-        return pd.DataFrame()
-
-
-def with_gpu(knob: str, cpu_spec: Sweep, machine: str | None = "this") -> pd.DataFrame:
-    """A sensitivity sweep's CPU records and, where measured, its GPU records (plotted as one)."""
-    frame = sensitivity_records(knob, cpu_spec, machine)
-    gpu = gpu_records(on_gpu(cpu_spec))
-    if gpu.empty:
-        return frame
-    return pd.concat([frame, with_knob(knob, gpu)], ignore_index=True)
-
-
-def grid_tables(rows: object) -> int:
-    """The number of tables a `model.table_rows` value names (`8x100000` or `100-100-100`)."""
-    text = str(rows)
-    return int(text.split("x")[0]) if "x" in text else len(text.split("-"))
-
-
-def fastest_cpu_loop(cpu: pd.DataFrame) -> str | None:
-    """The CPU loop with the highest median samples/s in these records (chosen from them, not from this CPU)."""
-    return str(cpu.groupby(col.VARIANT)[col.SAMPLES_PER_S].median().idxmax()) if not cpu.empty else None
-
-
-def gpu_over_cpu_pairs(records: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """GPU (`gpu-hbm`) over the fastest CPU loop (`host-*`) per grid point and repeat, from the records of
-    the grid mirrored on a GPU with its host's CPU loops (`on_gpu(..., host=True)`), paired within one
-    run of one machine.
-
-    Returns (dense features, tables, machine, run_id, repeat, ratio) rows and the CPU loop used. A GPU
-    record and a CPU record of different machines or runs never pair: GPU over CPU is measured on the
-    GPU's own host, in the same run (docs/claims.md).
-    """
-    keys = ["model.dense_features", "tables", col.MACHINE, col.RUN_ID, col.REPEAT]
-    if records.empty:
-        return pd.DataFrame(columns=[*keys, "ratio"]), None
-    gpu = records[records[col.VARIANT] == GPU_HBM]
-    cpu = records[records[col.VARIANT].isin(ALIASES)]
-    best = fastest_cpu_loop(cpu)
-    if gpu.empty or best is None:
-        return pd.DataFrame(columns=[*keys, "ratio"]), best
-
-    def rates(frame: pd.DataFrame) -> pd.Series:
-        frame = frame[frame[col.RUN_ID].map(stats.interleaved)]
-        return frame.assign(tables=frame["model.table_rows"].map(grid_tables)).groupby(keys)[col.SAMPLES_PER_S].median()
-
-    ratio = (rates(gpu) / rates(cpu[cpu[col.VARIANT] == best])).dropna().rename("ratio").reset_index()
-    return ratio, ALIASES[best]
-
-
-def gpu_over_cpu(records: pd.DataFrame) -> pd.DataFrame:
-    """GPU over the fastest CPU loop at each (dense features, tables) point: the median of the paired
-    per-repeat ratios (`gpu_over_cpu_pairs`); empty where no GPU host measured its own CPU grid."""
-    pairs, _ = gpu_over_cpu_pairs(records)
-    if pairs.empty:
-        return pd.DataFrame()
-    ratio = pairs.groupby(["model.dense_features", "tables"])["ratio"].median()
-    ratio.index.names = ["dense features", "tables"]
-    return ratio.unstack("dense features")
-
-
 def gpu_here(device: str) -> bool:
     """Whether a notebook's `device` parameter lets it measure on a GPU now."""
     import torch
 
     return device in ("auto", "cuda") and torch.cuda.is_available()
-
-
-def gpu_status(out: Path) -> str:
-    """Which GPU records this results folder holds: where and when they were measured."""
-    path = out / GPU_RECORDS
-    frame = results.load(path) if path.exists() else pd.DataFrame()
-    gpu = frame[frame["device"] == "cuda"] if "device" in frame else frame.iloc[0:0]
-    if gpu.empty:
-        return (
-            "GPU: not yet measured (no GPU records in this results folder; `bash scripts/gpu_check.sh` on a GPU "
-            "makes them); no GPU curve or heatmap is drawn."
-        )
-    first = gpu.iloc[0]
-    when = str(gpu[col.TIMESTAMP].min())[:10]
-    return (
-        f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {str(first[col.GIT_COMMIT])[:7]})."
-    )

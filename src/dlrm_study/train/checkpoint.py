@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 
 from dlrm_study.config import Config
-from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.errors import UsageError
-from dlrm_study.train.loop import Run, build
+from dlrm_study.model.tables import SparseArch, make_sparse_arch
+from dlrm_study.train.run import Run, build
 
 
 def save(run: Run, path: Path) -> None:

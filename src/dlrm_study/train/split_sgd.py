@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from dlrm_study.embeddings import kernels
-from dlrm_study.embeddings.kernels.torch_ops import split
+from dlrm_study.model import kernels
+from dlrm_study.model.kernels.torch_ops import split
 
 
 class SplitSGD(torch.optim.Optimizer):

@@ -1,0 +1,1 @@
+"""Reading records: statistics (`stats`), the evidence per claim and its verdicts, findings, predictions."""

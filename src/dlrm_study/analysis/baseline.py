@@ -1,0 +1,63 @@
+"""TODO docstring (dlrm_study.analysis.baseline)."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study.analysis import stats
+from dlrm_study.config.variants import BF16_PAIR
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.machine import select
+from dlrm_study.studies.baseline import OLD, STEPS
+
+
+def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
+    """The decomposition's records (errors left out), with `step` (what each variant is) and `threads`.
+
+    `machine`: a machine key; its records at every thread count are kept (None: every machine's).
+    """
+    path = out / "baseline.csv"
+    if not path.exists():
+        return pd.DataFrame()
+    frame = store.load(path)
+    frame = select(frame[(frame[col.STUDY] == f"baseline-2020-{profile}") & frame[col.ERROR].isna()], machine)
+    frame = frame.copy()
+    frame["step"] = frame[col.VARIANT].map(STEPS)
+    frame[col.THREADS] = frame["train.threads"].astype(int)
+    return frame
+
+
+def factors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each step's samples/s over the 2020 step on torch 1.5.1, paired within repeats, per config and threads."""
+    clean = stats.with_flags(frame)  # every repeat counts
+    tables = []
+    for variant in STEPS:
+        if variant == OLD or variant not in set(clean[col.VARIANT]):
+            continue
+        table = stats.paired_ratios(clean, [col.CONFIG_NAME, col.THREADS], variant, OLD)
+        tables.append(table.assign(**{col.VARIANT: variant}, step=STEPS[variant]))
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[str, float] | None:
+    """The best optimized loop's factor over the 2020 step, extrapolated from 2 threads to `cores`.
+
+    Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
+    from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
+    """
+    clean = frame[frame[col.CONFIG_NAME] == config_name]
+    rate = clean.groupby([col.VARIANT, col.THREADS])[col.SAMPLES_PER_S].median()
+    best = max(
+        (v for v in BF16_PAIR if (v, 2) in rate and (v, 1) in rate),
+        key=lambda v: rate[(v, 2)],
+        default=None,
+    )
+    if best is None or (OLD, 1) not in rate or (OLD, 2) not in rate:
+        return None
+    exponent = {v: math.log2(rate[(v, 2)] / rate[(v, 1)]) for v in (best, OLD)}
+    measured = rate[(best, 2)] / rate[(OLD, 2)]
+    projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
+    return {col.VARIANT: best, "measured": measured, "projected": projected, "cores": cores,
+            "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip

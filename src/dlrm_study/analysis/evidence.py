@@ -1,0 +1,112 @@
+"""The evidence behind the claims: every machine's current records of the studies that test them.
+
+`Evidence.load` reads each study once, for every machine; `Evidence.of(machine)` is one machine's
+part. Whatever the reader's machine, the same files give the same evidence: nothing here asks
+what this process runs on.
+"""
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study.analysis import baseline as analysis_baseline
+from dlrm_study.analysis import convergence as analysis_convergence
+from dlrm_study.analysis import placement as analysis_placement
+from dlrm_study.analysis import readers
+from dlrm_study.analysis import scaling as analysis_scaling
+from dlrm_study.analysis.sensitivity import sensitivity_records
+from dlrm_study.errors import UsageError
+from dlrm_study.records import Machine, store
+from dlrm_study.records import columns as col
+from dlrm_study.studies import cpu, placement
+from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
+
+H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size
+
+
+@dataclasses.dataclass
+class Evidence:
+    """The current records of the studies behind the claims (every machine's, or one's)."""
+
+    cpu_loops: pd.DataFrame
+    convergence: pd.DataFrame
+    scaling: pd.DataFrame
+    remote: pd.DataFrame
+    cache: pd.DataFrame
+    gpu: pd.DataFrame
+    gpu_knobs: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
+    gpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    gpu_placements: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    baseline: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+
+    @classmethod
+    def load(cls, out: Path, profile: str) -> "Evidence":
+        def read(fn, *args) -> pd.DataFrame:
+            try:
+                return fn(*args)
+            except (UsageError, FileNotFoundError):
+                return pd.DataFrame()
+
+        return cls(
+            cpu_loops=read(readers.records, cpu.cpu_loops(profile, out), None),
+            convergence=read(analysis_convergence.convergence_records, profile, out, None),
+            scaling=read(analysis_scaling.records, profile, out, None),
+            remote=read(placement.remote_vs_local, profile, out, False, None),
+            cache=read(placement.cache_hit_rates, profile, out, False, None),
+            gpu=read(gpu_records, out),
+            gpu_knobs={
+                knob: read(sensitivity_records, knob, on_gpu(sensitivity(knob, profile, out)), None)
+                for knob in H1_KNOBS
+            },
+            gpu_grid=read(readers.records, on_gpu(dense_sparse_grid(profile, out), host=True), None),
+            gpu_placements=read(analysis_placement.placement_records, out, "gpu-placements"),
+            baseline=read(analysis_baseline.records, profile, out),
+        )
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """Every frame by name (the GPU knob sweeps as `gpu_knob:<knob>`)."""
+        named = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        return named | {f"gpu_knob:{k}": v for k, v in self.gpu_knobs.items()}
+
+    def of(self, machine: str) -> "Evidence":
+        """One machine's part of the evidence."""
+        return dataclasses.replace(
+            self,
+            **{f.name: of(getattr(self, f.name), machine) for f in dataclasses.fields(self) if f.name != "gpu_knobs"},
+            gpu_knobs={k: of(v, machine) for k, v in self.gpu_knobs.items()},
+        )
+
+    def machines(self) -> list[str]:
+        """Every machine with current records: recorded CPU-only hosts, GPU hosts, then unrecorded ones."""
+        found = {m for frame in self.frames().values() if col.MACHINE in frame for m in frame[col.MACHINE].dropna()}
+        return sorted(found, key=lambda m: (not Machine.parse(m).recorded, Machine.parse(m).has_gpu, m))
+
+    def rules_hashes(self) -> set[str]:
+        """The rules hashes the records were measured under ("" for records older than the hash)."""
+        hashes: set[str] = set()
+        for frame in self.frames().values():
+            if not frame.empty:
+                column = frame[col.RULES_HASH] if col.RULES_HASH in frame else pd.Series("", index=frame.index)
+                hashes |= set(column.fillna("").astype(str))
+        return hashes
+
+
+def gpu_records(out: Path) -> pd.DataFrame:
+    path = out / GPU_RECORDS
+    frame = store.load(path) if path.exists() else pd.DataFrame()
+    return frame[frame[col.DEVICE] == "cuda"] if col.DEVICE in frame else frame
+
+
+def of(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
+    """One machine's records of a frame (none where the frame has no machine column)."""
+    return frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
+
+
+def primary_machine(evidence: Evidence) -> str | None:
+    """The machine whose records the figures draw: the recorded one that measured the CPU loops last."""
+    loops = evidence.cpu_loops
+    if loops.empty:
+        return None
+    loops = loops[[Machine.parse(m).recorded for m in loops[col.MACHINE]]]
+    return str(loops.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1]) if not loops.empty else None

@@ -1,0 +1,96 @@
+"""TODO docstring (dlrm_study.analysis.scaling)."""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study.analysis import stats
+from dlrm_study.errors import UsageError
+from dlrm_study.perfmodel import scaling as perf_model
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.machine import select
+from dlrm_study.studies.scaling import plan
+
+
+def records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """The study's stored records for its current points, on one machine (one thread per rank)."""
+    path = out / "scaling.csv"
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    labels = {(cfg.hash(), v): label for label, cfgs in plan(profile) for v, cfg in cfgs.items()}
+    frame = store.load(path)
+    pairs = list(zip(frame[col.CONFIG_HASH], frame[col.VARIANT].astype(str), strict=True))
+    frame = frame[[pair in labels for pair in pairs]].copy()
+    frame[col.POINT] = [labels[pair] for pair in zip(frame[col.CONFIG_HASH], frame[col.VARIANT], strict=True)]
+    frame = select(frame, machine)
+    return frame.sort_values(col.TIMESTAMP).drop_duplicates(
+        [col.CONFIG_HASH, col.VARIANT, col.MACHINE, col.REPEAT], keep="last"
+    )
+
+
+def calibration_records(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The single-rank records the model is fitted on: all of them (every repeat counts), said so."""
+    single = stats.with_flags(frame[frame[col.WORLD_SIZE] == 1])
+    flagged = int(stats.flagged(single).sum())
+    return single, f"fitted on all {len(single)} single-rank records ({flagged} flagged)" if flagged else ""
+
+
+def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, float]]:
+    """Strong and weak scaling from 1 to 2 ranks, paired within repeats: (center, low, high) each.
+
+    From all repeats; NaN where no repeat pairs up.
+    """
+    clean = stats.with_flags(frame)
+    none = (math.nan, math.nan, math.nan)
+    if clean.empty:
+        return {"strong_speedup": none, "strong_efficiency": none, "weak_efficiency": none}
+    batch = int(frame[col.BATCH_SIZE].max())
+    base = clean[clean["data.lookups_per_table"] == frame["data.lookups_per_table"].min()]
+    speedup = stats.paired_ratio(base[base[col.BATCH_SIZE] == batch], "2 ranks", "1 rank")[:3]
+    rate = base.pivot_table(index=col.REPEAT, columns=[col.WORLD_SIZE, col.BATCH_SIZE], values=col.SAMPLES_PER_S)
+    pairs = [(2, batch), (1, batch // 2)]
+    weak = (rate[pairs[0]] / (2 * rate[pairs[1]])).dropna() if all(p in rate for p in pairs) else []
+    return {
+        "strong_speedup": speedup,
+        "strong_efficiency": tuple(value / 2 for value in speedup),
+        "weak_efficiency": stats.interval(weak),
+    }
+
+
+RANKS_PROJECTED = [1, 2, 4, 8, 16, 32, 64]
+
+
+def perf_model_assumptions() -> str:
+    """The projection's assumptions, as the figure states them."""
+    return perf_model.ASSUMPTIONS
+
+
+def model(records: pd.DataFrame) -> dict[str, object]:
+    """The performance model on the study's records: fitted, checked, and projected to 64 ranks.
+
+    Compute rates are fitted on the single-rank points (`calibration_records`), the link on the
+    collectives timed alone at 2 ranks (`perf_model.fit_network`); the model with that link is
+    checked on every point, then projected with the SC20 cluster's link (`OMNI_PATH_100G`),
+    weak scaling at the measured batch per rank.
+    """
+    fitted_on, note = calibration_records(records)
+    calibration = perf_model.fit(fitted_on)
+    link = perf_model.fit_network(records)
+    two = records[records[col.WORLD_SIZE] == 2].iloc[0]
+    shape = perf_model.Shape.of(two)
+    per_rank = int(two[col.BATCH_SIZE]) // 2
+    projection = perf_model.project(calibration, shape, perf_model.OMNI_PATH_100G, RANKS_PROJECTED, per_rank)
+    here = perf_model.project(calibration, shape, link, [1, 2], per_rank)  # what this machine can check
+    return {
+        "calibration": calibration,
+        "note": note,
+        "link": link,
+        "check": perf_model.check(calibration, stats.with_flags(records), link),
+        "shape": shape,
+        "per_rank_batch": per_rank,
+        "network": perf_model.OMNI_PATH_100G,
+        "projection": projection,
+        "here": here,
+    }

@@ -1,0 +1,49 @@
+"""The fused dot interaction of the optimized loop (SC20): one kernel, no (F, F) matrix.
+
+Same result as `model.DotInteraction`; the C++ kernel computes only the lower-triangle
+dots, in fp32 (a bf16 bottom-MLP output is widened first), and its backward adds each
+pair's gradient into both features.
+"""
+
+import torch
+from torch import nn
+
+from dlrm_study.model import kernels
+
+
+class FusedDotInteraction(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = kernels.cpu_ops()
+
+    def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        return FusedDotInteractionFunction.apply(dense.float(), pooled.float(), self.ops)
+
+
+class FusedDotInteractionFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, dense, pooled, ops):
+        ctx.ops = ops
+        ctx.save_for_backward(dense, pooled)
+        return ops.interaction_forward(dense, pooled)
+
+    @staticmethod
+    def backward(ctx, grad):
+        dense, pooled = ctx.saved_tensors
+        grad_dense, grad_pooled = ctx.ops.interaction_backward(dense, pooled, grad.float().contiguous())
+        return grad_dense, grad_pooled, None
+
+
+class DotInteraction(nn.Module):
+    """Pairwise dot products of the features (no self-interaction), after the dense vector."""
+
+    def __init__(self, num_features: int) -> None:
+        super().__init__()
+        rows, cols = torch.tril_indices(num_features, num_features, offset=-1)
+        self.register_buffer("rows", rows, persistent=False)
+        self.register_buffer("cols", cols, persistent=False)
+
+    def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        features = torch.cat([dense.unsqueeze(1), pooled], dim=1)  # (B, F, D)
+        dots = torch.bmm(features, features.transpose(1, 2))  # (B, F, F)
+        return torch.cat([dense, dots[:, self.rows, self.cols]], dim=1)

@@ -1,0 +1,188 @@
+"""Triton kernels of the GPU placements: pooled lookup, fused SGD / row-wise Adagrad, row copy.
+
+Same arguments and results as their twins in `torch_ops` (up to the order of float
+additions), so an arch can use either. On a GPU they also read and write tables held in
+pinned host memory, through unified virtual addressing: that is the `uvm` placement.
+On the CPU they run in Triton's interpreter when TRITON_INTERPRET=1 is set before Triton
+is imported, which is how CI tests their logic without a GPU.
+
+Layout: all tables stacked in one (rows, dim) matrix; bags table-major (bag = t * B + b)
+with `bag_starts` holding T*B+1 positions into `ids`; pooled output sample-major (B, T, D).
+`ids` may run past the last bag (a staged batch's padding): no kernel reads that as a bag's.
+"""
+
+import os
+
+import torch
+
+from dlrm_study.model.kernels import torch_ops
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the torch twins serve instead
+    triton = None
+
+
+# Whether the kernels below were made for the interpreter (decided when Triton wraps them, at import).
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+NAME = "triton"  # what records say ran (`kernel_path`): every kernel module names itself
+
+
+def available(device: torch.device) -> bool:
+    """Whether these kernels can run for tensors on `device` (CPU only in the interpreter)."""
+    if triton is None:
+        return False
+    if device.type == "cuda":
+        return True
+    return device.type == "cpu" and INTERPRETED and os.environ.get("TRITON_INTERPRET") == "1"
+
+
+if triton is not None:
+
+    @triton.jit
+    def _pool_kernel(
+        weight, ids, bag_starts, out, bags, batch, tables, dim, BLOCK_BAGS: tl.constexpr, BLOCK_D: tl.constexpr
+    ):
+        # A block of bags per program. Step j loads the j-th row of every bag in the block at once,
+        # one [BLOCK_BAGS, BLOCK_D] tile: the loads are independent, so they are in flight together,
+        # and one-hot bags (most of mlperf's) fill whole tiles instead of one row per program.
+        bag = tl.program_id(0) * BLOCK_BAGS + tl.arange(0, BLOCK_BAGS)
+        cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+        live_bag, live_col = bag < bags, cols < dim
+        start = tl.load(bag_starts + bag, mask=live_bag, other=0)
+        length = tl.load(bag_starts + bag + 1, mask=live_bag, other=0) - start
+        acc = tl.zeros([BLOCK_BAGS, BLOCK_D], dtype=tl.float32)
+        for j in range(0, tl.max(length, axis=0)):
+            live = j < length
+            row = tl.load(ids + start + j, mask=live, other=0).to(tl.int64)
+            acc += tl.load(
+                weight + row[:, None] * dim + cols[None, :], mask=live[:, None] & live_col[None, :], other=0.0
+            )
+        dst = ((bag % batch) * tables + bag // batch).to(tl.int64)  # bags table-major, output sample-major
+        tl.store(out + dst[:, None] * dim + cols[None, :], acc, mask=live_bag[:, None] & live_col[None, :])
+
+    @triton.jit
+    def _grad_rows(grad, id_bag, at, live, bags, batch, tables, dim, cols, live_col):
+        # The pooled-output gradient rows of the ids at positions `at` (zero where not `live`, and for
+        # padding, whose bag is T*B): a [len(at), BLOCK_D] tile, its loads in flight together.
+        bag = tl.load(id_bag + at, mask=live, other=bags)
+        use = live & (bag < bags)
+        src = ((bag % batch) * tables + bag // batch).to(tl.int64)  # bags table-major, grad sample-major
+        return tl.load(grad + src[:, None] * dim + cols[None, :], mask=use[:, None] & live_col[None, :], other=0.0)
+
+    @triton.jit
+    def _segment_update_kernel(
+        weight, momentum, rows, id_bag, grad, lr, eps, count, bags, batch, tables, dim,
+        ADAGRAD: tl.constexpr, BLOCK_POS: tl.constexpr, STEPS: tl.constexpr, BLOCK_IDS: tl.constexpr,
+        BLOCK_D: tl.constexpr,
+    ):  # fmt: skip
+        # `rows` are the ids sorted, so a row's repeats sit side by side (a segment). A program takes
+        # BLOCK_POS positions; each lane at the first position of a segment sums that segment's
+        # gradient rows, all lanes one repeat a step ([BLOCK_POS, BLOCK_D] tiles), for at most STEPS
+        # steps; a hot row's longer segment is then finished BLOCK_IDS repeats at a time. Each row is
+        # then written once: no atomics, however often the batch names it.
+        lane = tl.arange(0, BLOCK_POS)
+        pos = tl.program_id(0) * BLOCK_POS + lane
+        cols = tl.arange(0, BLOCK_D)
+        live_col = cols < dim
+        inside = pos < count
+        row = tl.load(rows + pos, mask=inside, other=-1)
+        first = inside & (row != tl.load(rows + pos - 1, mask=inside & (pos > 0), other=-1))
+        acc = tl.zeros([BLOCK_POS, BLOCK_D], dtype=tl.float32)
+        at, live, steps = pos, first, 0
+        while (tl.sum(live.to(tl.int32), axis=0) > 0) & (steps < STEPS):
+            acc += _grad_rows(grad, id_bag, at, live, bags, batch, tables, dim, cols, live_col)
+            at += 1
+            live = live & (tl.load(rows + at, mask=live & (at < count), other=-1) == row)
+            steps += 1
+        if tl.sum(live.to(tl.int32), axis=0) > 0:  # hot rows: their segments go on past STEPS
+            for hot in range(0, BLOCK_POS):
+                mine = lane == hot
+                if tl.sum((live & mine).to(tl.int32), axis=0) > 0:
+                    hot_row = tl.sum(tl.where(mine, row, 0), axis=0)
+                    chunk = tl.sum(tl.where(mine, at, 0), axis=0) + tl.arange(0, BLOCK_IDS)
+                    same = tl.load(rows + chunk, mask=chunk < count, other=-1) == hot_row
+                    tail = tl.zeros([BLOCK_IDS, BLOCK_D], dtype=tl.float32)
+                    while tl.sum(same.to(tl.int32), axis=0) > 0:
+                        tail += _grad_rows(grad, id_bag, chunk, same, bags, batch, tables, dim, cols, live_col)
+                        chunk += BLOCK_IDS
+                        same = tl.load(rows + chunk, mask=chunk < count, other=-1) == hot_row
+                    acc += tl.where(mine[:, None], tl.sum(tail, axis=0)[None, :], 0.0)
+        where = weight + row.to(tl.int64)[:, None] * dim + cols[None, :]
+        write = first[:, None] & live_col[None, :]
+        if ADAGRAD:
+            m = tl.load(momentum + row, mask=first, other=0.0) + tl.sum(acc * acc, axis=1) / dim
+            tl.store(momentum + row, m, mask=first)
+            scale = lr / (tl.sqrt(m) + eps)
+            tl.store(where, tl.load(where, mask=write) - scale[:, None] * acc, mask=write)
+        else:
+            tl.store(where, tl.load(where, mask=write) - lr * acc, mask=write)
+
+    @triton.jit
+    def _copy_rows_kernel(src, src_rows, dst, dst_rows, dim, BLOCK_D: tl.constexpr):
+        r = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_D)
+        mask = cols < dim
+        s = tl.load(src_rows + r).to(tl.int64)
+        d = tl.load(dst_rows + r).to(tl.int64)
+        tl.store(dst + d * dim + cols, tl.load(src + s * dim + cols, mask=mask), mask=mask)
+
+
+def block(dim: int) -> int:
+    return triton.next_power_of_2(dim)
+
+
+BLOCK_BAGS = 32  # bags per program of the lookup: a 32 x 128 fp32 tile is 32 registers a thread
+BLOCK_COLS = 128  # widest column block of the lookup; wider rows take more programs
+BLOCK_POS = 32  # sorted positions per program of the update
+STEPS = 32  # repeats summed one step at a time for all of a program's rows; longer segments then ...
+BLOCK_IDS = 32  # ... BLOCK_IDS repeats at a time
+
+
+def forward_fp32(weight, ids, bag_starts, batch: int, tables: int) -> torch.Tensor:
+    """Pooled rows (B, T, D) of the bags; ids past the last bag (padding) are never read."""
+    dim = weight.shape[1]
+    out = torch.empty(batch, tables, dim, device=ids.device)
+    bags, cols = batch * tables, min(block(dim), BLOCK_COLS)
+    if bags:
+        grid = (triton.cdiv(bags, BLOCK_BAGS), triton.cdiv(dim, cols))
+        _pool_kernel[grid](weight, ids, bag_starts, out, bags, batch, tables, dim, BLOCK_BAGS=BLOCK_BAGS, BLOCK_D=cols)
+    return out
+
+
+def update_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int) -> None:
+    """SGD (momentum None) or row-wise Adagrad from the pooled-output gradient, once per distinct row.
+
+    Sort the ids (torch, fixed size), then one segment-sum and one write per row (Triton): no
+    atomics, no host read, every buffer sized by len(ids), so it runs inside a CUDA graph. Repeats
+    are summed in id order (the reference's order) up to STEPS of them, then in chunks.
+    """
+    if not len(ids) or not batch * tables:
+        return
+    rows, id_bag = torch_ops.sorted_ids(ids, bag_starts)
+    dim = weight.shape[1]
+    grid = (triton.cdiv(len(ids), BLOCK_POS),)
+    adagrad = momentum is not None
+    _segment_update_kernel[grid](
+        weight, momentum if adagrad else weight, rows, id_bag, grad.float().contiguous(), lr, eps, len(ids),
+        batch * tables, batch, tables, dim, ADAGRAD=adagrad, BLOCK_POS=BLOCK_POS, STEPS=STEPS,
+        BLOCK_IDS=BLOCK_IDS, BLOCK_D=block(dim),
+    )  # fmt: skip
+
+
+def sgd_fp32(weight, ids, bag_starts, grad, lr: float, batch: int, tables: int) -> None:
+    update_fp32(weight, None, ids, bag_starts, grad, lr, 0.0, batch, tables)
+
+
+def rowwise_adagrad_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int):
+    update_fp32(weight, momentum, ids, bag_starts, grad, lr, eps, batch, tables)
+
+
+def copy_rows(src: torch.Tensor, src_rows: torch.Tensor, dst: torch.Tensor, dst_rows: torch.Tensor) -> None:
+    """dst[dst_rows] = src[src_rows]; either side may be pinned host memory on a GPU."""
+    if len(src_rows):
+        dim = src.shape[1]
+        _copy_rows_kernel[(len(src_rows),)](src, src_rows, dst, dst_rows, dim, BLOCK_D=block(dim))

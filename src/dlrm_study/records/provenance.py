@@ -1,0 +1,120 @@
+"""TODO docstring (dlrm_study.records.provenance)."""
+
+import datetime
+import functools
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+import dlrm_study
+from dlrm_study import platform as dlrm_study_platform
+from dlrm_study.records import columns as col
+
+PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu", "triton")
+
+
+# The provenance columns whose change makes an old timing stale (part of the resume key).
+TIMING_VERSIONS = tuple(f"{name.replace('-', '_')}_version" for name in PACKAGES)
+
+
+def git_commit() -> str:
+    """Commit of the source tree this package runs from, `-dirty` if it has local changes.
+
+    DLRM_STUDY_COMMIT, where the launcher sets it, wins: a copy of the tree on another machine
+    (the GPU's) may sit in a different git checkout, or none, and only the launcher knows what
+    it copied.
+    """
+    return os.environ.get("DLRM_STUDY_COMMIT") or checkout_commit()
+
+
+@functools.cache
+def checkout_commit() -> str:
+    """What git says of the checkout this package runs from (asked once per process)."""
+    src = Path(dlrm_study.__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        # Records under results/ and the README's generated section are outputs, not code: they do
+        # not make a tree dirty (`make reproduce` writes both).
+        code = ["--", ":(top)", ":(top,exclude)results", ":(top,exclude)README.md"]
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", *code], cwd=src, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("-dirty" if dirty else "")
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
+    """Where, when and with what software a record was measured."""
+    device = torch.device(device)
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+    return {
+        col.PACKAGE_VERSION: dlrm_study.__version__,
+        col.GIT_COMMIT: git_commit(),
+        "python_version": platform.python_version(),
+        **{f"{name.replace('-', '_')}_version": package_version(name) for name in PACKAGES},
+        col.CPU_MODEL: cpu_model(),
+        "cpuid": dlrm_study_platform.cpuid(),
+        col.CPU_COUNT: os.cpu_count(),
+        col.THREADS: torch.get_num_threads(),
+        col.DEVICE_NAME: gpu or cpu_model(),
+        col.GPU_MODEL: gpu,
+        "host": platform.node(),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        col.TIMESTAMP: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def new_run_id() -> str:
+    """A fresh run id: when it started (UTC), this process, and a random part."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{os.getpid()}-{os.urandom(2).hex()}"
+
+
+@functools.cache
+def process_run_id() -> str:
+    """The run id of records made outside `runner.run` (one per process)."""
+    return new_run_id()
+
+
+RULES = Path(dlrm_study.__file__).resolve().parents[2] / "docs" / "claims.md"
+
+
+RULES_BEGIN, RULES_END = "<!-- rules: begin -->", "<!-- rules: end -->"
+
+
+@functools.cache
+def rules_hash(path: Path = RULES) -> str:
+    """12 hex digits of sha256 over the verdict rules (docs/claims.md between its rules markers).
+
+    Every record carries it, so the ledger can tell records measured under the rules in force
+    from records the rules were written after. "" where the rules file is not beside the package.
+    """
+    try:
+        text = path.read_text()
+    except OSError:
+        return ""
+    if RULES_BEGIN not in text or RULES_END not in text:
+        return ""
+    rules = text.split(RULES_BEGIN, 1)[1].split(RULES_END, 1)[0]
+    return hashlib.sha256(rules.strip().encode()).hexdigest()[:12]
+
+
+def versions() -> dict[str, str]:
+    """This process's TIMING_VERSIONS (what a stored record's must equal to be reused)."""
+    return {key: package_version(key.removesuffix("_version").replace("_", "-")) for key in TIMING_VERSIONS}

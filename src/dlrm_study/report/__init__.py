@@ -1,0 +1,1 @@
+"""What readers see: figures (`plots`), the README ledger (`ledger`), what a notebook says of itself (`session`), the facts nbval checks (`checks`)."""

@@ -1,0 +1,74 @@
+"""TODO docstring (dlrm_study.report.plots.sensitivity)."""
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from dlrm_study.analysis import stats
+from dlrm_study.records import columns as col
+from dlrm_study.report.plots.style import (
+    PREDICTED,
+    add_caption,
+    error_bars,
+    log_ticks,
+    mark_single,
+    ordered,
+    plain,
+    predicted_band,
+    repeats,
+)
+
+
+def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
+    """samples/s against one knob (`x`, labelled by `knob`), one line per variant, log-log.
+
+    A line per variant and machine: the medians of all repeats with their 95% intervals (flags
+    are diagnostics, not a filter), and every repeat as a dot (hollow when flagged). `bands`
+    (variant, x, low, high): predicted ranges, drawn shaded in the variant's colour and labelled
+    as predictions.
+    """
+    frame = stats.with_flags(records)
+    frame["doubtful"] = stats.flagged(frame)
+    series = [
+        (v, m)
+        for v in ordered(frame[col.VARIANT])
+        for m in sorted(frame[frame[col.VARIANT] == v][col.MACHINE].unique())
+    ]
+    several = len({m for _, m in series}) > 1
+    predicted = [] if bands is None or bands.empty else ordered(bands[col.VARIANT])
+    palette = sns.color_palette(n_colors=len(series) + len(predicted))
+    colors = dict(zip(series, palette, strict=False))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for i, variant in enumerate(predicted):
+        drawn = [c for (v, _), c in colors.items() if v == variant]
+        color = drawn[0] if drawn else palette[len(series) + i]
+        predicted_band(ax, bands[bands[col.VARIANT] == variant], color, f"{variant}: {PREDICTED}")
+    for (variant, machine), color in colors.items():
+        mine = frame[(frame[col.VARIANT] == variant) & (frame[col.MACHINE] == machine)]
+        summary = stats.summarize(mine, ["x"])
+        label = f"{variant} ({machine})" if several else variant
+        ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
+                    label=label)  # fmt: skip
+        mark_single(ax, summary["x"], summary, color)
+        repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
+    ax.set(xscale="log", yscale="log", xlabel=frame["knob"].iloc[0], ylabel="training samples/s", title=title)
+    ax.set_xticks(sorted(frame["x"].unique()))  # the measured values, written plainly (1.05 stays 1.05)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    spans = [frame[col.SAMPLES_PER_S]] + ([] if not predicted else [bands["low"], bands["high"]])
+    log_ticks(ax.yaxis, pd.concat(spans, ignore_index=True))
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: no data hidden
+    add_caption(fig, records)
+    return fig
+
+
+def heatmap(ratio: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
+    """A grid of ratios (rows x columns), annotated, 1.0 at the colour scale's centre."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    label = "samples/s ratio (medians of repeats)"
+    sns.heatmap(ratio, annot=True, fmt=".1f", cmap="vlag", center=1.0, cbar_kws={"label": label}, ax=ax)
+    ax.invert_yaxis()
+    ax.set_title(title)
+    add_caption(fig, records)
+    return fig

@@ -1,0 +1,181 @@
+"""The figure style and the helpers every figure shares. Plots only read records.
+
+Measured points are medians of repeats with their 95% intervals as error bars, speedups
+paired ratios within repeats (`analysis.stats`); each repeat is drawn as a small dot beside
+them, hollow where its record is flagged. A point of one repeat has no interval: it is drawn
+without error bar and marked with a diamond. The caption is written from what was drawn: it
+speaks of intervals only where error bars are.
+"""
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")  # files, not windows; in a notebook the inline backend shows each figure
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.container import ErrorbarContainer
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+
+from dlrm_study.config.variants import ORDER as VARIANT_ORDER
+from dlrm_study.records import columns as col
+
+
+def ordered(variants) -> list[str]:
+    """The study's variants in VARIANT_ORDER, then any others in their own order."""
+    present = list(dict.fromkeys(variants))
+    return [v for v in VARIANT_ORDER if v in present] + [v for v in present if v not in VARIANT_ORDER]
+
+
+def style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+
+
+def caption(records: pd.DataFrame) -> str:
+    """Where and when the records were measured, for the figure's caption (one line per machine)."""
+    if col.MACHINE in records and records[col.MACHINE].nunique() > 1:
+        return "\n".join(caption(group) for _, group in records.groupby(col.MACHINE, sort=True))
+    first = records.iloc[0]
+    when = str(records[col.TIMESTAMP].max())[:10]
+    machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
+    repeats = f", {records[col.REPEAT].nunique()} repeats" if col.REPEAT in records else ""
+    return (
+        f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}, "
+        f"dlrm-study {str(first[col.GIT_COMMIT])[:7]}{repeats}"
+    )
+
+
+def drawn_notes(fig: plt.Figure) -> str:
+    """What the figure's marks mean, from the marks actually drawn: error bars, one-repeat diamonds."""
+    notes = []
+    if has_error_bars(fig):
+        notes.append("error bars: 95% intervals")
+    if any(ONE_REPEAT in ax.get_legend_handles_labels()[1] for ax in fig.axes):
+        notes.append(f"diamonds: {ONE_REPEAT}")
+    return "; ".join(notes)
+
+
+def has_error_bars(fig: plt.Figure) -> bool:
+    """Whether any axes carries an error bar of non-zero length."""
+    for ax in fig.axes:
+        for container in ax.containers:
+            if not isinstance(container, ErrorbarContainer):
+                continue
+            for lines in container.lines[2]:
+                for segment in lines.get_segments():
+                    if len(segment) and np.isfinite(segment).all() and np.ptp(segment, axis=0).max() > 0:
+                        return True
+    return False
+
+
+def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
+    """The hardware and date under the figure, clear of the axis label, and what its marks mean.
+
+    Call it last: the notes are read from the artists already drawn."""
+    notes = drawn_notes(fig)
+    fig.text(0.0, -0.06, caption(records) + (f"; {notes}" if notes else ""), fontsize=8, ha="left", va="top")
+
+
+ONE_REPEAT = "one repeat, no interval"
+
+
+def error_bars(summary: pd.DataFrame) -> list[list[float]]:
+    """Matplotlib's yerr from a `stats.summarize` table: distances below and above the center.
+
+    NaN where a point has no interval (one repeat): matplotlib draws no bar and no cap there."""
+    low = (summary["center"] - summary["low"]).clip(lower=0)
+    high = (summary["high"] - summary["center"]).clip(lower=0)
+    return [list(low), list(high)]
+
+
+def mark_single(ax: plt.Axes, x, summary: pd.DataFrame, color="black", horizontal: bool = False) -> None:
+    """A hollow diamond on each point that rests on one repeat (a center without an interval)."""
+    alone = (summary["center"].notna() & summary["low"].isna()).to_numpy()
+    if not alone.any():
+        return
+    xs, ys = np.asarray(list(x), dtype=float)[alone], summary["center"].to_numpy(dtype=float)[alone]
+    if horizontal:
+        xs, ys = ys, xs
+    label = None if ONE_REPEAT in ax.get_legend_handles_labels()[1] else ONE_REPEAT
+    ax.scatter(xs, ys, marker="D", s=30, facecolors="white", edgecolors=color, zorder=4, label=label)
+
+
+def clip_axis(ax: plt.Axes, centers: pd.Series, highs: pd.Series, floor: float = 0.0) -> None:
+    """Keep one huge interval from stretching the axis: the top at 1.6x the largest centre (or the
+    largest interval, whichever is lower); intervals cut there are marked with their end's value."""
+    centers = pd.to_numeric(centers, errors="coerce").dropna()
+    highs = pd.to_numeric(highs, errors="coerce").dropna()
+    top_center = max(float(centers.max()), 1.0) if len(centers) else 1.0
+    top = min(1.6 * top_center, 1.05 * float(highs.max())) if len(highs) else 1.6 * top_center
+    top = max(top, 1.15 * top_center)
+    ax.set_ylim(floor, top)
+    for container in ax.containers:
+        if not isinstance(container, ErrorbarContainer):
+            continue
+        for lines in container.lines[2]:
+            for segment in lines.get_segments():
+                if len(segment) != 2 or not np.isfinite(segment).all():
+                    continue
+                (x0, y0), (_, y1) = segment
+                if max(y0, y1) > top:  # an arrow at the axis' top, and where the interval ends
+                    ax.plot([x0], [top], marker="^", markersize=6, color="black", clip_on=False, zorder=5)
+                    ax.annotate(f"to {max(y0, y1):.1f}", (x0, top), xytext=(5, -3), textcoords="offset points",
+                                ha="left", va="top", fontsize=7)  # fmt: skip
+
+
+def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
+    """Each repeat as a small dot: filled when its record is clean, hollow when flagged."""
+    x, y, flagged = list(x), list(y), list(flagged)
+    clean = [i for i, f in enumerate(flagged) if not f]
+    bad = [i for i, f in enumerate(flagged) if f]
+    ax.scatter([x[i] for i in clean], [y[i] for i in clean], s=9, color=color, alpha=0.45, linewidths=0, zorder=3)
+    ax.scatter([x[i] for i in bad], [y[i] for i in bad], s=16, facecolors="none", edgecolors=color, zorder=3)
+
+
+def save(fig: plt.Figure, name: str, folder: Path | None) -> None:
+    """The figure as PNG and SVG in `folder` (`studies.figures_dir`); None: shown inline only."""
+    if folder is None:
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for suffix in ("png", "svg"):
+        fig.savefig(folder / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
+
+
+def log_ticks(axis, values: pd.Series) -> None:
+    """Readable labels on a log axis: round numbers spread over the data, or 1-2-5 over decades."""
+    values = values[values > 0].dropna()
+    low, high = (float(values.min()), float(values.max())) if len(values) else (1.0, 10.0)
+    if high / low < 10:  # within a decade a log axis has too few powers to label: plain round steps
+        axis.set_major_locator(FixedLocator([t for t in MaxNLocator(nbins=6).tick_values(low, high) if t > 0]))
+    else:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def plain(value: float) -> str:
+    """12,800 or 1.25: thousands with separators, small values with three significant digits."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def drawn_band(ax: plt.Axes) -> bool:
+    """Whether the axes already carry the predictions' legend entry."""
+    return PREDICTED in ax.get_legend_handles_labels()[1]
+
+
+PREDICTED = "predicted (model), not measured"
+
+
+def predicted_band(ax: plt.Axes, band: pd.DataFrame, color, label: str) -> None:
+    """A pre-registered prediction's range as a shaded band (x, low, high), behind the measurements."""
+    band = band.sort_values("x")
+    ax.fill_between(band["x"], band["low"], band["high"], color=color, alpha=0.15, linewidth=0, label=label)
+    ax.plot(band["x"], band["low"], color=color, linewidth=0.6, linestyle=":", alpha=0.7)
+    ax.plot(band["x"], band["high"], color=color, linewidth=0.6, linestyle=":", alpha=0.7)

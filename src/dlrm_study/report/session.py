@@ -1,0 +1,113 @@
+"""What a rendered notebook says of itself: where and with what it ran, and what it measured then."""
+
+from pathlib import Path
+
+from dlrm_study.measure import runner
+from dlrm_study.records import columns as col
+from dlrm_study.records import provenance, store
+from dlrm_study.records.machine import machine_key, slug
+from dlrm_study.studies import profiles
+
+VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
+
+
+def start(
+    profile: str | None, results_dir: str | None, measure: bool = False, machine: str = "this", publish: bool = False
+) -> tuple[str, Path, bool, str, Path | None]:
+    """A notebook's parameters resolved: (profile, records folder, whether it measures, whose
+    records it draws, where its figures are saved or None for inline only)."""
+    profile = profiles.profile(profile)
+    out = profiles.results_dir(profile, results_dir)
+    measure = profiles.measuring(profile, results_dir, measure)
+    return profile, out, measure, profiles.whose(machine, measure, out), profiles.figures_dir(out, measure, publish)
+
+
+def header(profile: str, out: Path, machine: str = "this") -> str:
+    """Commit, machine, software and profile of this run, and whose records it draws."""
+    prov = provenance.provenance("cpu")
+    keys = {name: name.replace("-", "_") + "_version" for name in VERSIONS}
+    versions = ", ".join(f"{name} {prov[key]}" for name, key in keys.items() if prov[key])
+    drawn = "this machine's records" if machine == "this" else f"the records of {machine}"
+    return "\n".join(
+        [
+            f"dlrm-study {prov[col.PACKAGE_VERSION]}, commit {prov[col.GIT_COMMIT]}, {prov[col.TIMESTAMP]}",
+            f"machine {machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
+            f"Python {prov['python_version']}, {versions}",
+            f"profile {profile}; records in {profiles.shown(out)}; figures draw {drawn}",
+        ]
+    )
+
+
+def footer() -> str:
+    """How many measurements this run made, and how many it reused from earlier runs' records."""
+    t = runner.TALLY
+    return f"this run measured {t['measured']} record(s) and reused {t['reused']} already in the results folder"
+
+
+def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
+    """The notebook's claims in plain words, each with its verdict per machine with records
+    (the claim ledger's rules, as notebook 00 and the README state them)."""
+    from dlrm_study.studies import summary  # summary reads every study: imported when asked
+
+    table = summary.verdicts(summary.Evidence.load(Path(out), profile))
+    lines = []
+    for claim in claims:
+        lines.append(f"{claim}. {summary.CLAIMS[claim]}")
+        for host, verdict in table[claim].items():
+            lines.append(f"    on {host}: {verdict.status}" + (f" ({verdict.evidence})" if verdict.evidence else ""))
+        if not table[claim]:
+            lines.append("    no machine has records of it yet")
+    return "\n".join(lines)
+
+
+def tally(out: Path, profile: str) -> str:
+    """Notebook 00's summary: per machine, how many claims got each verdict."""
+    from dlrm_study.studies import summary
+
+    by_host: dict[str, dict[str, int]] = {}
+    for by_claim in summary.verdicts(summary.Evidence.load(Path(out), profile)).values():
+        for host, verdict in by_claim.items():
+            counts = by_host.setdefault(host, {})
+            counts[verdict.status] = counts.get(verdict.status, 0) + 1
+    lines = [
+        f"On {host}: " + ", ".join(f"{n} claim{'s' if n > 1 else ''} {status}" for status, n in counts.items())
+        for host, counts in by_host.items()
+    ]
+    return "\n".join(lines) or "no machine has records yet: run notebooks 01-07"
+
+
+def measuring(profile: str, results_dir: str | None, measure: bool) -> bool:
+    """Whether this run measures: when asked to, and always in the smoke profile's scratch folder
+    (it starts empty, so there is nothing stored to draw)."""
+    return bool(measure) or (profile == "smoke" and not results_dir)
+
+
+def figures_dir(out: Path, measure: bool, publish: bool = False) -> Path | None:
+    """Where a notebook saves its figures: results/figures/ only when publishing (`make reproduce`);
+    a machine's own folder under it when it measured; nowhere (inline only) when it only draws."""
+    if publish:
+        return Path(out) / "figures"
+    if measure:
+        return Path(out) / "figures" / slug(machine_key())
+    return None
+
+
+def whose(value: str, measure: bool, out: Path) -> str:
+    """The machine a notebook draws: `value`, except that `this` on a machine with no records
+    (and nothing measured) draws the machine of the newest CPU records in the results folder."""
+    if value != "this" or measure:
+        return value
+    path = Path(out) / "sweeps.csv"
+    frame = store.load(path) if path.exists() else None
+    if frame is None or frame.empty or col.MACHINE not in frame:
+        return value
+    known = frame.dropna(subset=[col.MACHINE])
+    known = known[known[col.MACHINE].astype(str) != ""]
+    if known.empty or (known[col.MACHINE] == machine_key()).any():
+        return value
+    return str(known.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1])
+
+
+def machine(value: str = "this") -> str:
+    """A notebook's `machine` parameter as a key: `this` is this machine (`records.machine.machine_key`)."""
+    return machine_key() if value == "this" else value

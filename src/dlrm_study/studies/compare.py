@@ -1,0 +1,47 @@
+"""TODO docstring (dlrm_study.studies.compare)."""
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dlrm_study import config
+from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
+from dlrm_study.measure import runner
+from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
+from dlrm_study.measure.sweep import runnable, skip_note
+from dlrm_study.perfmodel import roofline
+
+
+def compare(
+    presets: Sequence[str],
+    variants: Sequence[str] = CPU_LOOPS,
+    repeats: int = 3,
+    steps: int = 10,
+    warmup: int = 2,
+    out: Path | None = None,
+    progress: bool = True,
+    limits: dict[str, float] | None = None,
+) -> list[dict[str, object]]:
+    """Bench every variant of every preset in `repeats` interleaved repeats; return the records.
+
+    The machine's limits are measured first (full mode) unless given.
+    """
+    kept, skipped = runnable(variants)
+    if skipped:
+        print(skip_note(skipped), file=sys.stderr)
+    points = [(p, {v: config.load(p, [*REGISTRY[v], f"train.steps={steps}"]) for v in kept}) for p in presets]
+    if limits is None:
+        limits = limits.measure_limits(**roofline.needs(*[cfg for _, cfgs in points for cfg in cfgs.values()]))
+
+    def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
+        return measure_prepared(prepared, steps, warmup, profile_steps=0, progress=False, limits=limits)
+
+    measure, kept = runner.with_kept_runs(points, prepare, Prepared.close, measure_run)
+    records: list[dict[str, object]] = []
+    tasks = runner.schedule(points, repeats, runner.machine_of)
+    try:
+        runner.run(tasks, measure, out, "cpu-compare", resume=False, record_errors=False, progress=progress,
+                   on_record=records.append)  # fmt: skip
+    finally:
+        kept.clear()
+    return records
