@@ -2,7 +2,7 @@ import pytest
 
 from dlrm_study import config
 from dlrm_study.measure import bench
-from dlrm_study.measure.bench import operator_of
+from dlrm_study.measure.cpu import operator_of
 from dlrm_study.records.columns import OPERATORS, quantile
 
 

@@ -8,10 +8,11 @@ least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "
 
 import pandas as pd
 
-from dlrm_study.analysis import baseline as analysis_baseline
-from dlrm_study.analysis import cpu as analysis_cpu
-from dlrm_study.analysis import scaling, stats
+from dlrm_study.analysis import baseline as old_stack
+from dlrm_study.analysis import stats
+from dlrm_study.analysis.cpu import ablation_findings, embedding_share
 from dlrm_study.analysis.predictions import MEASURED_VERDICTS, against_naive
+from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import knob_findings
 from dlrm_study.config.variants import REFERENCE
 from dlrm_study.records import columns as col
@@ -21,8 +22,8 @@ def reference_breakdown(records: pd.DataFrame) -> list[str]:
     """Notebook 01: the share of the reference's profiled iteration in embedding backward + update
     (S2), and in embedding forward beside it, per preset, over all repeats."""
     reference = records[records[col.VARIANT] == REFERENCE].dropna(subset=[col.op_column("embedding_forward")])
-    update = analysis_cpu.embedding_share(reference).set_index(col.CONFIG_NAME)
-    forward = analysis_cpu.embedding_share(reference, ("embedding_forward",)).set_index(col.CONFIG_NAME)
+    update = embedding_share(reference).set_index(col.CONFIG_NAME)
+    forward = embedding_share(reference, ("embedding_forward",)).set_index(col.CONFIG_NAME)
     lines = []
     for name in dict.fromkeys(reference[col.CONFIG_NAME]):
         u, f = update.loc[name], forward.loc[name]
@@ -62,7 +63,7 @@ def largest_operator(records: pd.DataFrame) -> list[str]:
 
 def ablation(records: pd.DataFrame) -> list[str]:
     """Notebook 02's ablation: each technique's gain over the step before it."""
-    return analysis_cpu.ablation_findings(records)
+    return ablation_findings(records)
 
 
 def knob(records: pd.DataFrame, name: str) -> list[str]:
@@ -126,7 +127,7 @@ def remote(records: pd.DataFrame) -> list[str]:
 
 def scaling(records: pd.DataFrame) -> list[str]:
     """Notebook 06: strong and weak scaling from 1 to 2 ranks, measured."""
-    eff = scaling.measured_efficiency(records)
+    eff = measured_efficiency(records)
     return [
         f"Measured, 1 -> 2 ranks (paired within repeats): strong scaling {stats.describe(*eff['strong_speedup'], 'x')}"
         f", efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}; weak scaling efficiency "
@@ -179,13 +180,13 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
     """Notebook 02: each step over the 2020 step on torch 1.5.1, per config and threads; S1 projected."""
     if records.empty:
         return ["2020 baseline: no records: not measured here (`make baseline-2020` measures it)"]
-    table = analysis_baseline.factors(records)
+    table = old_stack.factors(records)
     lines = []
     for (config, threads), group in table.groupby([col.CONFIG_NAME, col.THREADS], sort=True):
         parts = [f"{row.step} x{stats.describe(row.center, row.low, row.high)}" for row in group.itertuples()]
         lines.append(f"{config}, {threads} thread(s), over the 2020 step on torch 1.5.1: " + "; ".join(parts))
     for config in dict.fromkeys(records[col.CONFIG_NAME]):
-        p = analysis_baseline.projection(records, config)
+        p = old_stack.projection(records, config)
         if p:
             lines.append(
                 f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p[col.VARIANT]} "

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import stats
-from dlrm_study.config import Config
+from dlrm_study.config import Config, Loop, Placement
 from dlrm_study.config.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
@@ -95,10 +95,10 @@ def point_rows(
     efficiency = gpu_model.efficiency_range()
     rows = []
     for point in sweep.points(spec):
-        if point.cfg.train.loop != "gpu":
+        if point.cfg.train.loop != Loop.GPU:
             continue  # the GPU host's CPU loops (beside the GPU in its runs): the model is the GPU's
         cfg, placement = point.cfg, PLACEMENT_OF.get(point.variant, "hbm")
-        hit = hit_rate_for(cfg, out) if placement == "cached" else 1.0
+        hit = hit_rate_for(cfg, out) if placement == Placement.CACHED else 1.0
         if hit is None:
             continue  # no measured hit rate for this cache: nothing honest to predict
         if profiled is None:
@@ -120,7 +120,7 @@ def point_rows(
             "slow_ms": slow,
             "ops_per_step": ops,
             "host_ops_per_step": ops if host_ops is None else host_ops,
-            "hit_rate": hit if placement == "cached" else None,
+            "hit_rate": hit if placement == Placement.CACHED else None,
             "efficiency_low": efficiency[0],
             "efficiency_high": efficiency[1],
             **{f"bound_{k}": v for k, v in terms.items()},

@@ -23,6 +23,7 @@ import torch
 
 from dlrm_study import config, studies
 from dlrm_study.analysis import predictions
+from dlrm_study.config import Placement
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, runner, sweep
@@ -82,7 +83,7 @@ def embedding_records(out: Path, dry_run: bool) -> None:
                 "train.cache_fraction=0.5",
             ],
         )
-        for placement in ("hbm", "uvm", "cached", "host")
+        for placement in (Placement.HBM, Placement.UVM, Placement.CACHED, Placement.HOST)
     }
     steps, warmup = (2, 1) if dry_run else (20, 5)
 

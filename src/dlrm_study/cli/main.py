@@ -16,9 +16,10 @@ from pathlib import Path
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study import config
+from dlrm_study.config import Precision
 from dlrm_study.config.variants import CPU_LOOPS
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import limits
+from dlrm_study.measure import limits as machine_limits
 from dlrm_study.perfmodel import roofline
 from dlrm_study.records import columns as col
 from dlrm_study.records import outputs, provenance, store
@@ -189,7 +190,7 @@ def check_setup(args: argparse.Namespace) -> None:
 
 def check_remote(cfg: config.Config) -> None:
     """--remote-tables: servers hold fp32 tables in CPU memory (refused here, on every rank, before rpc starts)."""
-    if cfg.train.precision != "fp32":
+    if cfg.train.precision != Precision.FP32:
         raise UsageError("--remote-tables serves fp32 tables only (train.precision=fp32)")
     if cfg.train.device != "cpu":
         raise UsageError("--remote-tables trains on the CPU (train.device=cpu)")
@@ -319,13 +320,14 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
     from dlrm_study.analysis import stats
     from dlrm_study.analysis.compare import variant_name
     from dlrm_study.measure import runner
-    from dlrm_study.measure.bench import measure_prepared, prepare
+    from dlrm_study.measure.bench import measure_prepared
+    from dlrm_study.measure.prepared import prepare
     from dlrm_study.model.tables import make_sparse_arch
     from dlrm_study.records.columns import op_column
 
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
-        limits = limits.measure_limits(**roofline.needs(cfg), quick=args.roofline == "quick")
+        limits = machine_limits.measure_limits(**roofline.needs(cfg), quick=args.roofline == "quick")
 
     progress = not args.no_progress and not args.fields_json
     prepared = prepare(cfg, make_arch or make_sparse_arch)  # one build: every repeat warms up and times it
@@ -382,7 +384,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
 def cmd_roofline(args: argparse.Namespace) -> None:
     check_setup(args)
     cfg = load_config(args)
-    limits = limits.measure_limits(**roofline.needs(cfg), quick=args.quick)
+    limits = machine_limits.measure_limits(**roofline.needs(cfg), quick=args.quick)
     print(roofline.roofline_report(cfg, limits))
     if args.out:
         fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}

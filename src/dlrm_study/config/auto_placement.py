@@ -3,7 +3,7 @@
 import dataclasses
 
 from dlrm_study.config import memory
-from dlrm_study.config.schema import Config
+from dlrm_study.config.schema import Config, Loop, Placement
 from dlrm_study.errors import UsageError
 
 # Expected speed, fastest first: device memory, hot rows cached on the device, rows read
@@ -13,7 +13,7 @@ AUTO_ORDER = ("hbm", "cached", "uvm", "host")
 
 def resolve_placement(cfg: Config, device: str) -> str:
     """`auto` -> the first placement of AUTO_ORDER that fits on `device` (others unchanged)."""
-    if cfg.train.loop != "gpu" or cfg.train.placement != "auto":
+    if cfg.train.loop != Loop.GPU or cfg.train.placement != Placement.AUTO:
         return cfg.train.placement
     if not device.startswith("cuda"):
         return "hbm"  # the CPU is its own device memory

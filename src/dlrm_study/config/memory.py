@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlrm_study.config.schema import Config
+from dlrm_study.config.schema import Config, Loop, Placement
 from dlrm_study.config.validate import placements
 from dlrm_study.errors import UsageError
 
@@ -66,12 +66,12 @@ def table_bytes(cfg: Config, placement: str) -> tuple[int, int]:
     m, t = cfg.model, cfg.train
     rows = sum(m.table_rows)
     table = rows * (m.embedding_dim + (t.optimizer == "rowwise_adagrad")) * 4
-    if placement in ("hbm", "torchrec-fused"):
+    if placement in (Placement.HBM, Placement.TORCHREC_FUSED):
         return table, 0
-    if placement == "cached":  # the cached rows, plus 8 bytes per row (its slot) and 24 per slot
+    if placement == Placement.CACHED:  # the cached rows, plus 8 bytes per row (its slot) and 24 per slot
         slots = max(1, math.ceil(t.cache_fraction * rows))
         return slots * (table // rows + 24) + rows * 8, table
-    if placement == "torchrec-fused_uvm_caching":  # torchrec's default cache: 20% of rows
+    if placement == Placement.TORCHREC_FUSED_UVM_CACHING:  # torchrec's default cache: 20% of rows
         return table // 5, table
     return 0, table  # host, uvm, torchrec-fused_uvm
 
@@ -91,7 +91,7 @@ def split_memory(cfg: Config) -> tuple[int, int]:
 def check_fits(cfg: Config, device: str) -> MemoryEstimate:
     """Refuse, before allocation, a config whose estimate exceeds what `device` has free."""
     need = estimate_memory(cfg)
-    if cfg.train.loop == "gpu" and device.startswith("cuda"):
+    if cfg.train.loop == Loop.GPU and device.startswith("cuda"):
         check_split_fits(cfg, device)
         return need
     have = available_memory(device)

@@ -3,6 +3,7 @@
 Every value is converted to its field's type here, or refused with a message naming the key.
 """
 
+import enum
 import math
 import os
 import re
@@ -12,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from dlrm_study.config.presets import PRESETS, preset
-from dlrm_study.config.schema import SECTIONS, Config
+from dlrm_study.config.schema import CHOICES, SECTIONS, Config, as_member
 from dlrm_study.errors import UsageError
 
 
@@ -112,7 +113,12 @@ def apply_override(cfg: Config, item: str) -> None:
     if "=" not in item:
         raise UsageError(f"--set {item!r}: expected section.field=value")
     key, text = (part.strip() for part in item.split("=", 1))
-    set_field(cfg, key, text if field_type(cfg, key) is str else parse_text(text))
+    set_field(cfg, key, text if is_text(field_type(cfg, key)) else parse_text(text))
+
+
+def is_text(kind: type) -> bool:
+    """Whether a field holds text (a name, a path, or a choice such as `train.loop`)."""
+    return kind is str or (isinstance(kind, type) and issubclass(kind, enum.StrEnum))
 
 
 def parse_text(text: str) -> object:
@@ -143,7 +149,10 @@ def set_field(cfg: Config, key: str, value: object) -> None:
         cfg.name = value.strip()
         return
     section, _, name = key.partition(".")
-    setattr(getattr(cfg, section), name, coerce(key, value, kind))
+    value = coerce(key, value, kind)
+    if section == "train" and name in CHOICES:  # a valid choice becomes its member (else `validate` names it)
+        value = as_member(CHOICES[name], value)
+    setattr(getattr(cfg, section), name, value)
 
 
 def encodable(text: str) -> bool:
@@ -176,7 +185,7 @@ def coerce(key: str, value: object, kind: type) -> object:
             if not math.isfinite(number):  # nan and inf pass every comparison test below: refuse them here
                 raise ValueError
             return number
-        if kind is str:
+        if is_text(kind):
             if isinstance(value, bool) or not isinstance(value, str | int | float) or not encodable(str(value)):
                 raise ValueError  # a list, a mapping, an empty YAML value or bytes that are not UTF-8
             return str(value)
@@ -185,7 +194,7 @@ def coerce(key: str, value: object, kind: type) -> object:
     except (TypeError, ValueError, OverflowError):
         pass
     names = {bool: "boolean (true or false)", int: "whole number", float: "finite number", str: "text"}
-    name = names.get(kind, "list of whole numbers (e.g. 4x1000 or 16-8)")
+    name = names.get(str if is_text(kind) else kind, "list of whole numbers (e.g. 4x1000 or 16-8)")
     raise UsageError(f"{key}: {value!r} is not a valid {name}")
 
 

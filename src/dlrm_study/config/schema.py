@@ -1,18 +1,54 @@
-"""The config's shape: three dataclasses (model, data, train) under one `Config`, and the allowed choices."""
+"""The config's shape: three dataclasses (model, data, train) under one `Config`, and the allowed choices.
+
+What picks code (the loop, the precision, where tables live) is an enum, so a module compares
+members, never spelled strings. They are `StrEnum`s: a member is its text wherever a config is
+written (YAML, records, hashes), so the stored configs and config hashes are those of plain text.
+"""
 
 import dataclasses
+import enum
 import hashlib
 import itertools
 import json
 from dataclasses import dataclass, field
 
-LOOPS = ("reference", "optimized", "torchrec", "gpu")
-PRECISIONS = ("fp32", "bf16")
+
+class Loop(enum.StrEnum):
+    """The training loop: facebookresearch/dlrm's, SC20's optimized CPU loop, torchrec's, the GPU's."""
+
+    REFERENCE = "reference"
+    OPTIMIZED = "optimized"
+    TORCHREC = "torchrec"
+    GPU = "gpu"
+
+
+class Precision(enum.StrEnum):
+    FP32 = "fp32"
+    BF16 = "bf16"
+
+
+class Placement(enum.StrEnum):
+    """Where the gpu loop keeps its tables (model/tables/placement.py); `train.placement` may list one per table."""
+
+    HBM = "hbm"
+    HOST = "host"
+    UVM = "uvm"
+    CACHED = "cached"
+    TORCHREC_FUSED = "torchrec-fused"
+    TORCHREC_FUSED_UVM = "torchrec-fused_uvm"
+    TORCHREC_FUSED_UVM_CACHING = "torchrec-fused_uvm_caching"
+    AUTO = "auto"  # the fastest placement that fits (config/auto_placement.py)
+
+
+LOOPS = tuple(Loop)
+PRECISIONS = tuple(Precision)
 OPTIMIZERS = ("sgd", "rowwise_adagrad")  # for the tables; dense parameters always use SGD
 DEVICES = ("cpu", "cuda", "auto")
-# Where the gpu loop keeps its tables (see embeddings/placement.py). Per table: a comma list.
-PLACEMENTS = ("hbm", "host", "uvm", "cached")
-TORCHREC_PLACEMENTS = ("torchrec-fused", "torchrec-fused_uvm", "torchrec-fused_uvm_caching")
+# Per-table placements (a comma list may name these), and torchrec's, which place every table.
+PLACEMENTS = (Placement.HBM, Placement.HOST, Placement.UVM, Placement.CACHED)
+TORCHREC_PLACEMENTS = (Placement.TORCHREC_FUSED, Placement.TORCHREC_FUSED_UVM, Placement.TORCHREC_FUSED_UVM_CACHING)
+# The fields that pick code, and their enums: a valid text given for one becomes its member.
+CHOICES: dict[str, type[enum.StrEnum]] = {"loop": Loop, "precision": Precision, "placement": Placement}
 CACHE_POLICIES = ("lru", "lfu")
 OPTIMIZED_SWITCHES = ("table_batching", "huge_pages", "fused_interaction")
 
@@ -69,8 +105,8 @@ class DataConfig:
 class TrainConfig:
     """How one run trains and what it runs on."""
 
-    loop: str = "reference"
-    precision: str = "fp32"
+    loop: Loop = Loop.REFERENCE
+    precision: Precision = Precision.FP32
     optimizer: str = "sgd"
     device: str = "cpu"
     batch_size: int = 64
@@ -80,7 +116,7 @@ class TrainConfig:
     eval_batches: int = 16
     threads: int = 0  # 0: leave torch's default
     prefetch: int = 0  # batches made ahead on a background thread by `train` (0: inline; see README)
-    placement: str = "hbm"  # gpu loop: hbm | host | uvm | cached | torchrec-* | auto, or one per table "hbm,host,..."
+    placement: str = Placement.HBM  # gpu loop: a Placement, or one per table ("hbm,host,...")
     cache_fraction: float = 0.1  # cached placement: share of all rows the device cache holds
     cache_policy: str = "lru"  # cached placement: lru | lfu
     # gpu loop on a GPU: the whole step captured as a CUDA graph where the placement's shapes are
@@ -90,6 +126,10 @@ class TrainConfig:
     table_batching: bool = True  # one kernel call for all tables (false: one call per table)
     huge_pages: bool = True  # tables on transparent huge pages where the OS allows
     fused_interaction: bool = True  # the fused dot-interaction kernel (false: bmm, as the reference)
+
+    def __post_init__(self) -> None:
+        for name, kind in CHOICES.items():  # a config made from text (a checkpoint, a test) holds members too
+            setattr(self, name, as_member(kind, getattr(self, name)))
 
 
 @dataclass
@@ -138,6 +178,14 @@ LATER_FIELDS = {
     # Before it existed the gpu loop ran eager: records tell the two apart by their `capture` field.
     "train.cuda_graph": True,
 }
+
+
+def as_member(kind: type[enum.StrEnum], value: object) -> object:
+    """`value` as a member of `kind` where it names one; else unchanged (`validate` refuses it, naming the field)."""
+    try:
+        return kind(value)
+    except ValueError:
+        return value
 
 
 def format_value(value: object) -> object:

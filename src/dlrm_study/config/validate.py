@@ -10,6 +10,9 @@ from dlrm_study.config.schema import (
     PRECISIONS,
     TORCHREC_PLACEMENTS,
     Config,
+    Loop,
+    Placement,
+    Precision,
 )
 from dlrm_study.errors import UsageError
 
@@ -64,15 +67,15 @@ def validate(cfg: Config) -> Config:
     for key, (value, allowed) in choices.items():
         if value not in allowed:
             raise UsageError(f"{key} {value!r} is not one of {', '.join(allowed)}")
-    if t.loop in ("optimized", "torchrec") and t.device == "cuda":
+    if t.loop in (Loop.OPTIMIZED, Loop.TORCHREC) and t.device == "cuda":
         raise UsageError(f"train.loop {t.loop} runs on the CPU; use train.device=cpu (or train.loop=gpu)")
     validate_placement(cfg)
     switched_off = [name for name in OPTIMIZED_SWITCHES if not getattr(t, name)]
-    if switched_off and t.loop != "optimized":
+    if switched_off and t.loop != Loop.OPTIMIZED:
         raise UsageError(
             f"train.{switched_off[0]} switches a technique of the optimized loop (set train.loop=optimized)"
         )
-    if t.precision == "bf16" and t.loop == "reference":
+    if t.precision == Precision.BF16 and t.loop == Loop.REFERENCE:
         raise UsageError("train.precision bf16 needs the optimized loop (the reference is fp32, as in dlrm)")
     if d.id_distribution == "zipf" and d.zipf_alpha <= 0:
         raise UsageError(f"data.zipf_alpha must be positive, got {d.zipf_alpha}")
@@ -95,8 +98,8 @@ def placements(cfg: Config) -> list[str]:
 
 def validate_placement(cfg: Config) -> None:
     t = cfg.train
-    if t.loop != "gpu":
-        if t.placement != "hbm":
+    if t.loop != Loop.GPU:
+        if t.placement != Placement.HBM:
             raise UsageError(f"train.placement {t.placement} applies to the gpu loop only (set train.loop=gpu)")
         return
     single = (*PLACEMENTS, *TORCHREC_PLACEMENTS, "auto")
@@ -115,5 +118,5 @@ def validate_placement(cfg: Config) -> None:
         raise UsageError(f"train.cache_fraction must be in (0, 1], got {t.cache_fraction}")
     if t.cache_policy not in CACHE_POLICIES:
         raise UsageError(f"train.cache_policy {t.cache_policy!r} is not one of {', '.join(CACHE_POLICIES)}")
-    if t.precision == "bf16" and t.placement.startswith("torchrec"):
+    if t.precision == Precision.BF16 and t.placement.startswith("torchrec"):
         raise UsageError("train.precision bf16 with a torchrec placement is not supported; use fp32")

@@ -12,6 +12,8 @@ names no variant.
 
 import dataclasses
 
+from dlrm_study.config.schema import Loop, Placement, Precision
+
 # The fields a variant sets: what ran, apart from the model and the data.
 FIELDS = (
     "loop", "precision", "placement", "cache_policy", "cuda_graph", "table_batching", "huge_pages", "fused_interaction",
@@ -113,23 +115,23 @@ def applied(cfg, name: str):
 def signature(cfg) -> tuple:
     """The variant fields that matter for what ran: placement, cache policy and capture only on the gpu loop."""
     t = cfg.train
-    gpu = t.loop == "gpu"
-    switches = tuple(getattr(t, s) for s in SWITCHES) if t.loop == "optimized" else ()
-    placement = (t.placement, t.cache_policy if t.placement == "cached" else "", t.cuda_graph) if gpu else ()
-    precision = t.precision if t.loop in ("optimized", "gpu") else ""
+    gpu = t.loop == Loop.GPU
+    switches = tuple(getattr(t, s) for s in SWITCHES) if t.loop == Loop.OPTIMIZED else ()
+    placement = (t.placement, t.cache_policy if t.placement == Placement.CACHED else "", t.cuda_graph) if gpu else ()
+    precision = t.precision if t.loop in (Loop.OPTIMIZED, Loop.GPU) else ""
     return (t.loop, precision, placement, switches)
 
 
 def describe(cfg) -> str:
     """A name for a config no variant describes: what ran, and which techniques were off."""
     t = cfg.train
-    if t.loop in ("reference", "torchrec"):
+    if t.loop in (Loop.REFERENCE, Loop.TORCHREC):
         return t.loop
-    if t.loop == "optimized":
+    if t.loop == Loop.OPTIMIZED:
         off = "".join(f"-no-{name.replace('_', '-')}" for name in SWITCHES if not getattr(t, name))
         return f"optimized-{t.precision}{off}"
-    name = f"gpu-{t.placement}" + ("-lfu" if t.placement == "cached" and t.cache_policy == "lfu" else "")
-    name = name if t.precision == "bf16" else f"{name}-fp32"
+    name = f"gpu-{t.placement}" + ("-lfu" if t.placement == Placement.CACHED and t.cache_policy == "lfu" else "")
+    name = name if t.precision == Precision.BF16 else f"{name}-fp32"
     return name if t.cuda_graph else f"{name}-eager"
 
 

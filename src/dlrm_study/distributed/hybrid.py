@@ -24,14 +24,14 @@ import torch.distributed as dist
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from dlrm_study.config import Config, check_fits, validate
+from dlrm_study.config import Config, Loop, Precision, check_fits, validate
 from dlrm_study.data import Batch
 from dlrm_study.distributed.launch import GPU_RANKS, World
 from dlrm_study.errors import UsageError
 from dlrm_study.model.dlrm import DLRM
 from dlrm_study.model.interaction import FusedDotInteraction
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
-from dlrm_study.model.tables.base import draw_tables
+from dlrm_study.model.tables.base import TableSpec, draw_tables
 
 
 def table_owners(table_rows: list[int], world: int) -> list[int]:
@@ -123,10 +123,9 @@ class ShardedSparseArch(SparseArch):
     """This rank's tables in a local sparse arch, exchanged with the others by all-to-all."""
 
     name = "sharded"
-    backward_node = "AllToAll"
 
-    def __init__(self, local: SparseArch, table_rows: list[int], dim: int, ex: Exchange) -> None:
-        super().__init__(table_rows, dim)
+    def __init__(self, local: SparseArch, spec: TableSpec, ex: Exchange) -> None:
+        super().__init__(spec)
         self.local, self.ex = local, ex
         self.kernel_path = local.kernel_path
         self.pending: torch.Tensor | None = None
@@ -200,9 +199,9 @@ def check_config(cfg: Config, world: World) -> None:
     t = cfg.train
     if t.batch_size % world.size:
         raise UsageError(f"train.batch_size {t.batch_size} must divide evenly over {world.size} ranks")
-    if t.loop not in ("reference", "optimized"):
+    if t.loop not in (Loop.REFERENCE, Loop.OPTIMIZED):
         raise UsageError(f"distributed runs use the reference or optimized loop, not {t.loop}")
-    if t.precision != "fp32":
+    if t.precision != Precision.FP32:
         raise UsageError("distributed runs are fp32 (train.precision=fp32)")
     if t.device != "cpu":
         raise UsageError(GPU_RANKS)
@@ -232,8 +231,8 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> DistRun:
     local = local_arch(cfg, [t for t, rank in enumerate(owners) if rank == world.rank], generator, initial)
     group = dist.new_group(backend=dist.get_backend(), timeout=world.timeout)  # new groups do not inherit it
     ex = Exchange(owners, world.size, world.rank, cfg.train.batch_size // world.size, cfg.model.embedding_dim, group)
-    sparse = ShardedSparseArch(local, cfg.model.table_rows, cfg.model.embedding_dim, ex)
-    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" and cfg.train.fused_interaction else None
+    sparse = ShardedSparseArch(local, TableSpec.of(cfg), ex)
+    interaction = FusedDotInteraction() if cfg.train.loop == Loop.OPTIMIZED and cfg.train.fused_interaction else None
     dlrm = DLRM(cfg.model, sparse, generator, interaction)
     if initial is not None:
         dlrm.load_state_dict(initial["dense"], strict=False)

@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed.rpc as rpc
 
-from dlrm_study.config import Config
+from dlrm_study.config import Config, Precision
+from dlrm_study.data.batch import batched_ids
 from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
 from dlrm_study.errors import UsageError
 from dlrm_study.model import kernels
-from dlrm_study.model.tables.base import SparseArch, batched_ids, draw_tables
+from dlrm_study.model.tables.base import SparseArch, TableSpec, draw_tables
 from dlrm_study.model.tables.fused_cpu import FusedCPUSparseArch
 
 ArchFactory = Callable[[Config, torch.Generator, torch.device], SparseArch]
@@ -73,11 +74,10 @@ def build_shard_arch(cfg: Config, tables: list[int]) -> FusedCPUSparseArch:
     at a time) and only this shard's are kept.
     """
     m, t = cfg.model, cfg.train
-    if t.precision != "fp32":
+    if t.precision != Precision.FP32:
         raise ValueError("remote parameter servers hold fp32 tables only")
-    rows = [m.table_rows[i] for i in tables]
     # Built with a throwaway generator, then overwritten with the single process's values.
-    arch = FusedCPUSparseArch(rows, m.embedding_dim, t.learning_rate, torch.Generator(), t.optimizer, "fp32")
+    arch = FusedCPUSparseArch(TableSpec.of(cfg).only(tables), torch.Generator())
     generator = torch.Generator().manual_seed(t.seed)
     arch.set_tables(draw_tables(m.table_rows[: max(tables) + 1], m.embedding_dim, generator, set(tables)))
     return arch
@@ -222,10 +222,9 @@ class RemoteSparseArch(SparseArch):
     name = "remote-ps"
     placement = "remote"
     kernel_path = "rpc"
-    backward_node = "RemoteLookup"
 
     def __init__(self, cfg: Config, servers: list[str], deferred: bool = True, timeout: float | None = None) -> None:
-        super().__init__(cfg.model.table_rows, cfg.model.embedding_dim)
+        super().__init__(TableSpec.of(cfg))
         if not servers:
             raise ValueError("RemoteSparseArch needs at least one server")
         self.servers, self.deferred = list(servers), deferred
@@ -302,7 +301,7 @@ class RemoteSparseArch(SparseArch):
         for s, future in enumerate(futures):
             self._wait(s, future, what)
 
-    def stats(self) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
         steps = max(self._steps, 1)
         out = {
             "remote_ms_per_step": self._rpc_ms / steps,  # trainer time blocked on RPC

@@ -8,47 +8,19 @@ part of the timing). The gpu loop is measured by `measure.gpu.measure_training` 
 blocks of many steps over batches already on the device, one event pair per block.
 """
 
-import contextlib
-import os
-import resource
 import statistics
-import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 
-import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
-from dlrm_study.config import Config
-from dlrm_study.data import Batch, make_data
+from dlrm_study.config import Config, Loop
+from dlrm_study.measure.cpu import breakdown, timed_batch, timed_step
+from dlrm_study.measure.prepared import Prepared, prepare, what_ran
+from dlrm_study.measure.timing import peak_memory, reset_peak_memory, step_times
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
+from dlrm_study.model.tables.base import counters
 from dlrm_study.perfmodel import roofline
 from dlrm_study.records import columns as col
-from dlrm_study.train.run import Run, build, native_bf16, place, precision_label, train_step
-
-BACKWARD = "autograd::engine::evaluate_function: "
-
-
-@dataclass
-class Prepared:
-    """A built run and its batch stream: what repeats of one measurement share."""
-
-    cfg: Config
-    run: Run
-    batches: Iterator[Batch]
-    # The gpu loop's step (its static buffers and graph) and its ring of device batches, made by the
-    # first measurement and reused by the repeats (measure.gpu.measure_training).
-    gpu_step: object | None = None
-    ring: list | None = None
-
-    def close(self) -> None:
-        self.run.model.sparse_arch.close()
-
-
-def prepare(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) -> Prepared:
-    """Build the config's run (validated, fitted, initialised) and its synthetic or Criteo batches."""
-    return Prepared(cfg, build(cfg, make_arch), make_data(cfg).batches())
 
 
 def bench(
@@ -84,7 +56,7 @@ def measure_prepared(
     and the achieved fraction of it. A run measured again (the next repeat) warms up again.
     """
     cfg, run, batches = prepared.cfg, prepared.run, prepared.batches
-    if cfg.train.loop == "gpu":  # block timing over device-resident batches, the step captured
+    if cfg.train.loop == Loop.GPU:  # block timing over device-resident batches, the step captured
         from dlrm_study.measure import gpu  # it builds on this module
 
         fields = gpu.measure_training(prepared, steps, warmup, profile_steps)
@@ -98,14 +70,14 @@ def measure_prepared(
     arch = run.model.sparse_arch
     for i in range(warmup + steps):
         if i == warmup:
-            arch.stats()  # counters (a cache's hits) from here on only
+            counters(arch)  # counters (a cache's hits) from here on only
         batch, input_time = timed_batch(batches, run)
         ms = timed_step(run, batch)
         if i >= warmup:
             step_ms.append(ms)
             input_ms.append(input_time * 1e3)
         bar.update()
-    counters = arch.stats()
+    counts = counters(arch)
     operators = breakdown(run, batches, profile_steps, bar)
     bar.close()
     times = step_times(step_ms, cfg.train.batch_size)
@@ -119,154 +91,8 @@ def measure_prepared(
         col.WARMUP: warmup,
         **times,
         col.INPUT_MS_MEDIAN: statistics.median(input_ms),
-        **counters,
+        **counts,
         **col.Breakdown(operators).fields(),
         **peak_memory(run.device),
         **bound,
     }
-
-
-def what_ran(run: Run) -> dict[str, object]:
-    """A record's fields saying what ran: loop, sparse arch, placement, kernels, precision, device."""
-    cfg, arch = run.cfg, run.model.sparse_arch
-    return {
-        col.LOOP: cfg.train.loop,
-        col.SPARSE_ARCH: arch.name,
-        col.PLACEMENT: arch.placement,
-        col.KERNEL_PATH: arch.kernel_path,
-        "optimizer": cfg.train.optimizer,
-        col.PRECISION: cfg.train.precision,  # what ran: build() refuses rather than changes it
-        col.NATIVE_BF16: native_bf16(run.device) if cfg.train.precision == "bf16" else None,
-        col.PRECISION_LABEL: precision_label(cfg.train.precision, run.device),  # `bf16 (emulated)` where no bf16
-        col.DEVICE: run.device.type,
-        col.THREADS: torch.get_num_threads(),
-        col.BATCH_SIZE: cfg.train.batch_size,
-    }
-
-
-def step_times(step_ms: list[float], batch_size: int) -> dict[str, float]:
-    """A record's timing fields from its timed steps (`records.columns.Timing`)."""
-    return col.Timing.of_steps(step_ms, batch_size).fields()
-
-
-def timed_batch(batches: Iterator[Batch], run: Run) -> tuple[Batch, float]:
-    """The next batch on the run's device, and the seconds it took to make and move it."""
-    start = time.perf_counter()
-    batch = place(run, next(batches))
-    synchronize(run.device)
-    return batch, time.perf_counter() - start
-
-
-def timed_step(run: Run, batch: Batch) -> float:
-    """Milliseconds of one training step."""
-    return elapsed_ms(lambda: train_step(run, batch), run.device)
-
-
-def elapsed_ms(fn: Callable[[], object], device: torch.device) -> float:
-    """Milliseconds `fn()` takes: CUDA events on a GPU (never the launch alone), the wall clock on the CPU."""
-    if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
-    start_s = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start_s) * 1e3
-
-
-def breakdown(run: Run, batches: Iterator[Batch], steps: int, bar: tqdm) -> dict[str, float]:
-    """Mean ms per step of each operator in `col.OPERATORS`, from `steps` profiled steps (none: {})."""
-    if steps <= 0:
-        return {}  # no columns rather than zeros that would read as measured
-    totals = dict.fromkeys(col.OPERATORS, 0.0)
-    wall = 0.0
-    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-    with quiet_stderr():  # the profiler's C++ side logs its start and stop there
-        prof.start()
-    try:
-        for _ in range(steps):
-            batch, _ = timed_batch(batches, run)
-            start = time.perf_counter()
-            with torch.profiler.record_function("dlrm:step"):
-                train_step(run, batch)
-            synchronize(run.device)
-            wall += time.perf_counter() - start
-            bar.update()
-    finally:
-        with quiet_stderr():
-            prof.stop()
-    backward_node = run.model.sparse_arch.backward_node
-    for event in prof.events():
-        if event.cpu_parent is not None and event.cpu_parent.name != "dlrm:step":
-            continue  # only the step's top-level operations, each counted once
-        name = operator_of(event.name, backward_node)
-        if name:
-            totals[name] += event.cpu_time_total / 1e3
-    totals["other"] = max(0.0, wall * 1e3 - sum(totals.values()))
-    return {name: ms / steps for name, ms in totals.items()}
-
-
-@contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """File descriptor 2 to /dev/null for the block (log lines written by C++ code, not Python's)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def operator_of(event: str, backward_node: str) -> str | None:
-    """The `col.OPERATORS` column a top-level profiler event belongs to (None: not part of a step)."""
-    if event.startswith("dlrm:"):
-        name = event.removeprefix("dlrm:")
-        if name == "embedding_update":
-            return "embedding_backward_update"
-        return name if name in col.OPERATORS else None
-    if event.startswith(BACKWARD):
-        return "embedding_backward_update" if backward_node in event else "dense_backward"
-    if event.startswith("Optimizer.zero_grad"):
-        return "optimizer_step"
-    return None
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def reset_peak_memory(device: torch.device) -> None:
-    """Start the peak anew, so a record made in a long-lived process reports its own run."""
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-        return
-    try:  # Linux: writing 5 resets the process's peak resident set (VmHWM)
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass  # elsewhere the peak covers the whole process
-
-
-def peak_memory(device: torch.device) -> dict[str, object]:
-    """Peak GPU memory allocated, or the process's peak resident set on the CPU."""
-    if device.type == "cuda":
-        return {"peak_mem_bytes": torch.cuda.max_memory_allocated(device), "peak_mem_kind": "cuda_allocated"}
-    return {"peak_mem_bytes": peak_rss(), "peak_mem_kind": "process_rss"}
-
-
-def peak_rss() -> int:
-    """Peak resident set since the last reset (VmHWM), else since the process started."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -14,7 +14,7 @@ from dlrm_study.distributed.launch import fail, inject_fault, refuse, shutdown
 from dlrm_study.distributed.run import collective_error, save_checkpoint, start, training_batches
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
-from dlrm_study.measure.bench import elapsed_ms
+from dlrm_study.measure.timing import elapsed_ms
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record

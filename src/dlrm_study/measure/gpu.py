@@ -20,20 +20,13 @@ from collections.abc import Callable
 
 import torch
 
-from dlrm_study.config import Config, validate
+from dlrm_study.config import Config, Placement, validate
 from dlrm_study.data import make_data, stage
 from dlrm_study.data.batch import ids_capacity
-from dlrm_study.measure.bench import (
-    Prepared,
-    elapsed_ms,
-    peak_memory,
-    quiet_stderr,
-    reset_peak_memory,
-    step_times,
-    synchronize,
-    what_ran,
-)
+from dlrm_study.measure.prepared import Prepared, what_ran
+from dlrm_study.measure.timing import elapsed_ms, peak_memory, quiet_stderr, reset_peak_memory, step_times, synchronize
 from dlrm_study.model.tables import make_sparse_arch
+from dlrm_study.model.tables.base import counters
 from dlrm_study.records import columns as col
 from dlrm_study.train.gpu import GpuStep, make_ring, ring_size, takes_staged
 from dlrm_study.train.run import resolve_device
@@ -85,9 +78,9 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
     if on_gpu:
         per_step_ms = elapsed_ms(some(3), run.device) / 3
         block = min(max(round(BLOCK_S * 1e3 / per_step_ms), steps, BLOCK_STEPS[0]), BLOCK_STEPS[1])
-    arch.stats()  # counters (a cache's hits) from here on only
+    counters(arch)  # counters (a cache's hits) from here on only
     block_ms = [elapsed_ms(some(block), run.device) / block for _ in range(BLOCKS)]
-    counters = arch.stats()
+    counts = counters(arch)
     profiled = profile_window(one, PROFILE_STEPS if on_gpu else max(profile_steps, 1), run.device)
     return {
         **what_ran(run),
@@ -104,7 +97,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         "ring_batches": len(ring),
         col.INPUT_MS_MEDIAN: math.nan,  # batches come from the ring on the device: input is not timed
         **profiled,
-        **counters,
+        **counts,
         **peak_memory(run.device),
     }
 
@@ -202,8 +195,8 @@ def embedding_bench(
             arch.update()
 
         if i == warmup:
-            arch.stats()
-        took_forward = elapsed_ms(forward, device) if arch.placement != "cached" else math.nan
+            counters(arch)
+        took_forward = elapsed_ms(forward, device) if arch.placement != Placement.CACHED else math.nan
         took = elapsed_ms(step, device)
         if i >= warmup:
             forward_ms.append(took_forward)
@@ -231,7 +224,7 @@ def embedding_bench(
         "embedding_forward_ms_median": forward,
         "embedding_forward_gbps": row_bytes / forward / 1e6,
         **limits,
-        **arch.stats(),
+        **counters(arch),
     }
     if "copy_gbps" in limits:
         record["embedding_copy_fraction"] = record["embedding_gbps"] / limits["copy_gbps"]

@@ -29,7 +29,7 @@ import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study import config
-from dlrm_study.config import Config
+from dlrm_study.config import Config, Loop
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import selfcheck
 from dlrm_study.records import columns as col
@@ -256,7 +256,7 @@ def fits_together(configs: Sequence[Config]) -> bool:
     """Whether the configs' runs together need at most half the host (and GPU) memory free now."""
     host = device = 0
     for cfg in configs:
-        on_gpu = cfg.train.loop == "gpu" and record_device(cfg) == "cuda"
+        on_gpu = cfg.train.loop == Loop.GPU and record_device(cfg) == "cuda"
         gpu_bytes, host_bytes = config.split_memory(cfg) if on_gpu else (0, config.estimate_memory(cfg).total)
         host, device = host + host_bytes, device + gpu_bytes
     if device and device > config.available_memory("cuda") / 2:

@@ -38,7 +38,8 @@ from dlrm_study.config.variants import (
 )
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
-from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
+from dlrm_study.measure.bench import measure_prepared
+from dlrm_study.measure.prepared import Prepared, prepare
 from dlrm_study.records import outputs
 
 KEYS = {"name", "config", "set", "grid", "variants", "repeats", "steps", "warmup", "profile_steps", "out"}

@@ -1,1 +1,1 @@
-"""The model: DLRM (`dlrm`), its interactions (`interaction`), its sparse archs (`tables`) and their kernels (`kernels`)."""
+"""The model: DLRM (`dlrm`), its interactions (`interaction`), sparse archs (`tables`), kernels (`kernels`)."""

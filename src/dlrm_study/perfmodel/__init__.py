@@ -1,1 +1,1 @@
-"""Performance models: the roofline bound of one step (`roofline`), the GPU model (`gpu`), the scaling model (`scaling`)."""
+"""Performance models: the roofline bound of a step (`roofline`), the GPU model (`gpu`), scaling (`scaling`)."""

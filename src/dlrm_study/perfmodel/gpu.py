@@ -35,7 +35,7 @@ import json
 import os
 
 from dlrm_study import config
-from dlrm_study.config import Config
+from dlrm_study.config import Config, Placement, Precision
 from dlrm_study.perfmodel.roofline import iteration_work
 
 SLACK = 3.0  # the low end: this study's step may reach a third of the published efficiency
@@ -130,18 +130,18 @@ def bound_ms(
 ) -> dict[str, float]:
     """Lower bound on one step's GPU and host-link time (ms), by term, at the device's peaks."""
     w = gpu_work(cfg)
-    math_ = math_ or ("bf16" if cfg.train.precision == "bf16" else "fp32")
+    math_ = math_ or ("bf16" if cfg.train.precision == Precision.BF16 else "fp32")
     dense = w["flops"] / gemm_tflops(device, math_) / 1e9
     hbm, link, host = w["embedding_bytes"] / device.hbm_gbps / 1e6, 0.0, 0.0
-    if placement == "uvm":
+    if placement == Placement.UVM:
         hbm, link = 0.0, w["embedding_bytes"] / device.link_gbps / 1e6
-    elif placement == "host":
+    elif placement == Placement.HOST:
         hbm, host = 0.0, w["embedding_bytes"] / device.host_gbps / 1e6
         link = 2 * w["pooled_bytes"] / device.link_gbps / 1e6  # pooled vectors down, their gradients up
-    elif placement == "cached":
+    elif placement == Placement.CACHED:
         misses = w["ids"] * (1.0 - hit_rate)
         link = 2 * misses * w["row_bytes"] / device.link_gbps / 1e6  # the missed row in, a victim out
-    elif placement != "hbm":
+    elif placement != Placement.HBM:
         raise ValueError(f"no GPU model for placement {placement!r} (hbm, uvm, host, cached)")
     return {"dense_ms": dense, "hbm_ms": hbm, "link_ms": link, "host_embedding_ms": host}
 

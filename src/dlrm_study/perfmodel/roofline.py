@@ -41,7 +41,7 @@ divides them by the limits. Assumptions:
   are left out.
 """
 
-from dlrm_study.config import Config
+from dlrm_study.config import Config, Precision
 from dlrm_study.records import columns as col
 
 GEMM_PASSES = ("forward", "grad_input", "grad_weight")
@@ -91,7 +91,7 @@ def embedding_row_bytes(cfg: Config) -> int:
     The bf16 forward reads the upper halves only; the update reads and writes both halves,
     which live in two arrays: two accesses of this size per id.
     """
-    return cfg.model.embedding_dim * (2 if cfg.train.precision == "bf16" else 4)
+    return cfg.model.embedding_dim * (2 if cfg.train.precision == Precision.BF16 else 4)
 
 
 def iteration_work(cfg: Config) -> dict[str, float]:
@@ -141,7 +141,7 @@ def rate(limits: dict[str, float], key: str) -> float:
 
 def gemm_precision(cfg: Config, limits: dict[str, float]) -> str:
     """Whose GEMM rates the config's MLPs run at: bf16 where measured (native bf16), else fp32."""
-    return "bf16" if cfg.train.precision == "bf16" and "gemm_bf16_gflops" in limits else "fp32"
+    return "bf16" if cfg.train.precision == Precision.BF16 and "gemm_bf16_gflops" in limits else "fp32"
 
 
 def mlp_gemm_ms(cfg: Config, limits: dict[str, float], precision: str) -> float:
@@ -157,7 +157,7 @@ def fastest_fp32_gemm(limits: dict[str, float]) -> float:
 def gather_gbps(cfg: Config, limits: dict[str, float]) -> float:
     """The best measured random-row gather rate for this config's rows (fp32 words; bf16 rows too for bf16)."""
     best = rate(limits, f"gather_gbps_{measured_row_bytes(cfg)}B")
-    if cfg.train.precision == "bf16":
+    if cfg.train.precision == Precision.BF16:
         best = max(best, limits.get(f"gather_bf16_gbps_{embedding_row_bytes(cfg)}B", 0.0))
     return best
 
@@ -194,8 +194,8 @@ def rates(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
     dim = cfg.model.embedding_dim
     flops = sum(f for _, _, f in gemm_work(cfg))
     fields = {}
-    for precision in ("fp32", "bf16"):
-        if precision == "fp32" or "gemm_bf16_gflops" in limits:
+    for precision in (Precision.FP32, Precision.BF16):
+        if precision == Precision.FP32 or "gemm_bf16_gflops" in limits:
             fields[f"roofline_gemm_{precision}_gflops"] = flops / mlp_gemm_ms(cfg, limits, precision) / 1e6
     for kind in ("gather", "update"):
         fields[f"roofline_{kind}_fp32_gbps"] = rate(limits, f"{kind}_gbps_{4 * dim}B")

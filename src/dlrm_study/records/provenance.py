@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import dlrm_study
-from dlrm_study import platform as dlrm_study_platform
+from dlrm_study.platform import cpu_model, cpuid
 from dlrm_study.records import columns as col
 
 PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu", "triton")
@@ -69,7 +69,7 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
         "python_version": platform.python_version(),
         **{f"{name.replace('-', '_')}_version": package_version(name) for name in PACKAGES},
         col.CPU_MODEL: cpu_model(),
-        "cpuid": dlrm_study_platform.cpuid(),
+        "cpuid": cpuid(),
         col.CPU_COUNT: os.cpu_count(),
         col.THREADS: torch.get_num_threads(),
         col.DEVICE_NAME: gpu or cpu_model(),

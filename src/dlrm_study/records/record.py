@@ -10,6 +10,7 @@ import dataclasses
 
 import torch
 
+from dlrm_study.config import Config
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import Machine, machine_key
 from dlrm_study.records.provenance import process_run_id, provenance, rules_hash
@@ -83,7 +84,7 @@ def part_of(column: str) -> str:
 def make_record(
     study: str,
     fields: dict[str, object],
-    cfg: "Config | None" = None,
+    cfg: Config | None = None,
     device: torch.device | str = "cpu",
     machine: str | None = None,
     run_id: str | None = None,

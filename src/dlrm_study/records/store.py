@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from dlrm_study.config import Config
 from dlrm_study.errors import UsageError
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import is_legacy_key, machine_key
@@ -27,7 +28,7 @@ def resume_key(
     return f"{config_hash}|{variant}|{machine}|{text(threads)}t|{stamp}|{text(repeat)}"
 
 
-def key_here(cfg: "Config", variant: str, repeat: object = 0, threads: int | None = None) -> str:
+def key_here(cfg: Config, variant: str, repeat: object = 0, threads: int | None = None) -> str:
     """The resume key a measurement of `cfg` would get on this machine now."""
     return resume_key(cfg.hash(), variant, machine_key(), threads or cfg.train.threads or torch.get_num_threads(),
                       repeat, versions())  # fmt: skip

@@ -19,8 +19,10 @@ from dlrm_study.config import Config
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, REGISTRY, TORCHREC
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import baseline_2020, runner
-from dlrm_study.measure.bench import measure_prepared, prepare, step_times
+from dlrm_study.measure.bench import measure_prepared
+from dlrm_study.measure.prepared import prepare
 from dlrm_study.measure.sweep import runnable
+from dlrm_study.measure.timing import step_times
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
 from dlrm_study.studies.profiles import BASELINE, shown

@@ -7,7 +7,8 @@ from pathlib import Path
 from dlrm_study import config
 from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
 from dlrm_study.measure import runner
-from dlrm_study.measure.bench import Prepared, measure_prepared, prepare
+from dlrm_study.measure.bench import measure_prepared
+from dlrm_study.measure.prepared import Prepared, prepare
 from dlrm_study.measure.sweep import runnable, skip_note
 from dlrm_study.perfmodel import roofline
 

@@ -3,8 +3,6 @@
 import itertools
 from pathlib import Path
 
-import pandas as pd
-
 from dlrm_study import config
 from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
 from dlrm_study.measure import runner

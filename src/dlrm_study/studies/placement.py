@@ -9,6 +9,7 @@ from dlrm_study import config
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
+from dlrm_study.model.tables.base import counters
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -103,10 +104,10 @@ def steady_hit_rates(cfgs: list[config.Config], warm: int, timed: int) -> list[d
                     first_eviction[k] = i
                 settled = first_eviction[k] is not None and i - first_eviction[k] + 1 >= timed
                 if settled or i + 1 >= warm:
-                    arch.stats()  # the counts start now
+                    counters(arch)  # the counts start now
                     counting_from[k] = i + 1
             elif i + 1 - counting_from[k] == timed:
-                done[k] = steady_fields(cfgs[k], arch.stats(), counting_from[k], first_eviction[k], timed)
+                done[k] = steady_fields(cfgs[k], counters(arch), counting_from[k], first_eviction[k], timed)
         if all(fields is not None for fields in done):
             return done
     raise AssertionError("the batch stream ended")  # synthetic streams do not end
@@ -117,13 +118,12 @@ def cache_of(cfg: config.Config):
     does not depend on the dimension."""
     import torch
 
+    from dlrm_study.model.tables.base import TableSpec
     from dlrm_study.model.tables.cached import CachedSparseArch
 
     t = cfg.train
-    return CachedSparseArch(
-        cfg.model.table_rows, 1, t.learning_rate, torch.Generator(), "sgd", torch.device("cpu"),
-        t.cache_fraction, t.cache_policy,
-    )  # fmt: skip
+    spec = TableSpec(tuple(cfg.model.table_rows), dim=1, lr=t.learning_rate)
+    return CachedSparseArch(spec, torch.Generator(), t.cache_fraction, t.cache_policy)
 
 
 def steady_fields(

@@ -10,8 +10,6 @@ repeats, interleaved, resumable, one record each (machine key at one thread: one
 
 from pathlib import Path
 
-import pandas as pd
-
 from dlrm_study import config
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.measure import runner

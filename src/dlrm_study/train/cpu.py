@@ -3,6 +3,7 @@
 import math
 from collections.abc import Callable, Iterable
 
+from dlrm_study.config import Loop
 from dlrm_study.data import Batch
 from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.train.run import Run, place, train_step
@@ -20,7 +21,7 @@ def train(
     intra-op thread) while the current step computes; on a GPU each batch is copied on a
     side stream while the previous one trains. The gpu loop trains through `gpu_step.train`.
     """
-    if run.cfg.train.loop == "gpu":
+    if run.cfg.train.loop == Loop.GPU:
         from dlrm_study.train import gpu as gpu_step  # it builds on this module
 
         return gpu_step.train(run, batches, steps, on_step)

@@ -17,6 +17,7 @@ step function (`train_step`); the CPU tests count its host reads and copies.
 
 import math
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -37,6 +38,14 @@ def takes_staged(arch: SparseArch) -> bool:
     return type(arch).staged is not SparseArch.staged
 
 
+@runtime_checkable
+class Capturable(Protocol):
+    """A sparse arch that knows whether its step can be captured as a CUDA graph: `capture_blocker`
+    is "" where its shapes are fixed and nothing is read back to the host, else the reason."""
+
+    capture_blocker: str
+
+
 def not_captured(run: Run) -> str:
     """Why this run's step is not captured as a CUDA graph ('' where it is)."""
     arch = run.model.sparse_arch
@@ -48,9 +57,9 @@ def not_captured(run: Run) -> str:
         # host (and per-table mixes with it): the CPU kernels look up and update the rows, so the
         # pooled rows cross to the device and their gradient back inside every step, by design.
         return f"the {arch.placement} placement takes per-table bags on the host"
-    if not getattr(arch, "capturable", False):
-        return getattr(arch, "not_capturable", "") or f"the {arch.placement} placement has data-dependent shapes"
-    return ""
+    if not isinstance(arch, Capturable):
+        return f"the {arch.placement} placement has data-dependent shapes"
+    return arch.capture_blocker
 
 
 class GpuStep:

@@ -16,7 +16,7 @@ from torch.autograd.profiler import record_function
 from torch.nn import functional as F
 
 from dlrm_study import platform
-from dlrm_study.config import Config, check_fits, resolve_placement, validate
+from dlrm_study.config import Config, Loop, Placement, Precision, check_fits, resolve_placement, validate
 from dlrm_study.data import Batch, StagedBatch
 from dlrm_study.errors import UsageError
 from dlrm_study.model.dlrm import DLRM
@@ -54,13 +54,13 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
     """
     validate(cfg)
     device = resolve_device(cfg.train.device)
-    if cfg.train.placement == "auto":
+    if cfg.train.placement == Placement.AUTO:
         cfg.train.placement = resolve_placement(cfg, device.type)
         print(f"dlrm-study: train.placement auto -> {cfg.train.placement}", file=sys.stderr)
     check_fits(cfg, device.type)
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
-    if cfg.train.precision == "bf16" and not native_bf16(device):
+    if cfg.train.precision == Precision.BF16 and not native_bf16(device):
         if device.type == "cuda":
             raise UsageError(f"train.precision bf16: {torch.cuda.get_device_name(device)} has no bf16; use fp32")
         # Run what was asked, and say so: a bf16 label on an fp32 run would be a false record.
@@ -71,12 +71,12 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         )
     generator = torch.Generator().manual_seed(cfg.train.seed)
     sparse_arch = make_arch(cfg, generator, device)
-    interaction = FusedDotInteraction() if cfg.train.loop == "optimized" and cfg.train.fused_interaction else None
+    interaction = FusedDotInteraction() if cfg.train.loop == Loop.OPTIMIZED and cfg.train.fused_interaction else None
     model = DLRM(cfg.model, sparse_arch, generator, interaction).to_device(device)
-    if cfg.train.loop == "gpu":  # fp32 parameters; in bf16 the dense math runs under autocast
+    if cfg.train.loop == Loop.GPU:  # fp32 parameters; in bf16 the dense math runs under autocast
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
-        return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == "bf16")
-    if cfg.train.precision == "bf16":  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
+        return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == Precision.BF16)
+    if cfg.train.precision == Precision.BF16:  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
         optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
     else:
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
@@ -95,7 +95,7 @@ def precision_label(precision: str, device: torch.device) -> str:
 
     The config keeps `train.precision=bf16` (its hash names the experiment, not the machine).
     """
-    return "bf16 (emulated)" if precision == "bf16" and not native_bf16(device) else precision
+    return "bf16 (emulated)" if precision == Precision.BF16 and not native_bf16(device) else precision
 
 
 def place(run: Run, batch: Batch) -> Batch:

@@ -10,19 +10,53 @@ so the model and the training loop never change when it is swapped. What an arch
   `loss.backward()` every step; `clear_grad()` before the next backward;
 - **state**: `tables()` / `set_tables()`, and `accumulators()` / `set_accumulators()` for
   row-wise Adagrad (checkpoints and distributed runs move them by table);
-- **what ran**: `name`, `placement`, `kernel_path` (the kernel module's `NAME`), `stats()`.
+- **what ran**: `name`, `placement`, `kernel_path` (the kernel module's `NAME`).
+
+Everything else is the measurement's: archs that count something (a cache's hits) have `counters()`
+(`measure.timing.counters`), the profiler tells embedding backward by autograd node name
+(`measure.cpu.EMBEDDING_BACKWARD`), and an arch whose step a CUDA graph can capture says so
+(`train.gpu.Capturable`).
 
 Archs whose backward is their update implement `FusedTables` (`pooled`, `apply_update`)
 and run through `FusedLookup`, the one autograd function that joins the two.
 """
 
-from typing import Protocol
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
-# batched_ids and out_of_range live with the batches now; importers of them from here still work.
-from dlrm_study.data.batch import Batch, StagedBatch, batched_ids, check_ids, out_of_range  # noqa: F401
+from dlrm_study.config import Config, Precision
+from dlrm_study.data.batch import Batch, StagedBatch, check_ids
+
+CPU = torch.device("cpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class TableSpec:
+    """What a sparse arch is built from, for all its tables at once (torchrec's `EmbeddingBagConfig`s):
+    each table's rows, the common dimension, how the tables learn, their precision and device."""
+
+    rows: tuple[int, ...]
+    dim: int
+    lr: float = 0.01
+    optimizer: str = "sgd"  # sgd | rowwise_adagrad
+    precision: Precision = Precision.FP32
+    device: torch.device = CPU
+
+    @classmethod
+    def of(cls, cfg: Config, device: torch.device | None = None) -> "TableSpec":
+        m, t = cfg.model, cfg.train
+        return cls(tuple(m.table_rows), m.embedding_dim, t.learning_rate, t.optimizer, t.precision, device or CPU)
+
+    def only(self, tables: Sequence[int]) -> "TableSpec":
+        """The spec of some of the tables (a placement's group, a rank's shard), in the order given."""
+        return dataclasses.replace(self, rows=tuple(self.rows[i] for i in tables))
+
+    def but(self, **changes: object) -> "TableSpec":
+        return dataclasses.replace(self, **changes)
 
 
 class SparseArch(nn.Module):
@@ -34,18 +68,14 @@ class SparseArch(nn.Module):
     placement: str = "device"
     #: Which implementation ran the hot kernels (recorded with every measurement).
     kernel_path: str = "aten"
-    #: Substring of the autograd node names of this arch's backward, so the
-    #: per-operator breakdown can tell embedding backward from dense backward.
-    backward_node: str = "Embedding"
     #: Where the loop should put the batch's ids (None: the training device).
     ids_device: torch.device | None = None
-    #: Whether the gpu loop's step with this arch can be captured as a CUDA graph (`train.gpu_step`).
-    capturable: bool = False
 
-    def __init__(self, table_rows: list[int], dim: int) -> None:
+    def __init__(self, spec: TableSpec) -> None:
         super().__init__()
-        self.table_rows = list(table_rows)
-        self.dim = dim
+        self.spec = spec
+        self.table_rows = list(spec.rows)
+        self.dim = spec.dim
 
     def __call__(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         self.check_ids(indices)
@@ -104,12 +134,22 @@ class SparseArch(nn.Module):
         """Overwrite each table's accumulator with `values` (as `accumulators` returns them)."""
         raise TypeError(f"the {type(self).__name__} keeps no row-wise Adagrad accumulators")
 
-    def stats(self) -> dict[str, float]:
-        """Counters worth a column in the record (a cache's hit rate, say); reset by the call."""
-        return {}
-
     def close(self) -> None:
         """Release what the arch holds outside this process (a parameter server's shards)."""
+
+
+@runtime_checkable
+class Counted(Protocol):
+    """An arch that counts something worth a column in its records (a cache's hits and evictions)."""
+
+    def counters(self) -> dict[str, float]:
+        """The counts since the last call (reading resets them)."""
+        ...
+
+
+def counters(arch: nn.Module) -> dict[str, float]:
+    """An arch's counters since they were last read; {} for the archs that count nothing."""
+    return arch.counters() if isinstance(arch, Counted) else {}
 
 
 class FusedTables(Protocol):

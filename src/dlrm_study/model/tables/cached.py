@@ -18,6 +18,7 @@ import math
 import torch
 
 from dlrm_study.errors import UsageError
+from dlrm_study.model.tables.base import TableSpec
 from dlrm_study.model.tables.device_tables import ADAGRAD_EPS, KernelTablesArch, stacked_tables
 
 POLICIES = ("lru", "lfu")
@@ -26,26 +27,16 @@ POLICIES = ("lru", "lfu")
 class CachedSparseArch(KernelTablesArch):
     name = "cached"
     placement = "cached"
-    capturable = False
-    not_capturable = (
+    capture_blocker = (
         "cached: which rows miss, and so how many rows move and which slots they take, is learnt "
         "from the batch on the host each step (torch.unique, nonzero); a fixed-size version "
         "(sort-based unique and top-k over the batch's worst case) would be capturable"
     )
 
-    def __init__(
-        self,
-        table_rows: list[int],
-        dim: int,
-        lr: float,
-        generator: torch.Generator,
-        optimizer: str,
-        device: torch.device,
-        fraction: float,
-        policy: str = "lru",
-    ) -> None:
-        super().__init__(table_rows, dim, device)
-        self.lr, self.optimizer, self.policy = lr, optimizer, policy
+    def __init__(self, spec: TableSpec, generator: torch.Generator, fraction: float, policy: str = "lru") -> None:
+        super().__init__(spec)
+        table_rows, dim, optimizer, device = list(spec.rows), spec.dim, spec.optimizer, spec.device
+        self.lr, self.optimizer, self.policy = spec.lr, optimizer, policy
         total = sum(table_rows)
         self.capacity = cache_slots(total, fraction)
         host = {"pin_memory": True} if device.type == "cuda" else {}
@@ -66,7 +57,7 @@ class CachedSparseArch(KernelTablesArch):
         self.register_buffer("evictions", torch.zeros((), dtype=torch.int64, **on_device))
 
     def rows_of(self, ids: torch.Tensor, bag_starts: torch.Tensor) -> torch.Tensor:
-        ids = ids[: int(bag_starts[-1])]  # a staged batch's padding is no lookup (a host read: see not_capturable)
+        ids = ids[: int(bag_starts[-1])]  # a staged batch's padding is no lookup (a host read: see capture_blocker)
         if self.training:
             return self.make_resident(ids)
         return self.read_in_place(ids)
@@ -146,7 +137,7 @@ class CachedSparseArch(KernelTablesArch):
         weight[self.slot_row[held].cpu()] = self.cache_weight[held].cpu()
         return list(weight.split(self.table_rows))
 
-    def stats(self) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
         lookups, hits, evictions = int(self.lookups), int(self.hits), int(self.evictions)
         for counter in (self.lookups, self.hits, self.evictions):
             counter.zero_()

@@ -13,10 +13,11 @@ where it runs (a GPU, or the interpreter on the CPU), PyTorch elsewhere (`kernel
 
 import torch
 
-from dlrm_study.data.batch import StagedBatch, table_starts
+from dlrm_study.config import Placement
+from dlrm_study.data.batch import StagedBatch, batched_ids, table_starts
 from dlrm_study.errors import UsageError
 from dlrm_study.model.kernels import torch_ops, triton_ops
-from dlrm_study.model.tables.base import FusedLookup, SparseArch, batched_ids, uniform_table
+from dlrm_study.model.tables.base import FusedLookup, SparseArch, TableSpec, uniform_table
 
 ADAGRAD_EPS = 1e-8
 
@@ -44,14 +45,13 @@ class KernelTablesArch(SparseArch):
     batches (`data.stage`: ids stacked, checked, padded) as well as per-table bags.
     """
 
-    backward_node = "FusedLookup"
-    #: Whether a step over staged batches has fixed shapes and reads nothing back to the host,
-    #: so it can be captured as a CUDA graph (`train.gpu_step`); if not, `not_capturable` says why.
-    capturable = True
-    not_capturable = ""
+    #: Why a step over staged batches cannot be captured as a CUDA graph (`train.gpu.Capturable`):
+    #: "" here, since its shapes are fixed and it reads nothing back to the host.
+    capture_blocker = ""
 
-    def __init__(self, table_rows: list[int], dim: int, device: torch.device) -> None:
-        super().__init__(table_rows, dim)
+    def __init__(self, spec: TableSpec) -> None:
+        super().__init__(spec)
+        table_rows, device = spec.rows, spec.device
         self.device = device
         self.ops = kernels_for(device)
         self.table_starts = table_starts(table_rows)
@@ -83,19 +83,11 @@ class KernelTablesArch(SparseArch):
 class DeviceTablesSparseArch(KernelTablesArch):
     name = "device-tables"
 
-    def __init__(
-        self,
-        table_rows: list[int],
-        dim: int,
-        lr: float,
-        generator: torch.Generator,
-        optimizer: str,
-        device: torch.device,
-        placement: str = "hbm",
-    ) -> None:
-        super().__init__(table_rows, dim, device)
-        self.lr, self.optimizer, self.placement = lr, optimizer, placement
-        uvm_on_gpu = placement == "uvm" and device.type == "cuda"
+    def __init__(self, spec: TableSpec, generator: torch.Generator, placement: Placement = Placement.HBM) -> None:
+        super().__init__(spec)
+        table_rows, dim, optimizer, device = list(spec.rows), spec.dim, spec.optimizer, spec.device
+        self.lr, self.optimizer, self.placement = spec.lr, optimizer, placement
+        uvm_on_gpu = placement == Placement.UVM and device.type == "cuda"
         if uvm_on_gpu and self.ops.NAME != triton_ops.NAME:
             raise UsageError("train.placement uvm needs Triton (pip install triton) to read host memory from the GPU")
         where = {"pin_memory": True} if uvm_on_gpu else {"device": device}

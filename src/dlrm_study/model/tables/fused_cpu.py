@@ -15,37 +15,31 @@ The kernels are C++ when a compiler is present, PyTorch otherwise (`kernel_path`
 
 import torch
 
+from dlrm_study.config import Precision
+from dlrm_study.data.batch import batched_ids
 from dlrm_study.model import kernels
 from dlrm_study.model.kernels import torch_ops
 from dlrm_study.model.tables import hugepages
-from dlrm_study.model.tables.base import FusedLookup, SparseArch, batched_ids, uniform_table
+from dlrm_study.model.tables.base import FusedLookup, SparseArch, TableSpec, uniform_table
 
 ADAGRAD_EPS = 1e-8
 
 
 class FusedCPUSparseArch(SparseArch):
     name = "fused-cpu"
-    backward_node = "FusedLookup"
 
     def __init__(
-        self,
-        table_rows: list[int],
-        dim: int,
-        lr: float,
-        generator: torch.Generator,
-        optimizer: str = "sgd",
-        precision: str = "fp32",
-        table_batching: bool = True,
-        huge_pages: bool = True,
+        self, spec: TableSpec, generator: torch.Generator, table_batching: bool = True, huge_pages: bool = True
     ) -> None:
-        super().__init__(table_rows, dim)
-        self.lr, self.optimizer, self.precision = lr, optimizer, precision
+        super().__init__(spec)
+        table_rows, dim, optimizer, precision = list(spec.rows), spec.dim, spec.optimizer, spec.precision
+        self.lr, self.optimizer, self.precision = spec.lr, optimizer, precision
         self.table_batching = table_batching
         starts = torch.tensor([0, *table_rows[:-1]]).cumsum(0)
         self.register_buffer("table_starts", starts, persistent=False)
         total = sum(table_rows)
         empty = hugepages.empty if huge_pages else torch.empty
-        if precision == "bf16":
+        if precision == Precision.BF16:
             self.register_buffer("weight_hi", empty(total, dim, dtype=torch.int16))
             self.register_buffer("weight_lo", empty(total, dim, dtype=torch.int16))
         else:
@@ -69,7 +63,7 @@ class FusedCPUSparseArch(SparseArch):
     def set_rows(self, start: int, weights: torch.Tensor) -> None:
         """Write fp32 master weights into rows start, start + 1, ..."""
         rows = slice(start, start + len(weights))
-        if self.precision == "bf16":
+        if self.precision == Precision.BF16:
             self.weight_hi[rows], self.weight_lo[rows] = torch_ops.split(weights)
         else:
             self.weight[rows] = weights
@@ -80,7 +74,7 @@ class FusedCPUSparseArch(SparseArch):
         return self.pooled_tables(ids, bag_starts, batch, len(self.table_rows))
 
     def pooled_tables(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int, tables: int) -> torch.Tensor:
-        if self.precision == "bf16":
+        if self.precision == Precision.BF16:
             return self.ops.forward_bf16(self.weight_hi, ids, bag_starts, batch, tables)
         return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, tables)
 
@@ -98,20 +92,20 @@ class FusedCPUSparseArch(SparseArch):
         ops = self.ops
         if self.optimizer == "rowwise_adagrad":
             eps = ADAGRAD_EPS
-            if self.precision == "bf16":
+            if self.precision == Precision.BF16:
                 ops.rowwise_adagrad_split_bf16(
                     self.weight_hi, self.weight_lo, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables
                 )
             else:
                 ops.rowwise_adagrad_fp32(self.weight, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables)
-        elif self.precision == "bf16":
+        elif self.precision == Precision.BF16:
             ops.sgd_split_bf16(self.weight_hi, self.weight_lo, ids, bag_starts, grad, self.lr, batch, tables)
         else:
             ops.sgd_fp32(self.weight, ids, bag_starts, grad, self.lr, batch, tables)
 
     def master_weight(self) -> torch.Tensor:
         """All tables' fp32 master weights, (total rows, dim)."""
-        if self.precision == "bf16":
+        if self.precision == Precision.BF16:
             return torch_ops.join(self.weight_hi, self.weight_lo)
         return self.weight
 

@@ -9,23 +9,20 @@ bottom MLP's backward.
 
 import torch
 
-from dlrm_study.model.tables.base import SparseArch
+from dlrm_study.config import Precision
+from dlrm_study.model.tables.base import CPU, SparseArch, TableSpec
 from dlrm_study.model.tables.fused_cpu import FusedCPUSparseArch
 
 
 class HostSparseArch(SparseArch):
     name = "host-fused-cpu"
     placement = "host"
-    backward_node = "FusedLookup"
-    ids_device = torch.device("cpu")
+    ids_device = CPU
 
-    def __init__(
-        self, table_rows: list[int], dim: int, lr: float, generator: torch.Generator, optimizer: str,
-        device: torch.device,
-    ) -> None:  # fmt: skip
-        super().__init__(table_rows, dim)
-        self.device = device
-        self.fused = FusedCPUSparseArch(table_rows, dim, lr, generator, optimizer, precision="fp32")
+    def __init__(self, spec: TableSpec, generator: torch.Generator) -> None:
+        super().__init__(spec)
+        self.device = spec.device
+        self.fused = FusedCPUSparseArch(spec.but(precision=Precision.FP32, device=CPU), generator)
 
     @property
     def kernel_path(self) -> str:

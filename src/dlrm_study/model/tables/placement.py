@@ -7,9 +7,9 @@ puts the pooled embeddings back in table order (`PlacedSparseArch`).
 
 import torch
 
-from dlrm_study.config import Config, placements
+from dlrm_study.config import Config, Placement, placements
 from dlrm_study.errors import UsageError
-from dlrm_study.model.tables.base import SparseArch
+from dlrm_study.model.tables.base import SparseArch, TableSpec, counters
 from dlrm_study.model.tables.cached import CachedSparseArch
 from dlrm_study.model.tables.device_tables import DeviceTablesSparseArch
 from dlrm_study.model.tables.host import HostSparseArch
@@ -17,30 +17,25 @@ from dlrm_study.model.tables.host import HostSparseArch
 
 def make_placed_arch(cfg: Config, generator: torch.Generator, device: torch.device) -> SparseArch:
     """The sparse arch of the gpu loop for `train.placement` (already resolved from `auto`)."""
-    m, t = cfg.model, cfg.train
-    if t.placement.startswith("torchrec"):
+    spec = TableSpec.of(cfg, device)
+    if cfg.train.placement.startswith("torchrec"):
         return torchrec_arch(cfg, generator, device)
     each = placements(cfg)
     if len(set(each)) == 1:
-        return one_placement(each[0], m.table_rows, cfg, generator, device)
+        return one_placement(each[0], spec, cfg, generator)
     groups = {p: [i for i, q in enumerate(each) if q == p] for p in dict.fromkeys(each)}
-    archs = {
-        p: one_placement(p, [m.table_rows[i] for i in tables], cfg, generator, device) for p, tables in groups.items()
-    }
-    return PlacedSparseArch(m.table_rows, m.embedding_dim, groups, archs, device)
+    archs = {p: one_placement(p, spec.only(tables), cfg, generator) for p, tables in groups.items()}
+    return PlacedSparseArch(spec, groups, archs)
 
 
-def one_placement(
-    placement: str, table_rows: list[int], cfg: Config, generator: torch.Generator, device: torch.device
-) -> SparseArch:
-    dim, lr, optimizer = cfg.model.embedding_dim, cfg.train.learning_rate, cfg.train.optimizer
-    if placement in ("hbm", "uvm"):
-        return DeviceTablesSparseArch(table_rows, dim, lr, generator, optimizer, device, placement)
-    if placement == "host":
-        return HostSparseArch(table_rows, dim, lr, generator, optimizer, device)
-    if placement == "cached":
-        t = cfg.train
-        return CachedSparseArch(table_rows, dim, lr, generator, optimizer, device, t.cache_fraction, t.cache_policy)
+def one_placement(placement: str, spec: TableSpec, cfg: Config, generator: torch.Generator) -> SparseArch:
+    """The arch of one placement over the tables of `spec`."""
+    if placement in (Placement.HBM, Placement.UVM):
+        return DeviceTablesSparseArch(spec, generator, Placement(placement))
+    if placement == Placement.HOST:
+        return HostSparseArch(spec, generator)
+    if placement == Placement.CACHED:
+        return CachedSparseArch(spec, generator, cfg.train.cache_fraction, cfg.train.cache_policy)
     raise ValueError(f"no sparse arch for placement {placement!r}")
 
 
@@ -50,27 +45,18 @@ def torchrec_arch(cfg: Config, generator: torch.Generator, device: torch.device)
         raise UsageError(f"train.placement {cfg.train.placement} needs a CUDA GPU (fbgemm-gpu's CUDA kernels)")
     from dlrm_study.model.tables.torchrec_arch import TorchrecSparseArch
 
-    m, t = cfg.model, cfg.train
-    kernel = t.placement.removeprefix("torchrec-")
-    return TorchrecSparseArch(m.table_rows, m.embedding_dim, t.learning_rate, generator, t.optimizer, device, kernel)
+    kernel = cfg.train.placement.removeprefix("torchrec-")
+    return TorchrecSparseArch(TableSpec.of(cfg, device), generator, kernel)
 
 
 class PlacedSparseArch(SparseArch):
     """Tables split by placement, one arch per group; output in the config's table order."""
 
     name = "placed"
-    backward_node = "FusedLookup"
 
-    def __init__(
-        self,
-        table_rows: list[int],
-        dim: int,
-        groups: dict[str, list[int]],
-        archs: dict[str, SparseArch],
-        device: torch.device,
-    ) -> None:
-        super().__init__(table_rows, dim)
-        self.groups, self.device = groups, device
+    def __init__(self, spec: TableSpec, groups: dict[str, list[int]], archs: dict[str, SparseArch]) -> None:
+        super().__init__(spec)
+        self.groups, self.device = groups, spec.device
         self.archs = torch.nn.ModuleDict(archs)
         self.placement = ",".join(dict.fromkeys(groups))
         # Host groups want their ids on the CPU; device groups copy theirs over themselves.
@@ -102,8 +88,8 @@ class PlacedSparseArch(SparseArch):
                 out[i] = weight.cpu()
         return out
 
-    def stats(self) -> dict[str, float]:
+    def counters(self) -> dict[str, float]:
         merged: dict[str, float] = {}
         for arch in self.archs.values():
-            merged.update(arch.stats())
+            merged.update(counters(arch))
         return merged

@@ -8,25 +8,23 @@ applies it. This is the baseline every speedup is measured against.
 import torch
 from torch import nn
 
-from dlrm_study.model.tables.base import SparseArch, uniform_table
+from dlrm_study.model.tables.base import SparseArch, TableSpec, uniform_table
 
 
 class ReferenceSparseArch(SparseArch):
     name = "reference"
-    backward_node = "EmbeddingBag"
 
-    def __init__(
-        self, table_rows: list[int], dim: int, lr: float, generator: torch.Generator, optimizer: str = "sgd"
-    ) -> None:
-        super().__init__(table_rows, dim)
+    def __init__(self, spec: TableSpec, generator: torch.Generator) -> None:
+        super().__init__(spec)
+        dim = spec.dim
         self.bags = nn.ModuleList(
             nn.EmbeddingBag(rows, dim, mode="sum", sparse=True, _weight=uniform_table(rows, dim, generator))
-            for rows in table_rows
+            for rows in spec.rows
         )
-        if optimizer == "rowwise_adagrad":
-            self.optimizer = RowWiseSparseAdagrad(self.parameters(), lr=lr)
+        if spec.optimizer == "rowwise_adagrad":
+            self.optimizer = RowWiseSparseAdagrad(self.parameters(), lr=spec.lr)
         else:
-            self.optimizer = torch.optim.SGD(self.parameters(), lr=lr)
+            self.optimizer = torch.optim.SGD(self.parameters(), lr=spec.lr)
 
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         pooled = [bag(ids, offs) for bag, ids, offs in zip(self.bags, indices, offsets, strict=True)]

@@ -11,7 +11,7 @@ import torch
 
 from dlrm_study.data.batch import to_kjt
 from dlrm_study.errors import UsageError
-from dlrm_study.model.tables.base import SparseArch, uniform_table
+from dlrm_study.model.tables.base import SparseArch, TableSpec, uniform_table
 
 try:
     from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation
@@ -38,21 +38,11 @@ LOCATIONS = {
 class TorchrecSparseArch(SparseArch):
     name = "torchrec-fused"
     kernel_path = "fbgemm"
-    # The TBE backward shows as `torch::autograd::CppNode<SplitLookupFunction_{sgd,rowwise_adagrad}_Op_pt2>`.
-    backward_node = "SplitLookupFunction"
 
-    def __init__(
-        self,
-        table_rows: list[int],
-        dim: int,
-        lr: float,
-        generator: torch.Generator,
-        optimizer: str = "sgd",
-        device: torch.device | None = None,
-        compute_kernel: str = "fused",
-    ) -> None:
-        super().__init__(table_rows, dim)
-        self.device = device or torch.device("cpu")
+    def __init__(self, spec: TableSpec, generator: torch.Generator, compute_kernel: str = "fused") -> None:
+        super().__init__(spec)
+        table_rows, dim, lr, optimizer = spec.rows, spec.dim, spec.lr, spec.optimizer
+        self.device = spec.device
         location = None
         if self.device.type == "cuda":  # fbgemm-gpu's CUDA TBE, tables where the kernel name says
             self.name, self.placement = f"torchrec-{compute_kernel}", compute_kernel
