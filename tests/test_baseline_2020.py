@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dlrm_study import config
-from dlrm_study.analysis import baseline as analysis_baseline
+from dlrm_study.analysis.baseline import baseline_records
 from dlrm_study.cli import main as cli
 from dlrm_study.data import make_data
 from dlrm_study.errors import UsageError
@@ -92,5 +92,5 @@ def test_a_second_run_resumes_the_2020_records(tmp_path, monkeypatch) -> None:
     assert first.ran > 0 and first.failed == 0
     again = baseline.run("smoke", tmp_path, tmp_path / "python", progress=False)
     assert again.ran == 0 and again.skipped == first.ran
-    frame = analysis_baseline.records("smoke", tmp_path)
+    frame = baseline_records("smoke", tmp_path)
     assert set(frame[frame["variant"] == baseline.OLD]["torch_version"]) == {"1.5.1"}

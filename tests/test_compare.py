@@ -6,7 +6,8 @@ from dlrm_study import config, results
 from dlrm_study.analysis.compare import report, upstream_report
 from dlrm_study.cli.main import main
 from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
-from dlrm_study.measure import limits, sweep
+from dlrm_study.measure import limits as machine_limits
+from dlrm_study.measure import sweep
 from dlrm_study.measure.bench import bench
 from dlrm_study.measure.sweep import runnable
 from dlrm_study.perfmodel import roofline
@@ -18,7 +19,7 @@ from dlrm_study.train import run as loop
 def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     pytest.importorskip("torchrec")
     cfgs = [config.load("tiny", REGISTRY[v]) for v in CPU_LOOPS]
-    limits = limits.measure_limits(quick=True, **roofline.needs(*cfgs))
+    limits = machine_limits.measure_limits(quick=True, **roofline.needs(*cfgs))
     out = tmp_path / "bench.csv"
     records = compare(["tiny"], repeats=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
     kept, _ = runnable(["reference", "optimized-fp32", "optimized-bf16", "torchrec"])

@@ -10,7 +10,8 @@ import torch
 from tests.conftest import ROOT
 
 from dlrm_study import studies
-from dlrm_study.analysis import predictions, readers
+from dlrm_study.analysis import predictions
+from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.measure import sweep
 from dlrm_study.records import store
 from dlrm_study.report import plots
@@ -35,7 +36,7 @@ def test_dry_run_writes_every_record(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     grid = store.load(tmp_path / studies.GPU_RECORDS)
     for spec in sweeps(tmp_path, dry_run=True):  # every point of every sweep measured (shared points once)
-        measured = readers.records(spec, machine=None)
+        measured = sweep_records(spec, machine=None)
         assert len(measured) == len(sweep.points(spec)) * spec.repeats, spec.name
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
     host = grid[grid["variant"].str.startswith("host-")]  # the grid's CPU loops, in the GPU study's own run
@@ -82,7 +83,7 @@ def test_dry_run_writes_every_record(tmp_path):
     # Notebook 03 draws GPU records only if measured on cuda; its heatmap, fed the dry run's grid, whose
     # host CPU loops ran in the same run as its GPU loop (GPU over CPU: one machine, paired per repeat):
     spec = studies.on_gpu(studies.dense_sparse_grid("smoke", tmp_path), "cpu", host=True)
-    grid = readers.records(spec, machine=None)
+    grid = sweep_records(spec, machine=None)
     assert {"gpu-hbm", "host-optimized-fp32"} <= set(grid["variant"]) and grid["run_id"].nunique() == 1
     ratio = studies.gpu_over_cpu(grid)
     assert ratio.shape == (2, 2) and (ratio > 0).all().all()

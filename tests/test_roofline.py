@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from dlrm_study import config
-from dlrm_study.measure import limits
+from dlrm_study.measure import limits as machine_limits
 from dlrm_study.perfmodel import roofline
 
 # dlrm-benchmark: batch 2048, 8 tables, 100 ids per bag (fixed), dim 64.
@@ -41,7 +41,7 @@ def fake_limits(cfg: config.Config, scale: float = 1.0, layer_gflops: float = 10
     """Limits for `cfg`: square GEMMs at 1 GFLOP/s (never the bound's), every layer GEMM at
     `layer_gflops` (4x that in bf16)."""
     limits = {"stream_gbps": 10.0, "gemm_fp32_gflops": 1.0, "gemm_bf16_gflops": 1.0}
-    for size in limits.ROW_BYTES:
+    for size in machine_limits.ROW_BYTES:
         limits[f"gather_gbps_{size}B"] = size / 64
         limits[f"update_gbps_{size}B"] = size / 128
         limits[f"gather_bf16_gbps_{size}B"] = size / 80
@@ -128,7 +128,7 @@ def test_measure_limits_quick() -> None:
     tiny = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
     needs = roofline.needs(tiny)
     assert needs["row_bytes"] == [16, 32] and needs["bf16_row_bytes"] == [16]  # dim 8: bf16 rows, fp32 rows
-    limits = limits.measure_limits(quick=True, **needs)
+    limits = machine_limits.measure_limits(quick=True, **needs)
     expected = ["stream_gbps", "gemm_fp32_gflops"]
     expected += [f"{kind}_{size}B" for size in (16, 32) for kind in ("gather_gbps", "update_gbps")]
     expected += [f"{kind}_bf16_gbps_16B" for kind in ("gather", "update")]  # dim 8
@@ -137,7 +137,7 @@ def test_measure_limits_quick() -> None:
     for key, value in limits.items():
         assert math.isfinite(value) and value > 0, key
     limits["stream_gbps"] = -1.0  # a copy: the per-process cache is untouched
-    assert limits.measure_limits(quick=True)["stream_gbps"] > 0
+    assert machine_limits.measure_limits(quick=True)["stream_gbps"] > 0
     assert roofline.bound_ms(tiny, limits)["roofline_ms"] > 0 and roofline.rates(tiny, limits)
 
 
@@ -145,8 +145,8 @@ def test_measure_limits_quick() -> None:
 def test_fused_gather_pools_the_same_rows_as_embedding_bag(dtype) -> None:
     """The roofline's second gather (the loop's own kernel) times the same work as embedding_bag."""
     table = torch.randn(1000, 8).to(dtype)
-    ids, offsets = torch.randint(1000, (500,)), torch.arange(0, 500, limits.BAG)
-    fused = limits.fused_gather(table, ids, offsets)
+    ids, offsets = torch.randint(1000, (500,)), torch.arange(0, 500, machine_limits.BAG)
+    fused = machine_limits.fused_gather(table, ids, offsets)
     if fused is None:
         pytest.skip("no C++ kernels here")
     expected = F.embedding_bag(ids, table.float(), offsets, mode="sum")

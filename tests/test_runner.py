@@ -6,7 +6,7 @@ import pytest
 from tests.conftest import ROOT
 
 from dlrm_study import config, platform, results
-from dlrm_study.analysis import readers
+from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
 from dlrm_study.records import machine as records_machine
@@ -90,9 +90,9 @@ def test_sweep_records_select_one_machine(tmp_path):
     sweep.run(spec, progress=False)
     other = [{**row, "machine": "amd-epyc-7b13/avx2/2cpu"} for row in store.read_rows(tmp_path / "s.csv")[1]]
     store.append_many(tmp_path / "s.csv", other)
-    assert len(readers.records(spec)) == 2  # this machine's
-    assert len(readers.records(spec, "amd-epyc-7b13/avx2/2cpu")) == 2
-    assert len(readers.records(spec, None)) == 4
+    assert len(sweep_records(spec)) == 2  # this machine's
+    assert len(sweep_records(spec, "amd-epyc-7b13/avx2/2cpu")) == 2
+    assert len(sweep_records(spec, None)) == 4
 
 
 def test_a_failing_variant_is_recorded_once_and_the_rest_go_on(tmp_path):

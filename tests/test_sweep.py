@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dlrm_study.analysis import readers, stats
+from dlrm_study.analysis import stats
+from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.cli.main import main
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
@@ -74,7 +75,7 @@ def test_a_point_two_sweeps_share_is_measured_once(tmp_path):
     other = sweep.Sweep(**{**vars(one), "name": "other", "grid": {"data.lookups_per_table": [3, 4]}})
     sweep.run(one, progress=False)
     assert sweep.run(other, progress=False).skipped == 4  # lookups 3: both variants, both repeats
-    assert set(readers.records(other)["point"]) == {"data.lookups_per_table=3", "data.lookups_per_table=4"}
+    assert set(sweep_records(other)["point"]) == {"data.lookups_per_table=3", "data.lookups_per_table=4"}
 
 
 def test_killed_sweep_process_resumes_and_loses_nothing(tmp_path):
@@ -144,7 +145,7 @@ def test_records_hold_only_the_current_points(tmp_path):
     sweep.run(spec, progress=False, limit=2)
     stale = {**store.read_rows(Path(spec.out))[1][0], "config_hash": "0123456789ab"}  # a config since changed
     store.append(Path(spec.out), stale)
-    frame = readers.records(spec)
+    frame = sweep_records(spec)
     assert len(frame) == 2 and "0123456789ab" not in set(frame["config_hash"])
 
 
@@ -163,7 +164,7 @@ def test_sweeps_run_together_share_the_base_and_pair_within_one_run(tmp_path):
     assert counts.tasks == 3 * 2 * 2  # three points (the base once), two variants, two repeats
     frame = store.load(Path(lookups.out))
     assert frame["run_id"].nunique() == 1 and set(frame["study"]) == {"knobs"}
-    far = readers.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
+    far = sweep_records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
     finding = stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x")
     assert finding.all.n == 2  # the far end pairs with the base in each repeat
 
@@ -173,7 +174,7 @@ def test_sweeps_run_one_after_the_other_leave_the_shared_base_unpaired(tmp_path)
     lookups, dims = knob_sweeps(tmp_path)
     sweep.run(lookups, progress=False)
     assert sweep.run(dims, progress=False).skipped == 4
-    far = readers.records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
+    far = sweep_records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
     assert stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x").all.n == 0
 
 

@@ -13,7 +13,7 @@ from dlrm_study.records.machine import select
 from dlrm_study.studies.baseline import OLD, STEPS
 
 
-def records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
+def baseline_records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
     """The decomposition's records (errors left out), with `step` (what each variant is) and `threads`.
 
     `machine`: a machine key; its records at every thread count are kept (None: every machine's).

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import baseline as analysis_baseline
-from dlrm_study.analysis import convergence as analysis_convergence
-from dlrm_study.analysis import placement as analysis_placement
-from dlrm_study.analysis import readers
-from dlrm_study.analysis import scaling as analysis_scaling
+from dlrm_study.analysis.baseline import baseline_records
+from dlrm_study.analysis.convergence import convergence_records
+from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
+from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
-from dlrm_study.studies import cpu, placement
+from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
 
 H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size
@@ -49,19 +49,19 @@ class Evidence:
                 return pd.DataFrame()
 
         return cls(
-            cpu_loops=read(readers.records, cpu.cpu_loops(profile, out), None),
-            convergence=read(analysis_convergence.convergence_records, profile, out, None),
-            scaling=read(analysis_scaling.records, profile, out, None),
-            remote=read(placement.remote_vs_local, profile, out, False, None),
-            cache=read(placement.cache_hit_rates, profile, out, False, None),
+            cpu_loops=read(sweep_records, cpu.cpu_loops(profile, out), None),
+            convergence=read(convergence_records, profile, out, None),
+            scaling=read(scaling_records, profile, out, None),
+            remote=read(remote_vs_local, profile, out, None),
+            cache=read(cache_hit_rates, profile, out, None),
             gpu=read(gpu_records, out),
             gpu_knobs={
                 knob: read(sensitivity_records, knob, on_gpu(sensitivity(knob, profile, out)), None)
                 for knob in H1_KNOBS
             },
-            gpu_grid=read(readers.records, on_gpu(dense_sparse_grid(profile, out), host=True), None),
-            gpu_placements=read(analysis_placement.placement_records, out, "gpu-placements"),
-            baseline=read(analysis_baseline.records, profile, out),
+            gpu_grid=read(sweep_records, on_gpu(dense_sparse_grid(profile, out), host=True), None),
+            gpu_placements=read(placement_records, out, "gpu-placements"),
+            baseline=read(baseline_records, profile, out),
         )
 
     def frames(self) -> dict[str, pd.DataFrame]:

@@ -1,11 +1,21 @@
-"""TODO docstring (dlrm_study.analysis.placement)."""
+"""Notebook 05's records: the cache's hit rates, the GPU placements' sweeps, local against remote tables."""
 
 from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.errors import UsageError
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
+from dlrm_study.records.machine import select
+from dlrm_study.studies.placement import (
+    CACHE_RECORDS,
+    REMOTE_RECORDS,
+    TABLES,
+    cache_configs,
+    remote_config,
+    steady_variant,
+)
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 
@@ -30,3 +40,27 @@ def placement_records(out: Path, study: str) -> pd.DataFrame:
         frame["x"] = frame["model.table_rows"].map(lambda rows: float(str(rows).split("-")[0]))
         frame["knob"] = "rows per table"
     return frame
+
+
+def cache_hit_rates(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """The cache study's steady-state records of the profile's configs (`studies.placement.measure_cache`)."""
+    path = out / CACHE_RECORDS
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    configs = cache_configs(profile)
+    frame = store.load(path)
+    frame = frame[frame[col.CONFIG_HASH].isin({cfg.hash() for cfg in configs})]
+    steady = frame[frame[col.VARIANT].isin({steady_variant(cfg) for cfg in configs})]  # not the cold-start records
+    frame = select(steady, machine)
+    return frame.sort_values(col.TIMESTAMP).drop_duplicates([col.CONFIG_HASH, col.MACHINE], keep="last")
+
+
+def remote_vs_local(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """Local against remote tables (`studies.placement.measure_remote`), `tables` naming where they were."""
+    path = out / REMOTE_RECORDS
+    if not path.exists():
+        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+    cfg = remote_config(profile)
+    frame = store.load(path)
+    frame = select(frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine)
+    return frame.assign(tables=frame[col.VARIANT].map(TABLES))

@@ -11,7 +11,7 @@ from dlrm_study.records import store
 from dlrm_study.records.machine import select
 
 
-def records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
+def sweep_records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
     """The stored measurements of the sweep's current points (errors left out), on one machine.
 
     `machine`: "this" (the default: this machine's key), a key, or None for every machine.

@@ -14,7 +14,7 @@ from dlrm_study.records.machine import select
 from dlrm_study.studies.scaling import plan
 
 
-def records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+def scaling_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
     """The study's stored records for its current points, on one machine (one thread per rank)."""
     path = out / "scaling.csv"
     if not path.exists():

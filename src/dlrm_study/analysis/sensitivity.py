@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import readers, stats
+from dlrm_study.analysis import stats
+from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
@@ -28,7 +29,7 @@ def knob_value(knob: str, grid: str) -> float:
 
 def sensitivity_records(knob: str, spec: Sweep, machine: str | None = "this") -> pd.DataFrame:
     """A sensitivity sweep's records on one machine, with `x` (the knob's value) and `knob` (its label)."""
-    return with_knob(knob, readers.records(spec, machine))
+    return with_knob(knob, sweep_records(spec, machine))
 
 
 def with_knob(knob: str, records: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +95,7 @@ def rates_table(records: pd.DataFrame) -> pd.DataFrame:
 def gpu_records(spec: Sweep) -> pd.DataFrame:
     """A GPU sweep's stored records on every GPU machine, or an empty frame where none were measured."""
     try:
-        return readers.records(spec, machine=None)
+        return sweep_records(spec, machine=None)
     except UsageError:
         return pd.DataFrame()
 

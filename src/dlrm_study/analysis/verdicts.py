@@ -16,9 +16,9 @@ import math
 
 import pandas as pd
 
-from dlrm_study.analysis import baseline as analysis_baseline
-from dlrm_study.analysis import cpu as analysis_cpu
-from dlrm_study.analysis import scaling as analysis_scaling
+from dlrm_study.analysis import baseline as old_stack
+from dlrm_study.analysis import cpu as cpu_analysis
+from dlrm_study.analysis import scaling as scaling_analysis
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
@@ -253,7 +253,7 @@ def s1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     r = ratios[best]
     threads = "/".join(str(t) for t in sorted(records[col.THREADS].dropna().astype(int).unique()))
     text = f"{best} over {what}, dlrm-benchmark, {threads} threads: {ratio_text(r)}, against {S1_FACTOR:.0f}x"
-    p = analysis_baseline.projection(records, "dlrm-benchmark") if against == baseline.OLD else None
+    p = old_stack.projection(records, "dlrm-benchmark") if against == baseline.OLD else None
     if p:
         text += f"; projected (a model, not measured) to {p['cores']} cores: {p['projected']:.0f}x"
     if not enough(r.n):
@@ -275,8 +275,8 @@ def s2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     frame = view(ref, drop_flagged, "breakdown")
     if frame.empty:
         return few(0, "repeats")
-    s = analysis_cpu.embedding_share(frame).iloc[0]
-    f = analysis_cpu.embedding_share(frame, ("embedding_forward",)).iloc[0]
+    s = cpu_analysis.embedding_share(frame).iloc[0]
+    f = cpu_analysis.embedding_share(frame, ("embedding_forward",)).iloc[0]
     text = (
         f"embedding backward + update: {stats.describe(s.center, s.low, s.high, percent=True)} of the reference's "
         f"profiled dlrm-benchmark iteration ({int(s.n)} repeats; forward beside it: "
@@ -342,7 +342,7 @@ def s4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
     records = view(evidence.scaling, drop_flagged)
     if records.empty:
         return Verdict("not yet measured", "")
-    eff = analysis_scaling.measured_efficiency(records)
+    eff = scaling_analysis.measured_efficiency(records)
     text = (
         f"1 to 2 ranks on one machine: strong efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}, "
         f"weak {stats.describe(*eff['weak_efficiency'], percent=True)}; 64 sockets only as a model's projection"

@@ -4,16 +4,11 @@ Bad input (a config, an option, a file) ends with one line on stderr and exit co
 """
 
 import argparse
-import itertools
 import json
 import math
-import statistics
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
-
-from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study import config
 from dlrm_study.config import Precision
@@ -222,66 +217,30 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def train_one(args: argparse.Namespace, make_arch=None) -> None:
     """Training in this process (its tables local, or on parameter servers through `make_arch`)."""
-    from dlrm_study.data import make_data
+    from dlrm_study.measure.training import train_and_record
     from dlrm_study.model.tables import make_sparse_arch
-    from dlrm_study.train import build, evaluate, train
-    from dlrm_study.train import checkpoint as ckpt
-    from dlrm_study.train.run import precision_label
+    from dlrm_study.train import build
 
     make_arch = make_arch or make_sparse_arch
-    if args.resume:
-        names = ("config", "set", "loop", "precision", "seed", "data", "placement", "cache_fraction", "cache_policy")
-        changed = [f"--{name}" for name in names if getattr(args, name) not in (None, [])]
-        if changed:
-            raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")
-        run = ckpt.load(args.resume, device=args.device, make_arch=make_arch)
-        cfg = run.cfg
-        cfg.train.steps = steps_of(args)
-        if cfg.train.steps < run.step:
-            raise UsageError(f"--steps {cfg.train.steps} is the total to reach; {args.resume} is at step {run.step}")
-        print(f"resumed {args.resume} at step {run.step}", file=sys.stderr)
-    else:
-        cfg = load_config(args)
-        run = build(cfg, make_arch)
-    data = make_data(cfg)
-    bar = tqdm(total=cfg.train.steps, initial=run.step, desc=f"train {cfg.name}", disable=args.no_progress)
+    run = resumed(args, make_arch) if args.resume else build(load_config(args), make_arch)
+    out = Path(args.out) if args.out else None
+    train_and_record(run, out, args.checkpoint, args.checkpoint_every, args.log_every, not args.no_progress)
 
-    def on_step(run, loss: float) -> None:
-        bar.update()
-        if run.step % args.log_every == 0 or run.step == cfg.train.steps:
-            bar.write(f"step {run.step}/{cfg.train.steps}  loss {loss:.4f}")
-        if args.checkpoint and args.checkpoint_every and run.step % args.checkpoint_every == 0:
-            ckpt.save(run, args.checkpoint)
 
-    start, first_step = time.perf_counter(), run.step
-    losses = train(run, data.batches(start=run.step), cfg.train.steps, on_step)
-    seconds = time.perf_counter() - start
-    bar.close()
-    if getattr(data, "bad_lines", 0):
-        print(f"skipped {data.bad_lines} malformed line(s) of {cfg.data.path}", file=sys.stderr)
-    if args.checkpoint:
-        ckpt.save(run, args.checkpoint)
-    metrics = evaluate(run, itertools.islice(make_data(cfg, "eval").batches(), cfg.train.eval_batches))
-    samples_per_s = (run.step - first_step) * cfg.train.batch_size / seconds if seconds else 0.0
-    print(
-        f"validation AUC {metrics['auc']:.4f}  logloss {metrics['logloss']:.4f}  "
-        f"accuracy {metrics['accuracy']:.4f}  ({cfg.train.eval_batches} batches of {cfg.train.batch_size})"
-    )
-    print(f"trained {run.step} steps, {samples_per_s:,.0f} samples/s (data included)")
-    if args.out:
-        tail = losses[-min(len(losses), 20) :] or [float("nan")]
-        fields = {
-            col.LOOP: cfg.train.loop,
-            col.PRECISION: cfg.train.precision,
-            col.PRECISION_LABEL: precision_label(cfg.train.precision, run.device),
-            col.DEVICE: run.device.type,
-            col.STEPS: run.step,
-            col.FINAL_LOSS: sum(tail) / len(tail),
-            **{f"eval_{key}": value for key, value in metrics.items()},
-            col.SAMPLES_PER_S: samples_per_s,
-        }
-        store.append(Path(args.out), make_record("train", fields, cfg, run.device))
-        print(f"record appended to {args.out}")
+def resumed(args: argparse.Namespace, make_arch):  # -> train.Run
+    """The run of `--resume`'s checkpoint, to be trained up to `--steps` in total; its config is its own."""
+    from dlrm_study.train import checkpoint as ckpt
+
+    names = ("config", "set", "loop", "precision", "seed", "data", "placement", "cache_fraction", "cache_policy")
+    changed = [f"--{name}" for name in names if getattr(args, name) not in (None, [])]
+    if changed:
+        raise UsageError(f"--resume continues the checkpoint's own config: drop {', '.join(changed)}")
+    run = ckpt.load(args.resume, device=args.device, make_arch=make_arch)
+    run.cfg.train.steps = steps_of(args)
+    if run.cfg.train.steps < run.step:
+        raise UsageError(f"--steps {run.cfg.train.steps} is the total to reach; {args.resume} is at step {run.step}")
+    print(f"resumed {args.resume} at step {run.step}", file=sys.stderr)
+    return run
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -315,68 +274,21 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> None:
     """The benchmark in this process (tables local, or remote through `make_arch`): repeats, one record each."""
-    import pandas as pd
-
-    from dlrm_study.analysis import stats
-    from dlrm_study.analysis.compare import variant_name
-    from dlrm_study.measure import runner
-    from dlrm_study.measure.bench import measure_prepared
-    from dlrm_study.measure.prepared import prepare
+    from dlrm_study.measure.bench import bench_repeats, measure_once
     from dlrm_study.model.tables import make_sparse_arch
-    from dlrm_study.records.columns import op_column
+    from dlrm_study.report.console import bench_summary
 
     limits = None
     if args.roofline != "off":  # measured first, on an idle process, before the model is built
         limits = machine_limits.measure_limits(**roofline.needs(cfg), quick=args.roofline == "quick")
-
-    progress = not args.no_progress and not args.fields_json
-    prepared = prepare(cfg, make_arch or make_sparse_arch)  # one build: every repeat warms up and times it
-
-    def measure(task: runner.Task) -> dict[str, object]:
-        fields = measure_prepared(prepared, cfg.train.steps, args.warmup, args.profile_steps, progress, limits)
-        return {**fields, col.BUILDS: "once"}
-
-    try:
-        if args.fields_json:  # one repeat, handed back to the study that launched this process
-            args.fields_json.write_text(json.dumps(measure(runner.Task(cfg.name, "", 0, 0, cfg, ""))))
-            return
-        out = Path(args.out) if args.out else None
-        records: list[dict[str, object]] = []
-        tasks = runner.schedule([(cfg.name, {variant_name(cfg): cfg})], args.repeats, runner.machine_of)
-        runner.run(tasks, measure, out, args.study, resume=False, record_errors=False, progress=False,
-                   on_record=records.append)  # fmt: skip
-    finally:
-        prepared.close()
-    first = records[0]
-    print(
-        f"{cfg.name} / {first[col.VARIANT]} ({first[col.PRECISION_LABEL]}) on {first[col.MACHINE]}, "
-        f"batch {cfg.train.batch_size}, {args.repeats} repeats of {cfg.train.steps} steps"
-    )
-    for r in records:
-        flagged = f"   flagged: {r[col.FLAGS]}" if r[col.FLAGS] else ""
-        print(
-            f"  repeat {r[col.REPEAT]}: {r[col.SAMPLES_PER_S]:>12,.0f} samples/s   {r[col.MS_MEDIAN]:.1f} ms/it median "
-            f"(p10 {r[col.MS_P10]:.1f}, p90 {r[col.MS_P90]:.1f})   input {r[col.INPUT_MS_MEDIAN]:.1f} ms/batch{flagged}"
-        )
-    frame = stats.with_flags(pd.DataFrame(records))
-    center, low, high = stats.interval(frame[col.SAMPLES_PER_S])
-    kind = " (95% interval, all repeats)" if low == low else ""
-    excluded = int(stats.flagged(frame).sum())
-    note = f"; {excluded} of them flagged" if excluded else ""
-    print(f"  samples/s, median of repeats: {stats.describe(center, low, high, digits=0)}{kind}{note}")
-    if first[col.PRECISION] == "bf16" and first[col.NATIVE_BF16] is False:
-        print("  bf16 ran emulated: this CPU has no native bf16 (native_bf16=False in the records)")
-    if args.profile_steps:
-        print(f"  per operator, ms/it ({args.profile_steps} profiled steps per repeat, median over repeats):")
-        for name in col.OPERATORS:
-            print(f"    {name:<28}{statistics.median(r[op_column(name)] for r in records):10.2f}")
-    if limits:
-        bound = first[col.ROOFLINE_MS]
-        achieved = stats.interval([bound / r[col.MS_MEDIAN] for r in records])
-        print(
-            f"  roofline bound {bound:.1f} ms/it (embedding {first['roofline_embedding_ms']:.1f}, "
-            f"MLP {first['roofline_mlp_ms']:.1f}): achieved {stats.describe(*achieved)} of it"
-        )
+    make_arch = make_arch or make_sparse_arch
+    protocol = (cfg.train.steps, args.warmup, args.profile_steps)
+    if args.fields_json:  # one repeat, handed back to the study that launched this process
+        args.fields_json.write_text(json.dumps(measure_once(cfg, *protocol, limits, make_arch)))
+        return
+    out = Path(args.out) if args.out else None
+    records = bench_repeats(cfg, args.repeats, *protocol, out, args.study, limits, make_arch, not args.no_progress)
+    print("\n".join(bench_summary(records, args.repeats, args.profile_steps)))
     if out:
         print(f"{len(records)} records appended to {out}")
 

@@ -55,7 +55,7 @@ def train_main(
     except Exception as err:  # a collective failed: a peer died or hung
         fail(world, collective_error(err))
     if world.is_main:
-        rate = (run.step - first) * cfg.train.batch_size / seconds if seconds > 0 else float("nan")
+        rate = col.samples_per_s((run.step - first) * cfg.train.batch_size, seconds)
         fields = {
             col.LOOP: cfg.train.loop,
             col.ROUTE: route,
@@ -159,7 +159,7 @@ def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, obje
         col.MS_MEDIAN: step,
         col.MS_P10: col.quantile(step_ms, 0.1),
         col.MS_P90: col.quantile(step_ms, 0.9),
-        col.SAMPLES_PER_S: cfg.train.batch_size / (step / 1e3),
+        col.SAMPLES_PER_S: col.samples_per_s(cfg.train.batch_size, step / 1e3),
         col.COMPUTE_MS_MEDIAN: compute,
         "exposed_comm_ms": max(0.0, step - compute),
         "exchange_wait_ms": 1e3 * wait / steps,

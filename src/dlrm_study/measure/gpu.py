@@ -83,7 +83,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
     counts = counters(arch)
     profiled = profile_window(one, PROFILE_STEPS if on_gpu else max(profile_steps, 1), run.device)
     return {
-        **what_ran(run),
+        **what_ran(cfg, run.model.sparse_arch, run.device),
         col.STEPS: block * BLOCKS,
         col.WARMUP: warmed,
         **step_times(block_ms, cfg.train.batch_size),
@@ -208,13 +208,8 @@ def embedding_bench(
     moved = 3 * row_bytes
     limits = limits or {}
     record = {
-        col.LOOP: cfg.train.loop,
-        col.PLACEMENT: arch.placement,
-        col.KERNEL_PATH: arch.kernel_path,
-        col.DEVICE: device.type,
-        col.BATCH_SIZE: cfg.train.batch_size,
+        **what_ran(cfg, arch, device),
         col.STEPS: steps,
-        col.THREADS: torch.get_num_threads(),
         "embedding_ms_median": median,
         col.MS_MEDIAN: median,
         col.MS_P10: col.quantile(ms, 0.1),

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.measure.prepared)."""
+"""What a measurement starts from (`Prepared`: a built run and its batches) and what its record says ran."""
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,9 +33,9 @@ def prepare(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch
     return Prepared(cfg, build(cfg, make_arch), make_data(cfg).batches())
 
 
-def what_ran(run: Run) -> dict[str, object]:
-    """A record's fields saying what ran: loop, sparse arch, placement, kernels, precision, device."""
-    cfg, arch = run.cfg, run.model.sparse_arch
+def what_ran(cfg: Config, arch: SparseArch, device: torch.device) -> dict[str, object]:
+    """A record's fields saying what ran: loop, sparse arch, placement, kernels, precision, device
+    (of a training run: `what_ran(run.cfg, run.model.sparse_arch, run.device)`)."""
     return {
         col.LOOP: cfg.train.loop,
         col.SPARSE_ARCH: arch.name,
@@ -43,9 +43,9 @@ def what_ran(run: Run) -> dict[str, object]:
         col.KERNEL_PATH: arch.kernel_path,
         "optimizer": cfg.train.optimizer,
         col.PRECISION: cfg.train.precision,  # what ran: build() refuses rather than changes it
-        col.NATIVE_BF16: native_bf16(run.device) if cfg.train.precision == Precision.BF16 else None,
-        col.PRECISION_LABEL: precision_label(cfg.train.precision, run.device),  # `bf16 (emulated)` where no bf16
-        col.DEVICE: run.device.type,
+        col.NATIVE_BF16: native_bf16(device) if cfg.train.precision == Precision.BF16 else None,
+        col.PRECISION_LABEL: precision_label(cfg.train.precision, device),  # `bf16 (emulated)` where no bf16
+        col.DEVICE: device.type,
         col.THREADS: torch.get_num_threads(),
         col.BATCH_SIZE: cfg.train.batch_size,
     }

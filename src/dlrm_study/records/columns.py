@@ -79,7 +79,7 @@ class Timing:
     @classmethod
     def of_steps(cls, step_ms: list[float], batch_size: int) -> "Timing":
         median = statistics.median(step_ms)
-        return cls(median, quantile(step_ms, 0.1), quantile(step_ms, 0.9), batch_size / (median / 1e3))
+        return cls(median, quantile(step_ms, 0.1), quantile(step_ms, 0.9), samples_per_s(batch_size, median / 1e3))
 
     def fields(self) -> dict[str, float]:
         return {MS_MEDIAN: self.ms_median, MS_P10: self.ms_p10, MS_P90: self.ms_p90, SAMPLES_PER_S: self.samples_per_s}
@@ -103,6 +103,11 @@ class Breakdown:
             if name is not None and value is not None and value == value and value != "":
                 found[name] = float(value)  # type: ignore[arg-type]
         return cls(found)
+
+
+def samples_per_s(samples: float, seconds: float) -> float:
+    """The `samples_per_s` column: samples trained over the seconds they took (NaN for no time)."""
+    return samples / seconds if seconds > 0 else float("nan")
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import findings, predictions, readers, stats
-from dlrm_study.analysis import scaling as analysis_scaling
+from dlrm_study.analysis import findings, predictions, stats
+from dlrm_study.analysis import scaling as scaling_analysis
 from dlrm_study.analysis.evidence import Evidence, of, primary_machine
+from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.verdicts import CLAIMS, judge, verdicts
 from dlrm_study.errors import UsageError
@@ -119,7 +120,7 @@ def gallery_findings(out: Path, profile: str, evidence: Evidence, machine: str) 
         said["02_cpu_speedup"] = findings.speedups(loops)
         said["02_cpu_breakdown"] = findings.largest_operator(loops)
     try:
-        ablation = readers.records(cpu.ablation(profile, out), None)
+        ablation = sweep_records(cpu.ablation(profile, out), None)
         ablation = at_usual_threads(ablation, machine)
     except UsageError:
         ablation = pd.DataFrame()
@@ -148,7 +149,7 @@ def gallery_findings(out: Path, profile: str, evidence: Evidence, machine: str) 
     records = of(evidence.scaling, machine)
     if not records.empty:
         said["06_scaling_breakdown"] = findings.scaling(records)
-        fitted = analysis_scaling.model(records)
+        fitted = scaling_analysis.model(records)
         said["06_scaling_projection"] = findings.projection(fitted)
     if not of(evidence.convergence, machine).empty:
         said["07_convergence"] = findings.convergence(of(evidence.convergence, machine))

@@ -3,54 +3,42 @@
 import itertools
 from pathlib import Path
 
-import pandas as pd
-
 from dlrm_study import config
 from dlrm_study.distributed.processes import launch_fields
-from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.model.tables.base import counters
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
-from dlrm_study.records.machine import select
 from dlrm_study.records.record import make_record
 from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS
+
+CACHE_RECORDS, REMOTE_RECORDS = "cache.csv", "remote.csv"
 
 # --- the cache: hit rate against id skew ---------------------------------------------------------
 
 
-def cache_hit_rates(profile: str, out: Path, measure: bool = True, machine: str | None = "this") -> pd.DataFrame:
+def measure_cache(profile: str, out: Path) -> None:
     """Hit rate of the `cached` placement's cache (LRU, LFU) at steady state, against Zipf skew and cache size.
 
     The ids of `mlperf-scaled` (26 tables, batch 2,048; `tiny` when smoke), fed to the
     placement's own cache book-keeping on the CPU: a hit rate depends on the id stream and
     the policy, not on the device, so it is measured here; what a miss costs is the GPU's.
     Each point warms its cache until rows are evicted (`steady_hit_rates`), then counts.
-    Resumable: points already recorded (`results.resume_key`) are skipped.
+    Resumable: points already recorded (`records.store.resume_key`) are skipped.
     """
-    path, study = out / "cache.csv", f"cache-hit-rate-{profile}"
-    configs = cache_configs(profile)
-    if measure:
-        stored = store.stored_keys(path)
-        todo = []
-        for cfg in configs:
-            if store.key_here(cfg, steady_variant(cfg)) in stored:
-                runner.tally(reused=1)
-            else:
-                todo.append(cfg)
-        for _, same_ids in itertools.groupby(todo, key=lambda cfg: cfg.data.zipf_alpha):
-            same_ids = list(same_ids)
-            runner.tally(measured=len(same_ids))
-            for cfg, fields in zip(same_ids, steady_hit_rates(same_ids, *CACHE_BATCHES[profile]), strict=True):
-                store.append(path, make_record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
-    if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    frame = store.load(path)
-    frame = frame[frame[col.CONFIG_HASH].isin({cfg.hash() for cfg in configs})]
-    frame = select(
-        frame[frame[col.VARIANT].isin({steady_variant(cfg) for cfg in configs})], machine
-    )  # not the cold-start records
-    return frame.sort_values(col.TIMESTAMP).drop_duplicates([col.CONFIG_HASH, col.MACHINE], keep="last")
+    path, study = out / CACHE_RECORDS, f"cache-hit-rate-{profile}"
+    stored = store.stored_keys(path)
+    todo = []
+    for cfg in cache_configs(profile):
+        if store.key_here(cfg, steady_variant(cfg)) in stored:
+            runner.tally(reused=1)
+        else:
+            todo.append(cfg)
+    for _, same_ids in itertools.groupby(todo, key=lambda cfg: cfg.data.zipf_alpha):
+        same_ids = list(same_ids)
+        runner.tally(measured=len(same_ids))
+        for cfg, fields in zip(same_ids, steady_hit_rates(same_ids, *CACHE_BATCHES[profile]), strict=True):
+            store.append(path, make_record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
 
 
 def steady_variant(cfg: config.Config) -> str:
@@ -155,33 +143,30 @@ REMOTE_BASE = {
 TABLES = {"local": "local", "remote": "remote (1 server)"}
 
 
-def remote_vs_local(profile: str, out: Path, measure: bool = True, machine: str | None = "this") -> pd.DataFrame:
+def remote_config(profile: str) -> config.Config:
+    """The config measured with local and with remote tables."""
+    base = "tiny" if profile == "smoke" else "dlrm-benchmark"
+    return config.load(base, [*REMOTE_BASE[profile], "train.loop=optimized", f"train.steps={RANKS[profile].steps}"])
+
+
+def measure_remote(profile: str, out: Path) -> runner.Counts:
     """The optimized fp32 loop with its tables local, and on one parameter server (RPC), interleaved.
 
     Each process gets one core (the trainer and the server one each), so the remote setup has a
     second core for its tables: the comparison is of placements, not of equal hardware.
     """
-    path, study = out / "remote.csv", f"remote-vs-local-{profile}"
-    p = RANKS[profile]
+    p, cfg = RANKS[profile], remote_config(profile)
     base = "tiny" if profile == "smoke" else "dlrm-benchmark"
-    cfg = config.load(base, [*REMOTE_BASE[profile], "train.loop=optimized", f"train.steps={p.steps}"])
-    if measure:
 
-        def measure_one(task: runner.Task) -> dict[str, object]:
-            args = ["bench", "--config", base, "--loop", "optimized", "--steps", str(p.steps)]
-            args += ["--warmup", str(p.warmup), "--profile-steps", "0", "--roofline", "off"]
-            args += [item for o in REMOTE_BASE[profile] for item in ("--set", o)]
-            if task.variant == "remote":  # a trainer and one parameter server
-                return {**launch_fields(2, [*args, "--remote-tables"]), col.BUILDS: "every repeat (own processes)"}
-            return {**launch_fields(0, args), col.BUILDS: "every repeat (own process)"}
+    def measure_one(task: runner.Task) -> dict[str, object]:
+        args = ["bench", "--config", base, "--loop", "optimized", "--steps", str(p.steps)]
+        args += ["--warmup", str(p.warmup), "--profile-steps", "0", "--roofline", "off"]
+        args += [item for o in REMOTE_BASE[profile] for item in ("--set", o)]
+        if task.variant == "remote":  # a trainer and one parameter server
+            return {**launch_fields(2, [*args, "--remote-tables"]), col.BUILDS: "every repeat (own processes)"}
+        return {**launch_fields(0, args), col.BUILDS: "every repeat (own process)"}
 
-        one_core = {"threads": lambda _: 1}  # a core per process
-        tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, runner.machine_of, **one_core)
-        runner.run(tasks, measure_one, path, study, record_errors=False, progress=False)
-    if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    frame = store.load(path)
-    frame = select(frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine)
-    frame = frame.copy()
-    frame["tables"] = frame[col.VARIANT].map(TABLES)
-    return frame
+    one_core = {"threads": lambda _: 1}  # a core per process
+    tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, runner.machine_of, **one_core)
+    return runner.run(tasks, measure_one, out / REMOTE_RECORDS, f"remote-vs-local-{profile}", record_errors=False,
+                      progress=False)  # fmt: skip

@@ -1,9 +1,8 @@
-"""TODO docstring (dlrm_study.train.cpu)."""
+"""The trainer of the CPU loops (reference, optimized, torchrec): one step after another, a loss read each step."""
 
 import math
 from collections.abc import Callable, Iterable
 
-from dlrm_study.config import Loop
 from dlrm_study.data import Batch
 from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.train.run import Run, place, train_step
@@ -19,12 +18,8 @@ def train(
 
     With `train.prefetch` > 0 the next batches are made on a background thread (one
     intra-op thread) while the current step computes; on a GPU each batch is copied on a
-    side stream while the previous one trains. The gpu loop trains through `gpu_step.train`.
+    side stream while the previous one trains.
     """
-    if run.cfg.train.loop == Loop.GPU:
-        from dlrm_study.train import gpu as gpu_step  # it builds on this module
-
-        return gpu_step.train(run, batches, steps, on_step)
     losses = []
     if run.cfg.train.prefetch:
         batches = Prefetcher(iter(batches), depth=run.cfg.train.prefetch)

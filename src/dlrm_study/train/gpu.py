@@ -27,7 +27,7 @@ from dlrm_study.data.batch import ids_capacity
 from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.errors import UsageError
 from dlrm_study.model.tables.base import SparseArch
-from dlrm_study.train.run import Run, step_math
+from dlrm_study.train.run import Run, place, step_math
 
 LOSS_READ_EVERY = 50  # steps between reads of the losses (one host sync each)
 EAGER_BEFORE_CAPTURE = 3  # eager steps on a side stream first: lazy inits (cuBLAS, Triton's JIT) stay out of the graph
@@ -95,13 +95,8 @@ class GpuStep:
         return batch
 
     def place(self, batch: Batch | StagedBatch) -> Batch | StagedBatch:
-        """The batch on the device (pinned and copied without blocking on a GPU)."""
-        device = self.run.device
-        if isinstance(batch, StagedBatch):
-            return (batch.pin_memory() if device.type == "cuda" else batch).to(device, non_blocking=True)
-        if device.type == "cuda":
-            batch = batch.pin_memory()
-        return batch.to(device, ids_device=self.run.model.sparse_arch.ids_device, non_blocking=True)
+        """The batch on the device (`train.run.place`: pinned and copied without blocking on a GPU)."""
+        return place(self.run, batch)
 
     def __call__(self, batch: Batch | StagedBatch) -> torch.Tensor:
         """Train one step on a placed batch; the loss stays on the device."""

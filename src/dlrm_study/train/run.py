@@ -98,10 +98,13 @@ def precision_label(precision: str, device: torch.device) -> str:
     return "bf16 (emulated)" if precision == Precision.BF16 and not native_bf16(device) else precision
 
 
-def place(run: Run, batch: Batch) -> Batch:
-    """The batch on the run's device, its ids where the sparse arch wants them (pinned, async on a GPU)."""
+def place(run: Run, batch: Batch | StagedBatch) -> Batch | StagedBatch:
+    """The batch on the run's device, pinned and copied without blocking on a GPU; a batch of per-table
+    bags has its ids where the sparse arch wants them."""
     if run.device.type == "cuda":
         batch = batch.pin_memory()
+    if isinstance(batch, StagedBatch):
+        return batch.to(run.device, non_blocking=True)
     return batch.to(run.device, ids_device=run.model.sparse_arch.ids_device, non_blocking=True)
 
 
