@@ -5,7 +5,7 @@
 Every `*.csv` in the source folder is appended to the file of the same name in the destination
 (created where missing; new columns are added to its header), skipping the rows it already
 holds (the same values in every filled column), so running it twice adds nothing. The rows are checked
-first (`results.load`: machine keys of today's form); a bad folder or file changes nothing.
+first (`records.store.load`: machine keys of today's form); a bad folder or file changes nothing.
 """
 
 import sys

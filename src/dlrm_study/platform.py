@@ -1,4 +1,5 @@
-"""TODO docstring (dlrm_study.platform)."""
+"""What this host is: its CPU (model string, family/model/stepping, instruction-set flags), whether it
+computes bf16 in hardware, and its GPU. Read from the operating system, never from records."""
 
 import functools
 import platform

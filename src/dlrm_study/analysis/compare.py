@@ -2,7 +2,7 @@
 
 The presets are the points and the loops the variants of one `measure.runner` schedule:
 repeats, variants interleaved and rotated within each, one record per measurement. The
-speedups are paired ratios within repeats, with their 95% intervals (`measure.stats`).
+speedups are paired ratios within repeats, with their 95% intervals (`analysis.stats`).
 """
 
 from collections.abc import Sequence

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.analysis.convergence)."""
+"""Notebook 07's records: the convergence study's windowed losses and held-out evaluations."""
 
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """The findings under each figure, computed from its records: one sentence each, with its interval.
 
-The notebooks print them and the README's gallery repeats them (`studies.ledger`), so a
+The notebooks print them and the README's gallery repeats them (`report.ledger`), so a
 number appears in the study only as these functions compute it. Every repeat counts; a
 direction ("faster", "lower") is stated only where the interval excludes no effect, on at
 least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "fragile").

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.analysis.readers)."""
+"""The stored records of a sweep's current points, labelled with the sweep's point names."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.analysis.scaling)."""
+"""Notebook 06's records: measured strong and weak scaling, and the performance model fitted and projected."""
 
 import math
 from pathlib import Path
@@ -7,7 +7,7 @@ import pandas as pd
 
 from dlrm_study.analysis import stats
 from dlrm_study.errors import UsageError
-from dlrm_study.perfmodel import scaling as perf_model
+from dlrm_study.perfmodel import scaling as scaling_model
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -64,33 +64,33 @@ RANKS_PROJECTED = [1, 2, 4, 8, 16, 32, 64]
 
 def perf_model_assumptions() -> str:
     """The projection's assumptions, as the figure states them."""
-    return perf_model.ASSUMPTIONS
+    return scaling_model.ASSUMPTIONS
 
 
 def model(records: pd.DataFrame) -> dict[str, object]:
     """The performance model on the study's records: fitted, checked, and projected to 64 ranks.
 
     Compute rates are fitted on the single-rank points (`calibration_records`), the link on the
-    collectives timed alone at 2 ranks (`perf_model.fit_network`); the model with that link is
+    collectives timed alone at 2 ranks (`scaling_model.fit_network`); the model with that link is
     checked on every point, then projected with the SC20 cluster's link (`OMNI_PATH_100G`),
     weak scaling at the measured batch per rank.
     """
     fitted_on, note = calibration_records(records)
-    calibration = perf_model.fit(fitted_on)
-    link = perf_model.fit_network(records)
+    calibration = scaling_model.fit(fitted_on)
+    link = scaling_model.fit_network(records)
     two = records[records[col.WORLD_SIZE] == 2].iloc[0]
-    shape = perf_model.Shape.of(two)
+    shape = scaling_model.Shape.of(two)
     per_rank = int(two[col.BATCH_SIZE]) // 2
-    projection = perf_model.project(calibration, shape, perf_model.OMNI_PATH_100G, RANKS_PROJECTED, per_rank)
-    here = perf_model.project(calibration, shape, link, [1, 2], per_rank)  # what this machine can check
+    projection = scaling_model.project(calibration, shape, scaling_model.OMNI_PATH_100G, RANKS_PROJECTED, per_rank)
+    here = scaling_model.project(calibration, shape, link, [1, 2], per_rank)  # what this machine can check
     return {
         "calibration": calibration,
         "note": note,
         "link": link,
-        "check": perf_model.check(calibration, stats.with_flags(records), link),
+        "check": scaling_model.check(calibration, stats.with_flags(records), link),
         "shape": shape,
         "per_rank_batch": per_rank,
-        "network": perf_model.OMNI_PATH_100G,
+        "network": scaling_model.OMNI_PATH_100G,
         "projection": projection,
         "here": here,
     }

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.analysis.sensitivity)."""
+"""Notebooks 03 and 04's records: one knob's effect, the base point's intervals, GPU over CPU on the grid."""
 
 from pathlib import Path
 

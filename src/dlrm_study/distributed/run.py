@@ -1,8 +1,9 @@
-"""`dlrm-study train --distributed` and `dlrm-study bench --distributed`, under torchrun.
+"""A distributed run's life under torchrun: join the group and build this rank's share (`start`), read
+whole batches, and save a single-process checkpoint from every rank's tables.
 
-Every rank runs the same command; rank 0 alone prints and writes records and checkpoints.
-A failure on any rank (a dead or hung peer, a bad config) ends every rank non-zero, and
-no record is written: a record is appended only after the last collective succeeded.
+Every rank runs the same command; rank 0 alone prints and writes records and checkpoints
+(`measure.distributed`). A failure on any rank (a dead or hung peer, a bad config) ends every rank
+non-zero, and no record is written: a record is appended only after the last collective succeeded.
 """
 
 import itertools

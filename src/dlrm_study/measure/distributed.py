@@ -1,4 +1,10 @@
-"""TODO docstring (dlrm_study.measure.distributed)."""
+"""`dlrm-study train --distributed` and `dlrm-study bench --distributed` under torchrun: the timed steps, their
+phases, the same steps without the network, and the collectives alone.
+
+Every rank runs the same command; rank 0 alone prints and writes records. A failure on any rank (a
+dead or hung peer, a bad config) ends every rank non-zero, and no record is written: a record is
+appended only after the last collective succeeded.
+"""
 
 import json
 import statistics

@@ -1,4 +1,5 @@
-"""TODO docstring (dlrm_study.measure.limits)."""
+"""This machine's limits, measured: memory bandwidth, random-row gather and update rates, GEMM throughput
+in fp32 and bf16 at the model's layer shapes (what the roofline's bound is computed from)."""
 
 import functools
 import statistics

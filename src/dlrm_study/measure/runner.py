@@ -9,11 +9,11 @@ always runs first, and a ratio between two variants or between two knob values i
 two measurements made minutes apart at most, within one repeat of one run (`run_id`).
 
 A measurement (the `measure` function a study passes) warms its run up and times its steps;
-its fields become one record (`results.record`), appended at once, with the run's id. Built
+its fields become one record (`records.record.make_record`), appended at once, with the run's id. Built
 runs are kept across repeats where all of the study's runs fit in memory together
 (`KeptRuns`), so a repeat's spread is the machine's, not a rebuild's; otherwise each task
 builds its own (records say which, `builds`). Started again after a kill, `run` skips every
-task whose record is stored (`results.resume_key`), so it loses at most the task it was
+task whose record is stored (`records.store.resume_key`), so it loses at most the task it was
 measuring and duplicates nothing; the resumed tasks carry the new run's id.
 """
 
@@ -273,7 +273,7 @@ def failed(out: Path) -> set[tuple[str, str, str]]:
 
 
 def machine_of(cfg: Config) -> str:
-    """The machine key a config is measured on here: this host's (`results.machine_key`)."""
+    """The machine key a config is measured on here: this host's (`records.machine.machine_key`)."""
     return machine_key()
 
 

@@ -1,4 +1,5 @@
-"""TODO docstring (dlrm_study.measure.selfcheck)."""
+"""A measurement's self-checks, written into its record as `flags`: profiled operators that do not add up
+to the timed step (`profile-vs-timed`), or timed steps that spread too far (`spread`)."""
 
 from dlrm_study.records import columns as col
 

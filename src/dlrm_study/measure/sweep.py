@@ -7,7 +7,7 @@ A sweep file (YAML):
     set: [train.batch_size=256]     # overrides of the base
     grid:                           # field -> values; every combination is a point
       model.dense_features: [13, 64, 256]
-    variants: [reference, optimized-fp32]   # see measure.compare.VARIANTS
+    variants: [reference, optimized-fp32]   # see config.variants.REGISTRY
     repeats: 3                      # measurements of every variant at every point
     steps: 10                       # timed steps of each, after warmup
     warmup: 2
@@ -17,7 +17,7 @@ A sweep file (YAML):
 The points and variants run through `measure.runner`: repeat after repeat, the variants of
 a point interleaved in a rotated order, one record per measurement appended at once. Run
 again, a sweep skips every measurement already recorded for the same config, variant,
-machine and library versions (`results.resume_key`), whichever sweep made it: a point two
+machine and library versions (`records.store.resume_key`), whichever sweep made it: a point two
 sweeps share (a sensitivity study's base point) is measured once. A variant that fails at a
 point (invalid, out of memory, unsupported here) is recorded with its error, and the sweep
 goes on. On a CPU without native bf16 the CPU loops' bf16 variants are skipped, with a note.

@@ -1,4 +1,5 @@
-"""TODO docstring (dlrm_study.measure.timing)."""
+"""Timing primitives every benchmark shares: elapsed milliseconds (CUDA events on a GPU, the wall clock on
+the CPU), a record's timing fields, peak memory, and a quiet stderr for C++ log lines."""
 
 import contextlib
 import os

@@ -1,6 +1,6 @@
 """DLRM in plain PyTorch: bottom MLP, sparse arch, dot interaction, top MLP.
 
-The sparse arch is passed in (see `embeddings`), so every variant of the study shares
+The sparse arch is passed in (see `model.tables`), so every variant of the study shares
 this dense part. Initialisation follows facebookresearch/dlrm: Linear weights
 N(0, sqrt(2 / (fan_in + fan_out))), biases N(0, sqrt(1 / fan_out)).
 """

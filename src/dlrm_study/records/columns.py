@@ -1,6 +1,6 @@
 """The record's columns: the one place their names are spelled, and the typed parts they come in.
 
-A record is one flat row (`results.record` builds it, `results.append` stores it). Its core
+A record is one flat row (`records.record.make_record` builds it, `records.store.append` stores it). Its core
 columns are named here; a measurement's timing (`Timing`) and per-operator breakdown
 (`Breakdown`) are written and read back through these types, so no other module spells
 `op_<name>_ms` or parses it.

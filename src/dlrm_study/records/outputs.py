@@ -12,7 +12,7 @@ from pathlib import Path
 from dlrm_study.errors import UsageError
 from dlrm_study.records import columns as col
 
-# Every record names its study (results.record); a CSV without that column is not ours to rewrite.
+# Every record names its study (records.record.make_record); a CSV without that column is not ours to rewrite.
 RECORD_COLUMN = col.STUDY
 
 

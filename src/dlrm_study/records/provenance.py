@@ -1,4 +1,11 @@
-"""TODO docstring (dlrm_study.records.provenance)."""
+"""Where, when and with what a record was measured: commit, library versions, CPU, host, command, run id,
+and the hash of the verdict rules in force (docs/claims.md).
+
+Every record carries its `run_id` (pairs are formed within one run; `runner.run` makes one per run,
+else one per process) and the `rules_hash`, so the ledger can tell records measured under the rules in
+force from records the rules were written after. `versions` names the libraries whose change makes an
+old timing stale (part of the resume key).
+"""
 
 import datetime
 import functools

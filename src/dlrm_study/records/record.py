@@ -1,6 +1,6 @@
 """One record: its parts (labels, measured fields, config, provenance, identity) and its flat row.
 
-`results.record` builds every record as a `Record` and stores `to_row()`; a stored row reads back
+`make_record` builds every record as a `Record` and stores `to_row()`; a stored row reads back
 with `Record.from_row` into the same parts, and `to_row()` gives the row again (tested on every
 committed row). The parts are told apart by column name only (`columns`, the config's dotted
 names, the provenance columns), so the row's columns stay today's.

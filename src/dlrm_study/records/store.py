@@ -1,4 +1,10 @@
-"""TODO docstring (dlrm_study.records.store)."""
+"""The records CSV: atomic appends under a lock, reading back, and the resume key that says "already measured".
+
+`append` rewrites the CSV through a temporary file and `os.replace`, under a lock, so a run killed
+midway leaves either the old file or the new one, never a half-written row, and a record with new
+fields widens the header instead of breaking it. The resume key (`resume_key`) is config hash,
+variant, machine, threads, the versions of the libraries that change timing, and the repeat.
+"""
 
 import csv
 import fcntl

@@ -1,4 +1,9 @@
-"""TODO docstring (dlrm_study.studies.compare)."""
+"""Side-by-side CPU comparison: reference, optimized fp32 / bf16 and torchrec, in one run (`dlrm-study compare`).
+
+The presets are the points and the loops the variants of one `measure.runner` schedule: repeats,
+variants interleaved and rotated within each, one record per measurement; `analysis.compare` reads
+the paired speedups and their targets.
+"""
 
 import sys
 from collections.abc import Sequence

@@ -38,7 +38,7 @@ def run_convergence(profile: str, out: Path, variants: list[str] | None = None) 
     within each); record windowed losses and held-out AUC, `repeat` = the seed.
 
     A run's rows are appended together, so an interrupted study resumes at the first run not
-    yet recorded (`results.resume_key`). bf16 runs only where it is native: an
+    yet recorded (`records.store.resume_key`). bf16 runs only where it is native: an
     emulated run would train the same numbers, so it says nothing the fp32 run does not.
     """
     from dlrm_study.data import make_data

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.report.plots.convergence)."""
+"""Notebook 07's figure: each loop's loss over training and its held-out AUC."""
 
 import matplotlib.pyplot as plt
 import pandas as pd

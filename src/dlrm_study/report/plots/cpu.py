@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.report.plots.cpu)."""
+"""Notebooks 01 and 02's figures: the per-operator breakdown, the ablation, speedups, the S1 decomposition."""
 
 import textwrap
 

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.report.plots.placement)."""
+"""Notebook 05's figure: the cache's hit rate against id skew and cache size."""
 
 import matplotlib.pyplot as plt
 import pandas as pd

@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.report.plots.predictions)."""
+"""The pre-registered GPU predictions beside what was measured (notebooks 00 and 03)."""
 
 import matplotlib.pyplot as plt
 import pandas as pd

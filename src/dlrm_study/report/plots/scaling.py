@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.report.plots.scaling)."""
+"""Notebook 06's figures: the distributed step's compute and communication, and the projection to many ranks."""
 
 import matplotlib.pyplot as plt
 import pandas as pd

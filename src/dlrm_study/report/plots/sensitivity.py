@@ -1,4 +1,4 @@
-"""TODO docstring (dlrm_study.report.plots.sensitivity)."""
+"""Notebooks 03 and 04's figures: throughput against one knob, and GPU over CPU on the dense x sparse grid."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
