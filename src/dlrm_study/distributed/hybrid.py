@@ -29,7 +29,7 @@ from dlrm_study.data import Batch
 from dlrm_study.distributed.launch import GPU_RANKS, World
 from dlrm_study.errors import UsageError
 from dlrm_study.model.dlrm import DLRM
-from dlrm_study.model.interaction import FusedDotInteraction
+from dlrm_study.model.interaction import interaction_for
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
 from dlrm_study.model.tables.base import TableSpec, draw_tables
 
@@ -232,8 +232,7 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> DistRun:
     group = dist.new_group(backend=dist.get_backend(), timeout=world.timeout)  # new groups do not inherit it
     ex = Exchange(owners, world.size, world.rank, cfg.train.batch_size // world.size, cfg.model.embedding_dim, group)
     sparse = ShardedSparseArch(local, TableSpec.of(cfg), ex)
-    interaction = FusedDotInteraction() if cfg.train.loop == Loop.OPTIMIZED and cfg.train.fused_interaction else None
-    dlrm = DLRM(cfg.model, sparse, generator, interaction)
+    dlrm = DLRM(cfg.model, sparse, generator, interaction_for(cfg))
     if initial is not None:
         dlrm.load_state_dict(initial["dense"], strict=False)
     # The tables are this rank's own: DDP must neither broadcast nor allreduce them.

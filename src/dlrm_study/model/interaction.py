@@ -1,14 +1,24 @@
-"""The fused dot interaction of the optimized loop (SC20): one kernel, no (F, F) matrix.
+"""DLRM's dot interaction: pairwise dots of the dense vector and the pooled embeddings.
 
-Same result as `model.DotInteraction`; the C++ kernel computes only the lower-triangle
-dots, in fp32 (a bf16 bottom-MLP output is widened first), and its backward adds each
-pair's gradient into both features.
+Two implementations of one result: `DotInteraction` (`bmm` of the features with themselves, then
+the lower triangle, as facebookresearch/dlrm) and the optimized loop's fused kernel
+(`FusedDotInteraction`, SC20): one kernel, no (F, F) matrix; it computes only the lower-triangle
+dots, in fp32 (a bf16 bottom-MLP output is widened first), and its backward adds each pair's
+gradient into both features. `interaction_for` picks a config's.
 """
 
 import torch
 from torch import nn
 
+from dlrm_study.config import Config, Loop
 from dlrm_study.model import kernels
+
+
+def interaction_for(cfg: Config) -> nn.Module:
+    """The optimized loop's fused kernel (unless `train.fused_interaction` is off), else the bmm one."""
+    if cfg.train.loop == Loop.OPTIMIZED and cfg.train.fused_interaction:
+        return FusedDotInteraction()
+    return DotInteraction(cfg.model.num_tables + 1)
 
 
 class FusedDotInteraction(nn.Module):

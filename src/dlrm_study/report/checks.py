@@ -16,6 +16,7 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.analysis import stats
+from dlrm_study.config import Loop
 from dlrm_study.data import make_data
 from dlrm_study.records import columns as col
 
@@ -83,7 +84,7 @@ def fused_matches_reference(steps: int = 3) -> bool:
 
     cfg = config.load("tiny", ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=50-70-30-90"])
     optimized = config.Config.from_dict(cfg.to_dict())
-    optimized.train.loop = "optimized"
+    optimized.train.loop = Loop.OPTIMIZED
     runs = [build(cfg), build(optimized)]
     for i in range(steps):
         for run in runs:

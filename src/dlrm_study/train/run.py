@@ -20,7 +20,7 @@ from dlrm_study.config import Config, Loop, Placement, Precision, check_fits, re
 from dlrm_study.data import Batch, StagedBatch
 from dlrm_study.errors import UsageError
 from dlrm_study.model.dlrm import DLRM
-from dlrm_study.model.interaction import FusedDotInteraction
+from dlrm_study.model.interaction import interaction_for
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
 from dlrm_study.train.split_sgd import SplitSGD
 
@@ -71,8 +71,7 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         )
     generator = torch.Generator().manual_seed(cfg.train.seed)
     sparse_arch = make_arch(cfg, generator, device)
-    interaction = FusedDotInteraction() if cfg.train.loop == Loop.OPTIMIZED and cfg.train.fused_interaction else None
-    model = DLRM(cfg.model, sparse_arch, generator, interaction).to_device(device)
+    model = DLRM(cfg.model, sparse_arch, generator, interaction_for(cfg)).to_device(device)
     if cfg.train.loop == Loop.GPU:  # fp32 parameters; in bf16 the dense math runs under autocast
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
         return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == Precision.BF16)
