@@ -4,13 +4,15 @@ import math
 
 import pandas as pd
 
-from dlrm_study import studies
+from dlrm_study.analysis import findings
+from dlrm_study.analysis.placement import cache_hit_rates
 from dlrm_study.studies import placement
 from dlrm_study.studies.profiles import CACHE_BATCHES
 
 
 def test_each_cache_is_counted_once_it_evicts(tmp_path):
-    rates = studies.cache_hit_rates("smoke", tmp_path)
+    placement.measure_cache("smoke", tmp_path)
+    rates = cache_hit_rates("smoke", tmp_path)
     most, timed = CACHE_BATCHES["smoke"]
     assert len(rates) == len(placement.cache_configs("smoke")) and (rates["batches"] == timed).all()
     for r in rates.itertuples():
@@ -21,7 +23,8 @@ def test_each_cache_is_counted_once_it_evicts(tmp_path):
     assert (rates["evictions_per_batch"] > 0).all()  # the smoke caches are small enough to evict
     assert (rates["evictions_per_batch"] == rates["cache_evicted_rows"] / timed).all()
     assert rates["cache_hit_rate"].between(0, 1).all()
-    again = studies.cache_hit_rates("smoke", tmp_path)  # resumable: nothing counted twice
+    placement.measure_cache("smoke", tmp_path)  # resumable: nothing counted twice
+    again = cache_hit_rates("smoke", tmp_path)
     assert len(again) == len(rates)
 
 
@@ -42,9 +45,9 @@ def rates(lru: float, lfu: float, evicted: float) -> pd.DataFrame:
 
 
 def test_the_finding_says_whether_the_policies_differ_at_steady_state():
-    (same,) = studies.findings.cache(rates(0.9421, 0.9424, 3000.0), "quick")
+    (same,) = findings.cache(rates(0.9421, 0.9424, 3000.0), "quick")
     assert "at steady state (3,000 and 3,000 rows evicted per batch" in same and "the same to within 0.1" in same
-    (differ,) = studies.findings.cache(rates(0.90, 0.93, 3000.0), "quick")
+    (differ,) = findings.cache(rates(0.90, 0.93, 3000.0), "quick")
     assert "LFU higher by 3.0 points" in differ
-    (cold,) = studies.findings.cache(rates(0.924, 0.924, 0.0), "quick")
+    (cold,) = findings.cache(rates(0.924, 0.924, 0.0), "quick")
     assert "no row evicted" in cold and "cannot differ" in cold

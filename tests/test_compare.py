@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 import torch
 
-from dlrm_study import config, results
+from dlrm_study import config, platform
 from dlrm_study.analysis.compare import report, upstream_report
 from dlrm_study.cli.main import main
 from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
@@ -111,7 +111,7 @@ def test_upstream_report_pairs_runs_in_order_per_machine():
 
 def no_native_bf16(monkeypatch) -> None:
     """Stand for a CPU without native bf16 (an AMD EPYC with AVX2 only)."""
-    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    monkeypatch.setattr(platform, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
 
 
 def test_bf16_without_native_support_runs_bf16_and_says_so(tiny, monkeypatch, capsys):
@@ -148,7 +148,7 @@ def test_bf16_bench_on_a_cpu_without_native_bf16_is_honest_and_clean(tmp_path, m
     [({"avx2", "fma"}, "bf16 (emulated)"), ({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_bf16"}, "bf16")],
 )
 def test_precision_label_says_whether_bf16_was_emulated(flags, label, monkeypatch) -> None:
-    monkeypatch.setattr(results, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(platform, "cpu_flags", lambda: frozenset(flags))
     cpu = torch.device("cpu")
     assert loop.precision_label("bf16", cpu) == label and loop.precision_label("fp32", cpu) == "fp32"
 

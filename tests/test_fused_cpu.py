@@ -14,6 +14,8 @@ from dlrm_study.errors import UsageError
 from dlrm_study.model import kernels
 from dlrm_study.model.interaction import DotInteraction
 from dlrm_study.model.kernels import torch_ops
+from dlrm_study.records import store
+from dlrm_study.report import checks
 from dlrm_study.train import build, train, train_step
 
 # conftest's `small`: fixed bags of 6 ids over small tables, so ids repeat within and across bags.
@@ -109,7 +111,7 @@ def test_cpp_update_is_the_same_for_any_thread_count():
             CPP.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
         finally:
             torch.set_num_threads(previous)
-        results.append(weight)
+        store.append(weight)
     assert all(torch.equal(results[0], w) for w in results[1:])
 
 
@@ -280,9 +282,8 @@ def test_split_sgd_check_runs_the_kernel_training_runs(monkeypatch):
     """Notebook 07's check steps training's optimizer: a broken kernel there makes it false."""
     from types import SimpleNamespace
 
-    from dlrm_study import studies
 
-    assert studies.split_sgd_exact() == (True, "cpp" if can_build_cpp() else "torch")
+    assert checks.split_sgd_exact() == (True, "cpp" if can_build_cpp() else "torch")
     forgets_the_update = SimpleNamespace(NAME="cpp", split_sgd_dense=lambda hi, lo, grad, lr: None)  # names itself
     monkeypatch.setattr(kernels, "load", lambda: forgets_the_update)
-    assert studies.split_sgd_exact() == (False, "cpp")
+    assert checks.split_sgd_exact() == (False, "cpp")

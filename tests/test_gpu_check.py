@@ -9,13 +9,14 @@ import pytest
 import torch
 from tests.conftest import ROOT
 
-from dlrm_study import studies
 from dlrm_study.analysis import predictions
+from dlrm_study.analysis import sensitivity as knobs
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.measure import sweep
 from dlrm_study.records import store
 from dlrm_study.report import plots
 from dlrm_study.studies import gpu as gpu_grid
+from dlrm_study.studies import sensitivity as sensitivity_study
 from dlrm_study.studies.gpu import sweeps
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
@@ -34,7 +35,7 @@ def test_dry_run_writes_every_record(tmp_path):
     predictions.predict("smoke", predicted)
     done = run_script("--dry-run", "--skip-tests", "--out", str(tmp_path), "--predictions", str(predicted))
     assert done.returncode == 0, done.stderr[-2000:]
-    grid = store.load(tmp_path / studies.GPU_RECORDS)
+    grid = store.load(tmp_path / sensitivity_study.GPU_RECORDS)
     for spec in sweeps(tmp_path, dry_run=True):  # every point of every sweep measured (shared points once)
         measured = sweep_records(spec, machine=None)
         assert len(measured) == len(sweep.points(spec)) * spec.repeats, spec.name
@@ -82,10 +83,10 @@ def test_dry_run_writes_every_record(tmp_path):
     assert {"05_placements.png", "05_placement-skew.png", "05_placement-size.png"} <= drawn
     # Notebook 03 draws GPU records only if measured on cuda; its heatmap, fed the dry run's grid, whose
     # host CPU loops ran in the same run as its GPU loop (GPU over CPU: one machine, paired per repeat):
-    spec = studies.on_gpu(studies.dense_sparse_grid("smoke", tmp_path), "cpu", host=True)
+    spec = sensitivity_study.on_gpu(sensitivity_study.dense_sparse_grid("smoke", tmp_path), "cpu", host=True)
     grid = sweep_records(spec, machine=None)
     assert {"gpu-hbm", "host-optimized-fp32"} <= set(grid["variant"]) and grid["run_id"].nunique() == 1
-    ratio = studies.gpu_over_cpu(grid)
+    ratio = knobs.gpu_over_cpu(grid)
     assert ratio.shape == (2, 2) and (ratio > 0).all().all()
     plots.save(plots.heatmap(ratio, "dry run", grid), "heatmap", tmp_path)
 

@@ -5,12 +5,12 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from dlrm_study import config, results
+from dlrm_study import config
 from dlrm_study.analysis import predictions
 from dlrm_study.cli import main as cli
 from dlrm_study.errors import UsageError
 from dlrm_study.perfmodel import gpu as gpu_model
-from dlrm_study.records import store
+from dlrm_study.records import provenance, store
 
 H200 = "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"  # the machine the fake GPU records name
 
@@ -98,7 +98,7 @@ def test_predictions_are_appended_never_rewritten(tmp_path, monkeypatch) -> None
     assert (first["low"] <= first["mid"]).all() and (first["mid"] <= first["high"]).all()
     assert predictions.predict("smoke", tmp_path)[1] == 0  # the same commit: nothing added
 
-    monkeypatch.setattr(results, "git_commit", lambda: "later0")
+    monkeypatch.setattr(provenance, "git_commit", lambda: "later0")
     monkeypatch.setattr(gpu_model, "SLACK", 10.0)  # a later model with other ranges
     _, again = predictions.predict("smoke", tmp_path)
     both = store.load(path)

@@ -183,7 +183,7 @@ os.environ.pop("TRITON_INTERPRET", None)  # real kernels, not the interpreter's
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from dlrm_study.embeddings.kernels import triton_ops as t
+from dlrm_study.model.kernels import triton_ops as t
 
 def build(fn, signature, constexprs):
     signature = {**signature, **dict.fromkeys(constexprs, "constexpr")}

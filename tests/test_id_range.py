@@ -25,7 +25,7 @@ SHAPE = ["model.table_rows=5-7-4", f"train.batch_size={BATCH}", "data.pooling=fi
 
 def has_torchrec() -> bool:
     try:
-        import dlrm_study.embeddings.torchrec_arch  # noqa: F401
+        import dlrm_study.model.tables.torchrec_arch  # noqa: F401
     except UsageError:
         return False
     return True
@@ -119,10 +119,9 @@ def subclasses(cls: type) -> list[type]:
 
 def test_no_arch_steps_around_the_check():
     """The check sits in `SparseArch.__call__`: no arch, the distributed ones included, overrides it."""
-    import dlrm_study.embeddings.placement
-
     import dlrm_study.distributed.hybrid
     import dlrm_study.distributed.remote
+    import dlrm_study.model.tables.placement
 
     if has_torchrec():
         import dlrm_study.distributed.torchrec_route  # noqa: F401

@@ -3,8 +3,8 @@
 import runpy
 from pathlib import Path
 
-from dlrm_study import results
 from dlrm_study.records import store
+from dlrm_study.records.machine import is_legacy_key
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "migrate_records.py"
 
@@ -34,4 +34,4 @@ def test_committed_records_are_migrated():
     root = Path(__file__).resolve().parents[1] / "results"
     for path in sorted(root.glob("*.csv")):
         rows = store.read_rows(path)[1]
-        assert not any(results.is_legacy_key(r.get("machine")) or not r.get("run_id") for r in rows), path
+        assert not any(is_legacy_key(r.get("machine")) or not r.get("run_id") for r in rows), path

@@ -8,8 +8,7 @@ import subprocess
 import papermill
 from tests.conftest import ROOT
 
-from dlrm_study import results
-from dlrm_study.records.machine import machine_key
+from dlrm_study.records.machine import machine_key, slug
 
 NOTEBOOKS = ROOT / "notebooks"
 PUBLISHED = ROOT / "results"
@@ -61,7 +60,7 @@ def test_papermill_measuring_elsewhere_keeps_the_published_figures(tmp_path):
     )
     assert re.search(r"this run measured [1-9]\d* record", printed(output))
     assert (out / "convergence.csv").is_file()
-    figures = out / "figures" / results.slug(machine_key())
+    figures = out / "figures" / slug(machine_key())
     assert (figures / "07_convergence.png").is_file() and not (out / "figures" / "07_convergence.png").exists()
     assert published() == before
 

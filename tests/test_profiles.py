@@ -5,8 +5,7 @@ from pathlib import Path
 import pandas as pd
 from tests.conftest import ROOT
 
-from dlrm_study import results
-from dlrm_study.records.machine import machine_key
+from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import session
 from dlrm_study.studies import profiles
 
@@ -21,7 +20,7 @@ def test_results_dir_is_the_repositorys_wherever_it_runs(tmp_path, monkeypatch):
 def test_only_publishing_writes_the_published_figures(tmp_path):
     assert session.figures_dir(tmp_path, measure=False) is None  # drawing only: inline, no file
     mine = session.figures_dir(tmp_path, measure=True)
-    assert mine.parent == tmp_path / "figures" and mine.name == results.slug(machine_key())
+    assert mine.parent == tmp_path / "figures" and mine.name == slug(machine_key())
     assert session.figures_dir(tmp_path, measure=True, publish=True) == tmp_path / "figures"
     assert session.measuring("smoke", None, False) and not session.measuring("quick", None, False)
     assert not session.measuring("smoke", str(tmp_path), False)  # a given folder has records to draw

@@ -4,15 +4,15 @@ import re
 
 from tests.conftest import ROOT
 
-from dlrm_study.studies import summary
+from dlrm_study.report import ledger
 
 
 def test_the_readme_section_regenerates_unchanged_from_the_committed_records():
     readme = (ROOT / "README.md").read_text()
-    pattern = re.escape(summary.MARK_BEGIN) + ".*?" + re.escape(summary.MARK_END)
+    pattern = re.escape(ledger.MARK_BEGIN) + ".*?" + re.escape(ledger.MARK_END)
     committed = re.search(pattern, readme, re.DOTALL)
     assert committed, "README.md has no generated section"
-    assert committed.group(0) == summary.readme_section(ROOT / "results", "quick")
+    assert committed.group(0) == ledger.readme_section(ROOT / "results", "quick")
 
 
 def test_documents_cite_only_files_in_the_repository():

@@ -32,7 +32,7 @@ WRITER = """
 import sys
 from dlrm_study import results
 for i in range(100000):
-    results.append(sys.argv[1], {"i": i, "payload": "x" * 2000})
+    store.append(sys.argv[1], {"i": i, "payload": "x" * 2000})
 """
 
 

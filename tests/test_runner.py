@@ -5,7 +5,7 @@ import itertools
 import pytest
 from tests.conftest import ROOT
 
-from dlrm_study import config, platform, results
+from dlrm_study import config, platform
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
@@ -126,7 +126,7 @@ def test_old_records_get_a_machine_from_their_own_fields_whoever_reads_them(tmp_
     runpy.run_path(str(ROOT / "scripts" / "migrate_records.py"))["migrate"](path)
     keys = []
     for flags in ({"avx2"}, {"avx512f", "amx_bf16"}):  # two readers: what they run on must not matter
-        monkeypatch.setattr(results, "cpu_flags", lambda flags=flags: frozenset(flags))
+        monkeypatch.setattr(platform, "cpu_flags", lambda flags=flags: frozenset(flags))
         keys.append(list(store.load(path)["machine"]))
     assert (
         keys[0]
@@ -144,13 +144,12 @@ def test_old_records_get_a_machine_from_their_own_fields_whoever_reads_them(tmp_
 def test_machine_key_names_cpu_generation_isa_cpus_and_gpu(monkeypatch):
     from dlrm_study.records import Machine, machine
 
-    monkeypatch.setattr(machine, "cpuinfo", lambda: {"model name": "AMD EPYC", "cpu family": "25", "model": "17",
+    monkeypatch.setattr(platform, "cpuinfo", lambda: {"model name": "AMD EPYC", "cpu family": "25", "model": "17",
                                                      "stepping": "1", "flags": "avx2 avx512f avx512_bf16"})  # fmt: skip
-    monkeypatch.setattr(results, "cpu_flags", platform.cpu_flags)
-    monkeypatch.setattr(machine, "gpu_name", lambda: "")
+    monkeypatch.setattr(platform, "gpu_name", lambda: "")
     monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
     assert records_machine.machine_key() == "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
-    monkeypatch.setattr(machine, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(platform, "gpu_name", lambda: "NVIDIA H200")
     m = Machine.parse(records_machine.machine_key())
     assert m.key.endswith("/2cpu/nvidia-h200") and m.has_gpu and m.native_bf16 and m.cpuid == "f25m17s1"
     assert m.bf16_class == "native bf16 without AMX"

@@ -6,7 +6,7 @@ import random
 import pandas as pd
 import pytest
 
-from dlrm_study import studies
+from dlrm_study.analysis import sensitivity as knobs
 from dlrm_study.analysis import stats
 from dlrm_study.measure import selfcheck
 
@@ -108,7 +108,7 @@ def test_a_flagged_record_counts_and_is_said():
     frame = pd.DataFrame(rows)
     clean, excluded = stats.without_flagged(frame)
     assert excluded == 1 and len(clean) == 6  # the second view
-    lines = studies.base_intervals(frame)
+    lines = knobs.base_intervals(frame)
     assert lines[0].startswith("optimized-fp32: 2,001") and lines[1].startswith(
         "reference: 1,002"
     )  # the median of four
@@ -137,10 +137,10 @@ def test_findings_and_figures_survive_every_repeat_flagged(tmp_path):
          "torch_version": "2", "git_commit": "abc", "config_name": "c"}
         for v in ("reference", "optimized-fp32") for r in range(2) for x in (4.0, 13.0)
     ])  # fmt: skip
-    said = studies.knob_findings(frame, "dense_features")
+    said = knobs.knob_findings(frame, "dense_features")
     assert said[0].startswith("dense features: no finding") and said[-1].startswith("(8 of 8 repeat(s) flagged")
-    assert studies.base_intervals(frame[frame["x"] == 4.0])[-1].startswith("(4 of 4 repeat(s) flagged")
-    assert not studies.rates_table(frame).empty  # every repeat counts
+    assert knobs.base_intervals(frame[frame["x"] == 4.0])[-1].startswith("(4 of 4 repeat(s) flagged")
+    assert not knobs.rates_table(frame).empty  # every repeat counts
     plots.save(plots.sensitivity(frame, "all flagged"), "flagged", tmp_path)
     plots.save(plots.speedup(frame[frame["x"] == 4.0], "reference", "all flagged"), "flagged-speedup", tmp_path)
 

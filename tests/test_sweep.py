@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dlrm_study.analysis import sensitivity as knobs
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.cli.main import main
@@ -132,12 +133,11 @@ def test_coupled_grid_keys_set_fields_together(tmp_path):
 
 
 def test_knob_values_for_the_axis():
-    from dlrm_study import studies
 
-    assert studies.knob_value("tables", "model.table_rows=32x100000") == 32
-    assert studies.knob_value("rows", "model.table_rows=8x1000000") == 1_000_000
-    assert studies.knob_value("embedding_dim", "model.embedding_dim=64 model.bottom_mlp=512-64") == 64
-    assert studies.knob_value("mlp_width", "model.top_mlp=4096-4096-1") == 4096
+    assert knobs.knob_value("tables", "model.table_rows=32x100000") == 32
+    assert knobs.knob_value("rows", "model.table_rows=8x1000000") == 1_000_000
+    assert knobs.knob_value("embedding_dim", "model.embedding_dim=64 model.bottom_mlp=512-64") == 64
+    assert knobs.knob_value("mlp_width", "model.top_mlp=4096-4096-1") == 4096
 
 
 def test_records_hold_only_the_current_points(tmp_path):

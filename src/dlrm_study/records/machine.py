@@ -20,9 +20,9 @@ import dataclasses
 import os
 import re
 
-from dlrm_study.platform import BF16_FLAGS, cpu_flags, cpu_model, cpuid, gpu_name
+from dlrm_study import platform
+from dlrm_study.platform import BF16_FLAGS
 from dlrm_study.records import columns as col
-from dlrm_study.records import machine as machines
 
 # CPU flags that change what these timings mean: AVX-512 kernels, bf16 dot products, AMX tiles.
 ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16")
@@ -64,8 +64,8 @@ class Machine:
     @classmethod
     def this(cls) -> "Machine":
         """This host, as a record measured now names it."""
-        gpu = slug(gpu_name()) if gpu_name() else ""
-        return cls(slug(cpu_model()), cpuid(), isa(cpu_flags()), os.cpu_count() or 0, gpu)
+        gpu = slug(platform.gpu_name()) if platform.gpu_name() else ""
+        return cls(slug(platform.cpu_model()), platform.cpuid(), isa(platform.cpu_flags()), os.cpu_count() or 0, gpu)
 
     @classmethod
     def from_legacy_row(cls, row: dict) -> "Machine":
@@ -139,15 +139,9 @@ def isa(flags: frozenset[str]) -> str:
     return "+".join(present) or ("avx2" if "avx2" in flags else "baseline")
 
 
-def this_machine() -> Machine:
-    """This host as records measured now name it (`records.Machine`)."""
-    m = Machine.this()
-    return dataclasses.replace(m, isa=machines.isa(cpu_flags()))  # through cpu_flags: tests fake it
-
-
 def machine_key() -> str:
     """This host's key, `<cpu>/<isa>/<N>cpu[/<gpu>]` (`records.Machine`); threads are a column of their own."""
-    return this_machine().key
+    return Machine.this().key
 
 
 def select(frame, which: str | None = "this"):  # frame: pandas.DataFrame
