@@ -61,3 +61,10 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
     return {col.VARIANT: best, "measured": measured, "projected": projected, "cores": cores,
             "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip
+
+
+def ms_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """ms per step of each step of the decomposition, per config, a column per thread count: medians of repeats."""
+    return (
+        frame.groupby([col.CONFIG_NAME, col.THREADS, "step"], sort=False)[col.MS_MEDIAN].median().unstack(col.THREADS)
+    )

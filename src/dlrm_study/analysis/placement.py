@@ -64,3 +64,16 @@ def remote_vs_local(profile: str, out: Path, machine: str | None = "this") -> pd
     frame = store.load(path)
     frame = select(frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine)
     return frame.assign(tables=frame[col.VARIANT].map(TABLES))
+
+
+def cache_tables(rates: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The cache study per quantity (hit rate, evictions per batch, batches warmed): Zipf alpha x policy and size."""
+    quantities = ("cache_hit_rate", "evictions_per_batch", "warm_batches")
+    columns = ["cache_policy", "cache_fraction"]
+    return {name: rates.pivot_table(index="zipf_alpha", columns=columns, values=name) for name in quantities}
+
+
+def remote_table(remote: pd.DataFrame) -> pd.DataFrame:
+    """Local against remote tables: ms per step, samples/s and what the parameter server moved, medians of repeats."""
+    quantities = [col.MS_MEDIAN, col.SAMPLES_PER_S, "remote_ms_per_step", "remote_bytes_per_step"]
+    return remote.groupby("tables")[quantities].median()

@@ -94,3 +94,15 @@ def model(records: pd.DataFrame) -> dict[str, object]:
         "projection": projection,
         "here": here,
     }
+
+
+BREAKDOWN = (
+    col.MS_MEDIAN, col.COMPUTE_MS_MEDIAN, "exposed_comm_ms", "exchange_wait_ms", "exchange_backward_ms",
+    "comm_alltoall_ms", "comm_allreduce_ms",
+)  # fmt: skip
+
+
+def breakdown_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per rank count, batch and pooling: the step, its compute alone and its communication, medians of repeats."""
+    points = [col.WORLD_SIZE, col.BATCH_SIZE, "data.lookups_per_table"]
+    return records.groupby(points)[list(BREAKDOWN)].median()

@@ -47,9 +47,11 @@ def base_point(records: pd.DataFrame, knob: str, profile: str) -> pd.DataFrame:
     return records[records[col.POINT] == label]
 
 
-def base_intervals(records: pd.DataFrame) -> list[str]:
+def base_intervals(records: pd.DataFrame, device: str | None = None) -> list[str]:
     """The base point's 95% intervals over all repeats: each variant's samples/s, and optimized over
-    reference (paired)."""
+    reference (paired); of one device's records where `device` names it."""
+    if device is not None:
+        records = records[records[col.DEVICE] == device]
     lines = []
     for _, row in stats.summarize(records, ["variant"]).iterrows():
         described = stats.describe(row.center, row.low, row.high, digits=0)
@@ -172,3 +174,12 @@ def gpu_status(out: Path) -> str:
     return (
         f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {str(first[col.GIT_COMMIT])[:7]})."
     )
+
+
+def grid_rates(records: pd.DataFrame) -> pd.DataFrame:
+    """The dense x sparse grid's CPU rates on one machine: thousand samples/s, a row per table count, a column per
+    loop and dense features (medians of repeats)."""
+    frame = records.assign(tables=records["model.table_rows"].map(grid_tables))
+    rates = frame.pivot_table(index="tables", columns=[col.VARIANT, "model.dense_features"],
+                              values=col.SAMPLES_PER_S, aggfunc="median")  # fmt: skip
+    return rates / 1000

@@ -34,6 +34,8 @@ import functools
 import json
 import os
 
+import pandas as pd
+
 from dlrm_study import config
 from dlrm_study.config import Config, Placement, Precision
 from dlrm_study.perfmodel.roofline import iteration_work
@@ -175,6 +177,13 @@ def step_range_ms(
     fast = fast_gpu + host_ms[0] if placement in SYNCED else max(fast_gpu, host_ms[0])
     slow = slow_gpu + host_ms[1]  # no overlap: every step waits for its dispatch
     return fast, slow
+
+
+def published_table() -> pd.DataFrame:
+    """`published_check` as a table (notebook 03): each published rate beside this model's bound and efficiency."""
+    columns = ["device", "math", "batch", "published_samples_per_s", "bound_samples_per_s", "dense_ms", "embedding_ms",
+               "efficiency"]  # fmt: skip
+    return pd.DataFrame(published_check())[columns]
 
 
 def published_check(device_name: str | None = None) -> list[dict[str, object]]:
