@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import stats
+from dlrm_study.analysis.sensitivity import with_knob
 from dlrm_study.config import Config, Loop, Placement
 from dlrm_study.config.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.errors import UsageError
@@ -22,7 +23,8 @@ from dlrm_study.perfmodel import gpu as gpu_model
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.record import make_record
-from dlrm_study.studies.sensitivity import GPU_RECORDS
+from dlrm_study.studies import gpu
+from dlrm_study.studies.sensitivity import GPU_RECORDS, on_gpu
 
 PREDICTIONS = "gpu_predictions.csv"
 STUDY = "gpu-predictions"
@@ -36,7 +38,6 @@ PLACEMENT_OF = {v: Variant.named(v).setting("placement") for v in REGISTRY if Va
 
 def gpu_specs(profile: str, out: Path) -> list[sweep.Sweep]:
     """The GPU grid's sweeps (smoke: its dry run's) with their records in `out`."""
-    from dlrm_study.studies import gpu  # it builds on the studies package, which imports this module
 
     return gpu.sweeps(out, dry_run=profile == "smoke")
 
@@ -309,8 +310,6 @@ def summary_lines(scored: pd.DataFrame) -> list[str]:
 
 def knob_bands(knob: str, cpu_spec: sweep.Sweep, out: Path) -> pd.DataFrame:
     """The predicted samples/s (variant, x, low, high) at a sensitivity sweep's GPU points."""
-    from dlrm_study.analysis.sensitivity import with_knob
-    from dlrm_study.studies.sensitivity import on_gpu
 
     pred = load(out)
     if pred.empty:

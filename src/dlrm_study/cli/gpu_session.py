@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from dlrm_study import config, studies
+from dlrm_study import config
 from dlrm_study.analysis import predictions
 from dlrm_study.config import Placement
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
@@ -32,6 +32,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS
+from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 # Targets of issue 21 (an H200; judged on the median of repeat medians).
 # (config, batch, variant, least samples/s); variant gpu-hbm: bf16, hbm, captured.
@@ -125,7 +126,7 @@ def summary(out: Path, dry_run: bool = False, predicted: Path | None = None) -> 
     """The GPU targets against the records in `out` (a dry run's are tiny: judged, not meaningful),
     and the pre-registered predictions in `predicted` (a results folder) scored on them."""
     lines = []
-    path = out / studies.GPU_RECORDS
+    path = out / GPU_RECORDS
     frame = store.load(path) if path.exists() else None
     if frame is not None and col.ERROR in frame:
         lines += throughput_lines(frame[frame[col.ERROR].isna()], dry_run)

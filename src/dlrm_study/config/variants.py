@@ -12,6 +12,7 @@ names no variant.
 
 import dataclasses
 
+from dlrm_study.config import Config, apply_override
 from dlrm_study.config.schema import Loop, Placement, Precision
 
 # The fields a variant sets: what ran, apart from the model and the data.
@@ -101,7 +102,6 @@ class Variant:
 
 def applied(cfg, name: str):
     """`cfg` with variant `name`'s overrides applied over its own variant fields reset to the defaults."""
-    from dlrm_study.config import Config, apply_override
 
     base = Config.from_dict(cfg.to_dict())
     defaults = type(base.train)()

@@ -35,7 +35,7 @@ import torch.distributed.rpc as rpc
 
 from dlrm_study.config import Config, Precision
 from dlrm_study.data.batch import batched_ids
-from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault
+from dlrm_study.distributed.launch import EXIT_PEER_FAILED, inject_fault, under_torchrun
 from dlrm_study.errors import UsageError
 from dlrm_study.model import kernels
 from dlrm_study.model.tables.base import SparseArch, TableSpec, draw_tables
@@ -417,7 +417,6 @@ def run(timeout_s: float, work: Callable[[ArchFactory], None]) -> None:
 
     `work` gets what builds the remote sparse arch in place of `make_sparse_arch`.
     """
-    from dlrm_study.distributed.launch import under_torchrun
 
     if not under_torchrun():
         raise UsageError("--remote-tables runs under torchrun: torchrun --nproc_per_node 2 -m dlrm_study ...")

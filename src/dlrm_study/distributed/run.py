@@ -16,6 +16,7 @@ from dlrm_study.distributed import hybrid
 from dlrm_study.distributed.launch import EXIT_USAGE, init, launched_rank, refuse
 from dlrm_study.errors import UsageError
 from dlrm_study.train import checkpoint as ckpt
+from dlrm_study.train.run import build
 
 
 def start(cfg: Config | None, timeout_s: float, resume: Path | None = None, route: str = "own") -> hybrid.DistRun:
@@ -100,7 +101,6 @@ def save_checkpoint(run: hybrid.DistRun, path: Path) -> None:
     tables, sums = run.gather_tables(), run.gather_accumulators()
     if not run.world.is_main:
         return
-    from dlrm_study.train.run import build
 
     whole = build(Config.from_dict(run.cfg.to_dict()))  # the single-process layout, filled in
     whole.model.sparse_arch.set_tables(tables)

@@ -20,6 +20,7 @@ from dlrm_study.distributed.hybrid import DistRun, check_config, check_route
 from dlrm_study.distributed.launch import World
 from dlrm_study.errors import UsageError
 from dlrm_study.model.tables.base import SparseArch
+from dlrm_study.train.run import build as build_single
 
 try:
     from torchrec.distributed.comm_ops import get_gradient_division
@@ -87,7 +88,6 @@ class TorchrecRun(DistRun):
 
 def build(cfg: Config, world: World, initial: dict | None = None) -> TorchrecRun:
     """The single-process model, its tables handed to a sharded EmbeddingBagCollection."""
-    from dlrm_study.train.run import build as build_single
 
     check_config(cfg, world)
     check_route(cfg, "torchrec")

@@ -38,7 +38,9 @@ import pandas as pd
 
 from dlrm_study import config
 from dlrm_study.config import Config, Placement, Precision
+from dlrm_study.data import make_data
 from dlrm_study.perfmodel.roofline import iteration_work
+from dlrm_study.train import run as loop
 
 SLACK = 3.0  # the low end: this study's step may reach a third of the published efficiency
 HOST_OP_US = (5.0, 15.0)  # host time to dispatch one eager PyTorch op with autograd (CUDA launch included)
@@ -282,9 +284,6 @@ def host_traffic(fn) -> dict[str, list[str]]:
 @functools.cache
 def _count_ops(cfg_json: str) -> int:
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from dlrm_study.data import make_data
-    from dlrm_study.train import run as loop
 
     cfg = Config.from_dict(json.loads(cfg_json))
 

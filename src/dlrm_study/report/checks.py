@@ -17,8 +17,11 @@ import torch
 from dlrm_study import config
 from dlrm_study.analysis import stats
 from dlrm_study.config import Loop
-from dlrm_study.data import make_data
+from dlrm_study.data import SyntheticData, make_data
+from dlrm_study.model.kernels import torch_ops
 from dlrm_study.records import columns as col
+from dlrm_study.train import build, train, train_step
+from dlrm_study.train.split_sgd import SplitSGD
 
 CELL = [col.CONFIG_HASH, col.VARIANT, col.MACHINE, stats.RUN, col.REPEAT]
 
@@ -52,7 +55,6 @@ def base_point_shared(a: pd.DataFrame, b: pd.DataFrame) -> bool:
 def placements_train_alike(steps: int = 3, atol: float = 1e-6) -> bool:
     """The gpu loop's `cached` placement (a cache of 30% of the rows, evicting every step) and `hbm`
     train equal tables and dense weights from one seed (`tiny`, Zipf ids repeated within a batch)."""
-    from dlrm_study.train import build, train
 
     shape = ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=400-300-500-200",
              "train.batch_size=32", "train.loop=gpu", "train.device=cpu"]  # fmt: skip
@@ -78,10 +80,6 @@ def fused_matches_reference(steps: int = 3) -> bool:
     """The optimized fp32 loop ends where the reference does (tiny, repeated ids, 1e-5)."""
     import torch
 
-    from dlrm_study import config
-    from dlrm_study.data import SyntheticData
-    from dlrm_study.train import build, train_step
-
     cfg = config.load("tiny", ["data.pooling=fixed", "data.lookups_per_table=6", "model.table_rows=50-70-30-90"])
     optimized = config.Config.from_dict(cfg.to_dict())
     optimized.train.loop = Loop.OPTIMIZED
@@ -104,9 +102,6 @@ def split_sgd_exact(steps: int = 3) -> SplitSGDCheck:
     Notebook 07 prints `exact` (checked by nbval, so it cannot name the machine-dependent kernel) and `kernel`.
     """
     import torch
-
-    from dlrm_study.model.kernels import torch_ops
-    from dlrm_study.train.split_sgd import SplitSGD
 
     gen = torch.Generator().manual_seed(0)
     fp32 = torch.randn(1000, generator=gen)

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.verdicts import CLAIMS, verdicts
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
@@ -18,8 +20,8 @@ def start(
     records it draws, where its figures are saved or None for inline only)."""
     profile = profiles.profile(profile)
     out = profiles.results_dir(profile, results_dir)
-    measure = profiles.measuring(profile, results_dir, measure)
-    return profile, out, measure, profiles.whose(machine, measure, out), profiles.figures_dir(out, measure, publish)
+    measure = measuring(profile, results_dir, measure)
+    return profile, out, measure, whose(machine, measure, out), figures_dir(out, measure, publish)
 
 
 def header(profile: str, out: Path, machine: str = "this") -> str:
@@ -47,12 +49,10 @@ def footer() -> str:
 def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     """The notebook's claims in plain words, each with its verdict per machine with records
     (the claim ledger's rules, as notebook 00 and the README state them)."""
-    from dlrm_study.studies import summary  # summary reads every study: imported when asked
-
-    table = summary.verdicts(summary.Evidence.load(Path(out), profile))
+    table = verdicts(Evidence.load(Path(out), profile))
     lines = []
     for claim in claims:
-        lines.append(f"{claim}. {summary.CLAIMS[claim]}")
+        lines.append(f"{claim}. {CLAIMS[claim]}")
         for host, verdict in table[claim].items():
             lines.append(f"    on {host}: {verdict.status}" + (f" ({verdict.evidence})" if verdict.evidence else ""))
         if not table[claim]:
@@ -62,10 +62,8 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
 
 def tally(out: Path, profile: str) -> str:
     """Notebook 00's summary: per machine, how many claims got each verdict."""
-    from dlrm_study.studies import summary
-
     by_host: dict[str, dict[str, int]] = {}
-    for by_claim in summary.verdicts(summary.Evidence.load(Path(out), profile)).values():
+    for by_claim in verdicts(Evidence.load(Path(out), profile)).values():
         for host, verdict in by_claim.items():
             counts = by_host.setdefault(host, {})
             counts[verdict.status] = counts.get(verdict.status, 0) + 1

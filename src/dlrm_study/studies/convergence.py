@@ -5,12 +5,14 @@ from pathlib import Path
 
 from dlrm_study import config
 from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
+from dlrm_study.data import make_data
 from dlrm_study.measure import runner
 from dlrm_study.measure.sweep import runnable
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
 from dlrm_study.studies.profiles import CONVERGENCE_SEEDS, CONVERGENCE_STEPS, LOSS_WINDOW
+from dlrm_study.train import build, evaluate, train
 
 
 def convergence_config(profile: str) -> list[str]:
@@ -41,8 +43,6 @@ def run_convergence(profile: str, out: Path, variants: list[str] | None = None) 
     yet recorded (`records.store.resume_key`). bf16 runs only where it is native: an
     emulated run would train the same numbers, so it says nothing the fp32 run does not.
     """
-    from dlrm_study.data import make_data
-    from dlrm_study.train import build, evaluate, train
 
     path, study = out / "convergence.csv", f"convergence-{profile}"
     steps, window = CONVERGENCE_STEPS[profile], LOSS_WINDOW[profile]

@@ -24,7 +24,6 @@ Item 5 has not run on that host yet: 30 measurements of 22 steps, about 5 minute
 import dataclasses
 from pathlib import Path
 
-from dlrm_study import studies
 from dlrm_study.config.variants import (
     GPU_EAGER,
     GPU_HBM,
@@ -36,7 +35,7 @@ from dlrm_study.config.variants import (
 )
 from dlrm_study.measure.sweep import Sweep
 from dlrm_study.studies.cpu import cpu_loops
-from dlrm_study.studies.sensitivity import gpu_mirrors
+from dlrm_study.studies.sensitivity import GPU_RECORDS, gpu_mirrors
 
 PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
 PRESET_VARIANTS = list(GPU_PRESETS)
@@ -64,7 +63,7 @@ def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
     device, profile = ("cpu", "smoke") if dry_run else ("cuda", "quick")
     # A GPU point warms up and times blocks of steps (measure.gpu); these are its least counts.
     steps, warmup = (2, 1) if dry_run else (10, 10)
-    records = str(out / studies.GPU_RECORDS)
+    records = str(out / GPU_RECORDS)
     repeats = 2 if dry_run else REPEATS
 
     def own(name: str, configs: list[str], variants: list[str], set_: list[str], grid: dict | None = None) -> Sweep:

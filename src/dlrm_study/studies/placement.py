@@ -4,9 +4,11 @@ import itertools
 from pathlib import Path
 
 from dlrm_study import config
+from dlrm_study.data import make_data
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.measure import runner
-from dlrm_study.model.tables.base import counters
+from dlrm_study.model.tables.base import TableSpec, counters
+from dlrm_study.model.tables.cached import CachedSparseArch
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
@@ -74,8 +76,6 @@ def steady_hit_rates(cfgs: list[config.Config], warm: int, timed: int) -> list[d
     """
     import torch
 
-    from dlrm_study.data import make_data
-
     caches = [cache_of(cfg) for cfg in cfgs]
     first_eviction: list[int | None] = [None] * len(cfgs)
     counting_from: list[int | None] = [None] * len(cfgs)
@@ -105,9 +105,6 @@ def cache_of(cfg: config.Config):
     """The `cached` placement's cache for the config, one column per row: which rows are resident
     does not depend on the dimension."""
     import torch
-
-    from dlrm_study.model.tables.base import TableSpec
-    from dlrm_study.model.tables.cached import CachedSparseArch
 
     t = cfg.train
     spec = TableSpec(tuple(cfg.model.table_rows), dim=1, lr=t.learning_rate)

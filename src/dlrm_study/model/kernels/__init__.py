@@ -17,6 +17,8 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
+from dlrm_study.model.kernels import torch_ops
+
 SOURCE = Path(__file__).with_name("fused_cpu.cpp")
 
 
@@ -47,7 +49,6 @@ def load() -> ModuleType | None:
 
 def cpu_ops() -> ModuleType:
     """The CPU kernels: the compiled C++ where it builds, else their PyTorch twins."""
-    from dlrm_study.model.kernels import torch_ops
 
     return load() or torch_ops
 
