@@ -4,7 +4,8 @@ A config is three dataclasses (model, data, train) under one `Config` (schema). 
 from a preset (presets) or a YAML file, changed by `--set section.field=value` overrides
 (overrides) and validated before anything is allocated (validate), so a config that cannot
 run is refused with a message naming the field; memory checks that it fits the device and
-auto_placement picks where its tables live when asked to.
+auto_placement picks where its tables live when asked to. `variants` names what ran (loop,
+precision, placement, switches) both ways: a name stands for overrides, a config has a name.
 """
 
 from dlrm_study.config.auto_placement import AUTO_ORDER, resolve_placement

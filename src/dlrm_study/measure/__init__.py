@@ -1,4 +1,5 @@
-"""Timers, per-operator breakdown and the benchmark runner that emits records."""
+"""Timing only: the CPU and GPU benchmarks of a run (`bench`), the machine's limits, the runner that
+measures studies in interleaved, resumable repeats, sweeps, and training and distributed runs."""
 
 from dlrm_study.measure.bench import bench
 

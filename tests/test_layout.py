@@ -1,0 +1,134 @@
+"""The package's folders follow the pipeline: each imports only from the folders before it in PIPELINE.
+
+A newcomer can tell a module's room from its path: the model never sees records, whatever reads
+records lives in `analysis/` or after it, and no general module reaches into a specialization by
+a lazy import. Read from the source (every import statement, at module level or inside a function).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "dlrm_study"
+# The order data flows in (README's Layout): config -> batches -> model -> training -> records -> ... -> figures.
+PIPELINE = (
+    "errors", "config", "platform", "data", "model", "train", "distributed", "records", "perfmodel", "measure",
+    "studies", "analysis", "report", "cli", "__main__",
+)  # fmt: skip
+
+
+def room(module: str) -> str:
+    """`dlrm_study.model.tables.base` -> `model`."""
+    return module.split(".")[1]
+
+
+def module_of(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(p for p in parts if p != "__init__")
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported dlrm_study module or name) of every import in the file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dlrm_study"):
+            if node.module == "dlrm_study":
+                found += [(node.lineno, f"dlrm_study.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("dlrm_study.")]
+    return found
+
+
+def backward(path: Path) -> list[str]:
+    """The imports of `path` that run back up the pipeline (or name a room it does not list)."""
+    mine = room(module_of(path))
+    wrong = []
+    for line, target in imports(path):
+        theirs = room(target)
+        if theirs not in PIPELINE or mine not in PIPELINE or PIPELINE.index(theirs) > PIPELINE.index(mine):
+            wrong.append(f"line {line}: {target}")
+    return wrong
+
+
+MODULES = sorted(p for p in SRC.rglob("*.py") if p != SRC / "__init__.py")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_run_down_the_pipeline(path: Path) -> None:
+    assert not backward(path), f"{path.relative_to(SRC)} imports from a later folder: {backward(path)}"
+
+
+def test_every_folder_is_a_room_of_the_pipeline() -> None:
+    rooms = {room(module_of(p)) for p in MODULES}
+    assert rooms <= set(PIPELINE), rooms - set(PIPELINE)
+
+
+def test_the_rule_is_seen_when_broken(tmp_path: Path) -> None:
+    """The check itself: a model module that imports records is caught, one that imports config is not."""
+    fake = SRC / "model" / "_probe_for_test.py"
+    try:
+        fake.write_text("from dlrm_study.config import Config\n")
+        assert backward(fake) == []
+        fake.write_text("def f():\n    from dlrm_study.records import store\n")
+        assert backward(fake) == ["line 2: dlrm_study.records"]
+    finally:
+        fake.unlink(missing_ok=True)
+
+
+def edges() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (a name that is a submodule counts as that module)."""
+    known = {module_of(p) for p in MODULES} | {"dlrm_study"}
+    graph: dict[str, set[str]] = {}
+    for path in MODULES:
+        me = module_of(path)
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dlrm_study"):
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in known else node.module)
+        graph[me] = {t for t in targets if t in known and t != me}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                top = stack.pop()
+                group.add(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    assert circles(edges()) == []
+
+
+def test_a_circle_is_seen() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
