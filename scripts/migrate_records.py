@@ -19,10 +19,10 @@ import os
 import sys
 from pathlib import Path
 
-from dlrm_study import results
 from dlrm_study.analysis.stats import LEGACY
 from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
+from dlrm_study.records.machine import is_legacy_key
 
 
 def migrate(path: Path) -> int:
@@ -37,7 +37,7 @@ def migrate(path: Path) -> int:
         old = row.get(col.MACHINE, "")
         if not old and row.get("env_key") in by_run:
             old = row[col.MACHINE] = by_run[row["env_key"]]
-        if not results.is_legacy_key(old):
+        if not is_legacy_key(old):
             continue
         source = row if old or row.get(col.CPU_MODEL) else {**row, **first_with_provenance(rows, row)}
         row[col.MACHINE] = Machine.from_legacy_row(source).key

@@ -328,13 +328,14 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 
 def cmd_readme(args: argparse.Namespace) -> None:
-    from dlrm_study.studies import profile, summary
+    from dlrm_study.report.ledger import write_readme
+    from dlrm_study.studies.profiles import profile
 
     if not args.results.is_dir():
         raise UsageError(f"--results {args.results}: not a folder")
     config.read_text(args.readme, "--readme")  # exists, a file, UTF-8
     outputs.check_writable(args.readme, "--readme")
-    changed = summary.write_readme(args.readme, args.results, profile(args.profile))
+    changed = write_readme(args.readme, args.results, profile(args.profile))
     print(f"{args.readme}: generated section {'rewritten' if changed else 'unchanged'}")
 
 
@@ -362,7 +363,8 @@ def cmd_predict(args: argparse.Namespace) -> None:
 
 
 def cmd_baseline(args: argparse.Namespace) -> None:
-    from dlrm_study.studies import baseline, profile
+    from dlrm_study.studies import baseline
+    from dlrm_study.studies.profiles import profile
 
     if not args.results.is_dir():
         raise UsageError(f"--results {args.results}: not a folder")
