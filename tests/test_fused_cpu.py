@@ -111,7 +111,7 @@ def test_cpp_update_is_the_same_for_any_thread_count():
             CPP.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
         finally:
             torch.set_num_threads(previous)
-        store.append(weight)
+        results.append(weight)
     assert all(torch.equal(results[0], w) for w in results[1:])
 
 
@@ -281,7 +281,6 @@ def test_bf16_run_keeps_fp32_masters_of_the_dense_weights():
 def test_split_sgd_check_runs_the_kernel_training_runs(monkeypatch):
     """Notebook 07's check steps training's optimizer: a broken kernel there makes it false."""
     from types import SimpleNamespace
-
 
     assert checks.split_sgd_exact() == (True, "cpp" if can_build_cpp() else "torch")
     forgets_the_update = SimpleNamespace(NAME="cpp", split_sgd_dense=lambda hi, lo, grad, lr: None)  # names itself

@@ -134,11 +134,12 @@ def test_every_rank_of_the_hybrid_route_refuses_a_bad_id_in_any_table():
     """A rank holds the global batch but looks up its own tables: it must refuse a bad id in a table
     another rank owns too (naming the global table), or the owner alone fails while this rank waits."""
     from dlrm_study.distributed.hybrid import Exchange, ShardedSparseArch
+    from dlrm_study.model.tables.base import TableSpec
     from dlrm_study.model.tables.reference import ReferenceSparseArch
 
     owners = [0, 1, 1]  # this rank (0) owns table 0; the bad id sits in table 1, another rank's
-    local = ReferenceSparseArch(ROWS[:1], 4, 0.1, torch.Generator().manual_seed(0), "sgd")
-    sharded = ShardedSparseArch(local, ROWS, 4, Exchange(owners, 2, 0, BATCH, 4, group=None))
+    local = ReferenceSparseArch(TableSpec(tuple(ROWS[:1]), 4, 0.1), torch.Generator().manual_seed(0))
+    sharded = ShardedSparseArch(local, TableSpec(tuple(ROWS), 4), Exchange(owners, 2, 0, BATCH, 4, group=None))
     sharded.exchange = False  # no network: the refusal must come before any exchange
     indices = [torch.zeros(BATCH, dtype=torch.int64) for _ in ROWS]
     indices[BAD_TABLE][1] = ROWS[BAD_TABLE]

@@ -5,7 +5,7 @@ from torch.nn import functional as F
 
 from dlrm_study.data import SyntheticData
 from dlrm_study.model.interaction import DotInteraction
-from dlrm_study.model.tables import ReferenceSparseArch
+from dlrm_study.model.tables import ReferenceSparseArch, TableSpec
 from dlrm_study.train import build, train_step
 
 
@@ -28,7 +28,7 @@ def test_dot_interaction_matches_dlrm():
 
 
 def test_reference_arch_sums_bags_and_makes_sparse_gradients():
-    arch = ReferenceSparseArch([10, 20], 3, lr=0.1, generator=torch.Generator().manual_seed(0))
+    arch = ReferenceSparseArch(TableSpec((10, 20), 3, lr=0.1), generator=torch.Generator().manual_seed(0))
     ids = [torch.tensor([1, 1, 4, 2]), torch.tensor([7, 19, 0])]
     offsets = [torch.tensor([0, 2]), torch.tensor([0, 1])]
     pooled = arch(ids, offsets)

@@ -17,6 +17,7 @@ from dlrm_study import config
 from dlrm_study.data import make_data
 from dlrm_study.errors import UsageError
 from dlrm_study.model.kernels import torch_ops, triton_ops
+from dlrm_study.model.tables.base import TableSpec, counters
 from dlrm_study.model.tables.cached import CachedSparseArch
 from dlrm_study.train import build, train
 from dlrm_study.train import checkpoint as ckpt
@@ -95,7 +96,7 @@ def test_every_placement_trains_what_hbm_trains(placement, extra, optimizer):
     assert other.model.sparse_arch.kernel_path == expected_kernel_path(placement)
     assert_same_parameters(hbm, other)
     if "cached" in placement:
-        assert other.model.sparse_arch.stats()["cache_evicted_rows"] > 0  # write-back was exercised
+        assert counters(other.model.sparse_arch)["cache_evicted_rows"] > 0  # write-back was exercised
 
 
 def test_uvm_on_the_cpu_is_hbm_storage_with_the_segment_update(monkeypatch):
@@ -170,7 +171,7 @@ def test_triton_kernels_match_their_torch_twins():
 
 def cache(capacity_rows: int, policy: str) -> CachedSparseArch:
     gen = torch.Generator().manual_seed(0)
-    return CachedSparseArch([10], 2, 0.1, gen, "sgd", torch.device("cpu"), capacity_rows / 10, policy)
+    return CachedSparseArch(TableSpec((10,), 2, 0.1), gen, capacity_rows / 10, policy)
 
 
 def resident(arch: CachedSparseArch) -> set[int]:
@@ -198,10 +199,10 @@ def test_evicted_rows_are_written_back_and_hits_counted():
     before = arch.host_weight[4].clone()
     arch.make_resident(torch.tensor([6, 5]))  # evicts 4, keeps 5 (one hit)
     torch.testing.assert_close(arch.host_weight[4], before + 1.0)
-    stats = arch.stats()
+    stats = counters(arch)
     assert stats["cache_hit_rate"] == pytest.approx(1 / 4) and stats["cache_slots"] == 2
     assert stats["cache_evicted_rows"] == 1
-    assert torch.isnan(torch.tensor(arch.stats()["cache_hit_rate"]))  # counters reset
+    assert torch.isnan(torch.tensor(counters(arch)["cache_hit_rate"]))  # counters reset
 
 
 def test_a_batch_larger_than_the_cache_is_refused():
@@ -282,7 +283,7 @@ def test_evaluation_leaves_the_cache_and_its_counters_alone():
 
     run = trained(gpu_cfg("cached", "train.cache_fraction=0.3"))
     arch = run.model.sparse_arch
-    arch.stats()  # counters from here on
+    counters(arch)  # counters from here on
     state = {name: buf.clone() for name, buf in arch.named_buffers()}
     batches = list(itertools.islice(make_data(run.cfg).batches(), 3))
     metrics = evaluate(run, batches)

@@ -4,7 +4,7 @@ import pandas as pd
 from dlrm_study import config
 from dlrm_study.records.record import make_record
 from dlrm_study.report import plots
-from dlrm_study.report.plots import style
+from dlrm_study.report.plots import common
 
 
 def test_convergence_draws_each_loss_curve_in_step_order():
@@ -40,12 +40,12 @@ def caption_of(fig) -> str:
 
 def test_the_caption_names_intervals_only_where_error_bars_are_drawn():
     several = plots.speedup(timings({"a": 4}), "reference", "t")
-    assert style.has_error_bars(several) and "error bars: 95% intervals" in caption_of(several)
+    assert common.has_error_bars(several) and "error bars: 95% intervals" in caption_of(several)
     assert "diamonds" not in caption_of(several)
     one = plots.speedup(timings({"a": 1}), "reference", "t")  # one repeat: no interval to draw
-    assert not style.has_error_bars(one) and "interval" not in caption_of(one).replace(style.ONE_REPEAT, "")
+    assert not common.has_error_bars(one) and "interval" not in caption_of(one).replace(common.ONE_REPEAT, "")
     assert "diamonds: one repeat, no interval" in caption_of(one)
-    assert style.ONE_REPEAT in one.axes[0].get_legend_handles_labels()[1]
+    assert common.ONE_REPEAT in one.axes[0].get_legend_handles_labels()[1]
     mixed = plots.speedup(timings({"a": 4, "b": 1}), "reference", "t")
     assert "error bars" in caption_of(mixed) and "diamonds" in caption_of(mixed)
 

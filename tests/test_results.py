@@ -30,7 +30,7 @@ def test_provenance_names_software_and_hardware():
 
 WRITER = """
 import sys
-from dlrm_study import results
+from dlrm_study.records import store
 for i in range(100000):
     store.append(sys.argv[1], {"i": i, "payload": "x" * 2000})
 """

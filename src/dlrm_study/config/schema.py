@@ -140,7 +140,8 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Plain values only (a choice as its text), as YAML, JSON and checkpoints store them."""
+        return dataclasses.asdict(self, dict_factory=lambda items: {k: plain(v) for k, v in items})
 
     @classmethod
     def from_dict(cls, doc: dict) -> "Config":
@@ -178,6 +179,11 @@ LATER_FIELDS = {
     # Before it existed the gpu loop ran eager: records tell the two apart by their `capture` field.
     "train.cuda_graph": True,
 }
+
+
+def plain(value: object) -> object:
+    """A choice's text (`Loop.GPU` -> "gpu"); any other value as it is."""
+    return str(value) if isinstance(value, enum.Enum) else value
 
 
 def as_member(kind: type[enum.StrEnum], value: object) -> object:

@@ -1,16 +1,16 @@
-"""The figures, one module per notebook family, on the shared style (`style`). Plots only read records.
+"""The figures, one module per notebook family, on the shared style and marks (`common`). Plots only read records.
 
 `cpu` (notebooks 01, 02), `sensitivity` (03, 04), `placement` (05), `scaling` (06), `convergence`
 (07), `predictions` (00, 03); the names notebooks call are handed on here.
 """
 
+from dlrm_study.report.plots.common import caption, ordered, save, style
 from dlrm_study.report.plots.convergence import convergence
 from dlrm_study.report.plots.cpu import ablation, breakdown, decomposition, speedup
 from dlrm_study.report.plots.placement import hit_rates
 from dlrm_study.report.plots.predictions import predictions
 from dlrm_study.report.plots.scaling import scaling_breakdown, scaling_projection
 from dlrm_study.report.plots.sensitivity import heatmap, sensitivity
-from dlrm_study.report.plots.style import caption, ordered, save, style
 
 __all__ = [
     "ablation", "breakdown", "caption", "convergence", "decomposition", "heatmap", "hit_rates", "ordered",

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.style import add_caption, ordered
+from dlrm_study.report.plots.common import add_caption, ordered
 
 
 def convergence(records: pd.DataFrame, title: str) -> plt.Figure:

@@ -9,7 +9,7 @@ from matplotlib.ticker import FuncFormatter
 
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.style import (
+from dlrm_study.report.plots.common import (
     PREDICTED,
     add_caption,
     caption,

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from dlrm_study.report.plots.style import add_caption
+from dlrm_study.report.plots.common import add_caption
 
 
 def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:

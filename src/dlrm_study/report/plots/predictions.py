@@ -5,7 +5,7 @@ import pandas as pd
 import seaborn as sns
 
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.style import PREDICTED, log_ticks, repeats
+from dlrm_study.report.plots.common import PREDICTED, log_ticks, repeats
 
 
 def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:

@@ -7,7 +7,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.style import add_caption, error_bars, mark_single
+from dlrm_study.report.plots.common import add_caption, error_bars, mark_single
 
 
 def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:

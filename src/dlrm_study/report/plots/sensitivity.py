@@ -7,7 +7,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.style import (
+from dlrm_study.report.plots.common import (
     PREDICTED,
     add_caption,
     error_bars,
