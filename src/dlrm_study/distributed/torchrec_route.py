@@ -19,7 +19,7 @@ from dlrm_study.data.batch import to_kjt
 from dlrm_study.distributed.hybrid import DistRun, check_config, check_route
 from dlrm_study.distributed.launch import World
 from dlrm_study.errors import UsageError
-from dlrm_study.model.tables.base import SparseArch
+from dlrm_study.model.tables.base import SparseArch, TableSpec
 from dlrm_study.train.run import build as build_single
 
 try:
@@ -44,8 +44,9 @@ class CollectionArch(SparseArch):
     name = "torchrec-dmp"
     kernel_path = "fbgemm"
 
-    def __init__(self, table_rows: list[int], dim: int) -> None:
-        super().__init__(table_rows, dim)
+    def __init__(self, spec: TableSpec) -> None:
+        super().__init__(spec)
+        table_rows, dim = spec.rows, spec.dim
         self.keys = [f"t{t}" for t in range(len(table_rows))]
         configs = [
             EmbeddingBagConfig(name=k, embedding_dim=dim, num_embeddings=r, feature_names=[k], pooling=PoolingType.SUM)
@@ -95,7 +96,7 @@ def build(cfg: Config, world: World, initial: dict | None = None) -> TorchrecRun
     tables = initial["tables"] if initial else [w.clone() for w in dlrm.sparse_arch.tables()]
     if initial:
         dlrm.load_state_dict(initial["dense"], strict=False)
-    dlrm.sparse_arch = CollectionArch(cfg.model.table_rows, cfg.model.embedding_dim)
+    dlrm.sparse_arch = CollectionArch(TableSpec.of(cfg))
     ebc = dlrm.sparse_arch.ebc
     apply_optimizer_in_backward(torch.optim.SGD, ebc.parameters(), {"lr": cfg.train.learning_rate})
     if not get_gradient_division():
