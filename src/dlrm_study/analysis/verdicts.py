@@ -65,7 +65,8 @@ OPPOSITE = {REPRODUCED: NOT_REPRODUCED, NOT_REPRODUCED: REPRODUCED}
 class Verdict:
     status: str
     evidence: str
-    note: str = ""  # robustness, rules and records not used: said after the evidence
+    note: str = ""  # robustness and rules: said after the evidence
+    # Records of the claim's studies this verdict did not use, by reason (the ledger lists them).
     left_out: dict[str, int] = dataclasses.field(default_factory=dict, compare=False)
 
     def cell(self) -> str:
@@ -128,8 +129,6 @@ def judge(claim: str, evidence: Evidence, machine: str) -> Verdict:
     if predates(evidence, claim):
         notes.append("records measured before these rules")
     left = dict(collections.Counter(every.left_out) + collections.Counter(unused(evidence, claim, machine)))
-    if left:
-        notes.append("not used: " + ", ".join(f"{n} {reason}" for reason, n in sorted(left.items())))
     return dataclasses.replace(every, note="; ".join(filter(None, [every.note, *notes])), left_out=left)
 
 
