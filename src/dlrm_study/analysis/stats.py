@@ -203,7 +203,8 @@ def pairs(
     pick = pick.assign(_flags=flags)
     mine = pick[pick[between] == variant].set_index(keys)
     theirs = pick[pick[between] == baseline].set_index(keys)
-    joined = mine[[value, "_flags"]].join(theirs[[value, "_flags"]], how="inner", lsuffix="_v", rsuffix="_b")
+    joined = mine[[value, "_flags"]].merge(theirs[[value, "_flags"]], left_index=True, right_index=True,
+                                           suffixes=("_v", "_b"))  # fmt: skip
     joined = joined.assign(
         ratio=joined[f"{value}_v"].astype(float) / joined[f"{value}_b"].astype(float),
         flags_variant=joined["_flags_v"],
