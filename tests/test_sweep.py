@@ -9,7 +9,7 @@ import pytest
 
 from dlrm_study.analysis import sensitivity as knobs
 from dlrm_study.analysis import stats
-from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.analysis.readers import GONE, left_out, sweep_records
 from dlrm_study.cli.main import main
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
@@ -143,10 +143,12 @@ def test_knob_values_for_the_axis():
 def test_records_hold_only_the_current_points(tmp_path):
     spec = sweep.load(write_spec(tmp_path))
     sweep.run(spec, progress=False, limit=2)
-    stale = {**store.read_rows(Path(spec.out))[1][0], "config_hash": "0123456789ab"}  # a config since changed
+    first = store.read_rows(Path(spec.out))[1][0]
+    stale = {**first, "config_hash": "0123456789ab", "model.dense_features": "99"}  # a config since changed
     store.append(Path(spec.out), stale)
     frame = sweep_records(spec)
     assert len(frame) == 2 and "0123456789ab" not in set(frame["config_hash"])
+    assert left_out(frame) == {GONE: 1}  # left out, and said
 
 
 def knob_sweeps(tmp_path: Path) -> tuple[sweep.Sweep, sweep.Sweep]:
