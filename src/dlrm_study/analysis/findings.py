@@ -167,7 +167,10 @@ def convergence(records: pd.DataFrame) -> list[str]:
     evals = records[records[col.KIND] == "eval"]
     if REFERENCE not in set(evals[col.VARIANT]):
         return ["no reference run recorded"]
-    wide = evals.pivot_table(index="train.seed", columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
+    seeds = [k for k in (col.MACHINE, col.RUN_ID, "train.seed") if k in evals]  # a seed's loops, trained in one run
+    wide = evals.pivot_table(index=seeds, columns=col.VARIANT, values=col.EVAL_AUC)
+    if evals.duplicated([*seeds, col.VARIANT]).any():
+        raise ValueError("two evaluations of one loop and seed in one run")
     lines = []
     for variant in wide:
         auc = wide[variant].dropna()

@@ -356,7 +356,9 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
         return Verdict(NOT_YET, "")
     ref = lens.keep(loops, (loops[col.VARIANT] == REFERENCE) & (loops[col.CONFIG_NAME] == "dlrm-benchmark"),
                     "of other loops or presets")  # fmt: skip
-    ref = lens.keep(ref, ref[col.op_column("embedding_backward_update")].notna(), "without a breakdown")
+    update = col.op_column("embedding_backward_update")
+    profiled = ref[update].notna() if update in ref else pd.Series(False, index=ref.index)
+    ref = lens.keep(ref, profiled, "without a breakdown")
     ref = most_threads(ref, lens)
     if ref.empty:
         return with_left_out(Verdict(NOT_YET, ""), lens)
