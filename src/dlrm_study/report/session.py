@@ -8,6 +8,7 @@ from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.machine import machine_key, slug
+from dlrm_study.report import manifest
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -36,6 +37,7 @@ def header(profile: str, out: Path, machine: str = "this") -> str:
             f"machine {machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
             f"Python {prov['python_version']}, {versions}",
             f"profile {profile}; records in {profiles.shown(out)}; figures draw {drawn}",
+            "rendered from records {records} under rules {rules}".format(**manifest.stamp(out)),
         ]
     )
 

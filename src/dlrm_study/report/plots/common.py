@@ -12,6 +12,8 @@ from pathlib import Path
 
 import matplotlib
 
+from dlrm_study.report import manifest
+
 if "ipykernel" not in sys.modules:
     matplotlib.use("Agg")  # files, not windows; in a notebook the inline backend shows each figure
 
@@ -138,13 +140,18 @@ def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
 
 
 def save(fig: plt.Figure, name: str, folder: Path | None) -> None:
-    """The figure as PNG and SVG in `folder` (`studies.figures_dir`); None: shown inline only."""
+    """The figure as PNG and SVG in `folder` (`session.figures_dir`: `<results>/figures`, or a machine's folder
+    under it); None: shown inline only. Each file's metadata names the commit, records and rules it came from."""
     if folder is None:
         return
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    results = folder.parent if folder.name == "figures" else folder.parent.parent
+    said = "dlrm-study; " + ", ".join(f"{k} {v}" for k, v in manifest.stamp(results).items())
     for suffix in ("png", "svg"):
-        fig.savefig(folder / f"{name}.{suffix}", bbox_inches="tight", dpi=150)
+        # SVG's Date would differ on every render; the stamp says what the figure is from instead.
+        extra = {"Date": None} if suffix == "svg" else {}
+        fig.savefig(folder / f"{name}.{suffix}", bbox_inches="tight", dpi=150, metadata={"Description": said, **extra})
 
 
 def log_ticks(axis, values: pd.Series) -> None:
