@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks reproduce render publish readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels lock clean
+.PHONY: env test lint notebooks reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels lock clean
 
 env: $(STAMP)
 
@@ -33,34 +33,26 @@ lint: env
 notebooks: env
 	$(BIN)/python scripts/notebook_outputs.py $(sort $(wildcard notebooks/*.ipynb))
 
-# The study's main job: a short training run, then every notebook executed by papermill into
-# results/notebooks/ (rendered with outputs, the tests' scaffolding hidden), the summary last (it reads
-# what the others measured), then the README's generated section and results/manifest.json. It measures
-# this machine (`-p measure True`); `make render` renders the same from the records as they are,
-# measuring nothing. Either way every published figure is written anew (the old ones are removed first,
-# so a figure no code writes any more is gone), and the manifest names the commit, the records' digest
-# and the rules' hash the render came from. PROFILE=quick (default, within 30 minutes on 2 cores) or full.
+# The study's main job: a short training run, then the whole study rendered anew
+# (`dlrm_study.report.render`): every notebook executed by papermill into results/notebooks/ (its
+# scaffolding hidden), the summary last (it reads what the others measured), every figure in
+# results/figures/ written anew (the old ones removed first, so a figure no code writes any more is
+# gone), the README's generated section, and results/manifest.json (the commit, the records' digest and
+# the rules' hash it came from). `make reproduce` measures this machine first, a line per measurement
+# on the console; `make render` renders from the records as they are, measuring nothing (minutes).
+# `make check-render` renders again into a scratch folder and compares every printed number and word
+# with the committed render (tests/test_render.py does the same in `make test`).
+# PROFILE=quick (default, within 30 minutes on 2 cores) or full.
 PROFILE ?= quick
-NOTEBOOKS := $(filter-out notebooks/00_summary.ipynb,$(sort $(wildcard notebooks/*.ipynb))) notebooks/00_summary.ipynb
 reproduce: env data/criteo_sample.tsv
 	$(BIN)/dlrm-study train --config tiny --steps 300 --out results/train.csv
-	$(MAKE) publish MEASURE=True
+	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --measure
 
 render: env
-	$(MAKE) publish MEASURE=False
+	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE)
 
-MEASURE ?= False
-publish: env
-	rm -f results/figures/*.png results/figures/*.svg
-	mkdir -p results/notebooks
-	for nb in $(NOTEBOOKS); do \
-	  echo "render: $$nb (measure=$(MEASURE))"; \
-	  $(BIN)/papermill $$nb results/notebooks/$$(basename $$nb) -k python3 --execution-timeout 1800 --log-level WARNING \
-	    -p profile $(PROFILE) -p measure $(MEASURE) -p publish True || exit 1; \
-	done
-	$(BIN)/python scripts/hide_scaffolding.py results/notebooks/*.ipynb
-	$(BIN)/dlrm-study readme --profile $(PROFILE)
-	$(BIN)/python -m dlrm_study.report.manifest results
+check-render: env
+	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --check
 
 # SC20's baseline as it ran in 2020: .venv-2020 (Python 3.8 from pyenv or PATH, torch 1.5.1,
 # numpy<1.20; about 750 MB), then the 2020 step beside today's loops at 1 and 2 threads

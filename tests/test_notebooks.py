@@ -101,15 +101,12 @@ def test_source_notebooks_hold_only_checked_outputs():
 
 def test_the_rendered_copies_hide_the_tests_scaffolding():
     """What `make reproduce` does to each rendered notebook: no nbval check, no test-only line left."""
-    import importlib.util
-
     import nbformat
 
-    spec = importlib.util.spec_from_file_location("hide_scaffolding", ROOT / "scripts" / "hide_scaffolding.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    from dlrm_study.report.scaffolding import hide
+
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        book = script.hide(nbformat.read(path, as_version=4))
+        book = hide(nbformat.read(path, as_version=4))
         sources = "\n".join(cell.source for cell in book.cells)
         assert "NBVAL" not in sources and "well_formed" not in sources and "said = said" not in sources, path.name
         assert "session.in_short" in sources or "session.tally" in sources, path.name  # it ends with a summary

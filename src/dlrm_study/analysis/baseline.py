@@ -33,6 +33,16 @@ def baseline_records(profile: str, out: Path, machine: str | None = None) -> pd.
     return frame
 
 
+def baseline_machine(profile: str, out: Path, preferred: str) -> str:
+    """Whose 2020 baseline a notebook draws: `preferred`'s where it measured one, else the machine that
+    measured one last (the figure names it: the baseline needs Python 3.8 and torch 1.5.1, not every
+    machine has run it)."""
+    every = baseline_records(profile, out)
+    if every.empty or (every[col.MACHINE] == preferred).any():
+        return preferred
+    return str(every.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1])
+
+
 def factors(frame: pd.DataFrame) -> pd.DataFrame:
     """Each step's samples/s over the 2020 step on torch 1.5.1, paired within repeats, per config and threads."""
     clean = flagging.with_flags(frame)  # every repeat counts

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
-from dlrm_study.config.variants import CPU_LOOPS
+from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_FP32, REFERENCE
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -32,3 +33,52 @@ def accuracy_records(profile: str, out: Path, machine: str | None = "this") -> p
     labels = {(config_key(cfg), v): f"{cfg.name} seed {s}" for v, s, cfg in accuracy_configs(profile)}
     frame = select(labelled(store.load(path), labels, [f"accuracy-{profile}"]), machine)
     return check_cells(frame, (col.MACHINE, col.RUN_ID, col.POINT, col.VARIANT, col.KIND, col.STEP))
+
+
+SEED = (col.MACHINE, col.RUN_ID, "train.seed")  # a seed's loops, trained in one run on one machine
+
+
+def gaps(records: pd.DataFrame, kind: str, value: str, by: tuple[str, ...] = (), base: str = REFERENCE) -> pd.DataFrame:
+    """Each loop's `value` less `base`'s, paired by seed (and by `by`, e.g. the step): the mean gap over
+    seeds with its 95% t interval (`variant`, *by, `mean`, `low`, `high`, `n`)."""
+    rows = records[records[col.KIND] == kind]
+    keys = [k for k in SEED if k in rows]
+    wide = rows.pivot_table(index=[*keys, *by], columns=col.VARIANT, values=value) if not rows.empty else None
+    if wide is None or base not in wide:
+        return pd.DataFrame(columns=[col.VARIANT, *by, "mean", "low", "high", "n"])
+    out = []
+    for variant in [v for v in wide if v != base]:
+        gap = (wide[variant] - wide[base]).dropna()
+        groups = gap.groupby(level=list(by)) if by else [((), gap)]
+        for at, values in groups:
+            mean, low, high, n = stats.mean_interval(values)
+            at = at if isinstance(at, tuple) else (at,)
+            out.append({col.VARIANT: variant, **dict(zip(by, at, strict=True)), "mean": mean, "low": low,
+                        "high": high, "n": n})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def loss_gaps(records: pd.DataFrame) -> pd.DataFrame:
+    """Each loop's windowed training loss less the reference's at each step, over seeds."""
+    return gaps(records, "loss", col.LOSS, (col.STEP,))
+
+
+def auc_gaps(records: pd.DataFrame) -> pd.DataFrame:
+    """Each loop's held-out AUC less the reference's, over seeds."""
+    return gaps(records, "eval", col.EVAL_AUC)
+
+
+def accuracy_gaps(records: pd.DataFrame) -> pd.DataFrame:
+    """S3 on the timed presets: optimized bf16's held-out AUC less optimized fp32's, per preset, over seeds."""
+    return gaps(records, "eval", col.EVAL_AUC, (col.CONFIG_NAME,), base=OPTIMIZED_FP32)
+
+
+def preset_of(records: pd.DataFrame) -> str:
+    """The preset the records trained and its shape as they say it: `tiny (8 x 100,000 rows, dim 16, batch 256)`."""
+    if records.empty or col.CONFIG_NAME not in records:
+        return "unrecorded"
+    first = records.iloc[0]
+    rows = [int(r) for r in str(first["model.table_rows"]).split("-")]
+    tables = f"{len(rows)} x {rows[0]:,} rows" if len(set(rows)) == 1 else f"{len(rows)} tables"
+    shape = f"{tables}, dim {int(first['model.embedding_dim'])}, batch {int(first['train.batch_size'])}"
+    return f"{', '.join(sorted(set(records[col.CONFIG_NAME].astype(str))))} ({shape})"

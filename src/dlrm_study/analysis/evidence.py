@@ -112,9 +112,26 @@ def of(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
 
 
 def primary_machine(evidence: Evidence) -> str | None:
-    """The machine whose records the figures draw: the recorded one that measured the CPU loops last."""
-    loops = evidence.cpu_loops
+    """The machine whose records the published figures draw (`newest_recorded` of the CPU loops)."""
+    return newest_recorded(evidence.cpu_loops)
+
+
+def published_machine(out: Path, profile: str) -> str | None:
+    """`primary_machine` of a results folder, whatever machine asks."""
+    try:
+        return newest_recorded(sweep_records(cpu.cpu_loops(profile, out), None))
+    except NoRecords:
+        return None
+
+
+def newest_recorded(loops: pd.DataFrame) -> str | None:
+    """The machine that measured the CPU loops last, of those whose key records their ISA."""
     if loops.empty:
         return None
     loops = loops[[Machine.parse(m).recorded for m in loops[col.MACHINE]]]
     return str(loops.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1]) if not loops.empty else None
+
+
+def gpu_hosts(evidence: Evidence) -> list[str]:
+    """The GPU hosts with GPU records."""
+    return [m for m in evidence.machines() if Machine.parse(m).has_gpu and not of(evidence.gpu, m).empty]

@@ -10,11 +10,12 @@ import pandas as pd
 
 from dlrm_study.analysis import baseline as old_stack
 from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis.convergence import SEED, accuracy_gaps, auc_gaps, preset_of
 from dlrm_study.analysis.cpu import ablation_findings, embedding_share
 from dlrm_study.analysis.predictions import MEASURED_VERDICTS, against_naive
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import knob_findings
-from dlrm_study.config.variants import REFERENCE
+from dlrm_study.config.variants import ORDER, REFERENCE
 from dlrm_study.records import columns as col
 
 
@@ -162,24 +163,39 @@ def projection(fitted: dict) -> list[str]:
 
 
 def convergence(records: pd.DataFrame) -> list[str]:
-    """Notebook 07: held-out AUC of each loop over its seeds, and its difference from the reference's,
-    paired by seed (mean over seeds with a t interval)."""
+    """Notebook 07: the preset trained, then each loop's held-out AUC over its seeds and its difference
+    from the reference's, paired by seed (mean over seeds with a t interval)."""
     evals = records[records[col.KIND] == "eval"]
     if REFERENCE not in set(evals[col.VARIANT]):
         return ["no reference run recorded"]
-    seeds = [k for k in (col.MACHINE, col.RUN_ID, "train.seed") if k in evals]  # a seed's loops, trained in one run
-    wide = evals.pivot_table(index=seeds, columns=col.VARIANT, values=col.EVAL_AUC)
-    if evals.duplicated([*seeds, col.VARIANT]).any():
+    if evals.duplicated([*[k for k in SEED if k in evals], col.VARIANT]).any():
         raise ValueError("two evaluations of one loop and seed in one run")
-    lines = []
-    for variant in wide:
-        auc = wide[variant].dropna()
-        gap = (wide[variant] - wide[REFERENCE]).dropna()
-        said = f"{variant}: held-out AUC {auc.median():.4f} (median of {len(auc)} seed(s))"
-        if variant != REFERENCE:
-            said += f", {wording.describe_difference(gap)} vs the reference (paired by seed)"
+    steps = ", ".join(str(int(s)) for s in sorted(evals[col.STEP].unique()))
+    lines = [f"preset {preset_of(records)}, {steps} steps, each loop trained from the same seeds and data"]
+    gaps = auc_gaps(records).set_index(col.VARIANT)
+    for variant in [v for v in ORDER if v in set(evals[col.VARIANT])]:
+        auc = evals.loc[evals[col.VARIANT] == variant, col.EVAL_AUC].dropna()
+        said = f"{variant}: held-out AUC {auc.median():.4f} (median of {wording.count(len(auc), 'seed')})"
+        if variant in gaps.index:
+            gap = gaps.loc[variant]
+            said += f", {wording.describe_gap(gap['mean'], gap['low'], gap['high'], int(gap['n']))} vs the reference"
         lines.append(said)
     return lines
+
+
+def timed_accuracy(records: pd.DataFrame) -> list[str]:
+    """Notebook 07, S3's accuracy half: optimized bf16's held-out AUC less fp32's on each timed preset,
+    paired by seed, and the machines that trained them."""
+    if records.empty:
+        return []
+    lines = []
+    for row in accuracy_gaps(records).itertuples():
+        steps = int(records.loc[records[col.CONFIG_NAME] == row.config_name, col.STEP].max())
+        gap = wording.describe_gap(row.mean, row.low, row.high, int(row.n))
+        lines.append(f"S3 accuracy, {row.config_name} ({steps} steps): optimized-bf16's held-out AUC less "
+                     f"optimized-fp32's {gap}")  # fmt: skip
+    machines = ", ".join(sorted(set(records[col.MACHINE])))
+    return [*lines, f"(trained on {machines}, of the published machine's bf16 class)"] if lines else []
 
 
 # A finding states a number with its 95% interval (or says it has none), or says why there is none.
@@ -191,7 +207,9 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
     lines = []
     for (config, threads), group in table.groupby([col.CONFIG_NAME, col.THREADS], sort=True):
         parts = [f"{row.step} x{wording.describe(row.center, row.low, row.high)}" for row in group.itertuples()]
-        lines.append(f"{config}, {threads} thread(s), over the 2020 step on torch 1.5.1: " + "; ".join(parts))
+        lines.append(
+            f"{config}, {wording.count(int(threads), 'thread')}, over the 2020 step on torch 1.5.1: " + "; ".join(parts)
+        )
     for config in dict.fromkeys(records[col.CONFIG_NAME]):
         p = old_stack.projection(records, config)
         if p:

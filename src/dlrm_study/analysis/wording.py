@@ -2,7 +2,6 @@
 robust it is. One function per kind of sentence, so a quantity reads alike wherever it is printed."""
 
 import typing
-from collections.abc import Iterable
 
 import pandas as pd
 
@@ -72,7 +71,9 @@ class Finding(typing.NamedTuple):
         said = f"{describe(r.center, r.low, r.high, unit)} ({r.n} pairs): {self.word}"
         if v.flagged and v.clean is not None and v.clean != r:
             c = v.clean
-            said += f"; without the {v.flagged} flagged pair(s): {describe(c.center, c.low, c.high, unit)} ({c.n})"
+            said += (
+                f"; without the {count(v.flagged, 'flagged pair')}: {describe(c.center, c.low, c.high, unit)} ({c.n})"
+            )
         return said
 
 
@@ -95,7 +96,7 @@ def flag_note(records: pd.DataFrame, quantity: str = "throughput") -> list[str]:
     if records.empty:
         return []
     n = int(flagged(records, quantity).sum())
-    return [f"({n} of {len(records)} repeat(s) flagged: counted, and checked without them)"] if n else []
+    return [f"({n} of {count(len(records), 'repeat')} flagged: counted, and checked without them)"] if n else []
 
 
 def unpaired_reason(records: pd.DataFrame, between: str) -> str:
@@ -106,11 +107,15 @@ def unpaired_reason(records: pd.DataFrame, between: str) -> str:
     return "no repeat pairs up at the two ends within one run"
 
 
-def describe_difference(values: Iterable[float], digits: int = 4) -> str:
-    """`+0.0003 [-0.0004, +0.0010]`: the mean of paired differences and its t interval (one: no interval)."""
-    mean, low, high, n = stats.mean_interval(values)
+def count(n: int, noun: str) -> str:
+    """`1 seed`, `3 seeds` (a noun phrase whose last word takes the plural)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def describe_gap(mean: float, low: float, high: float, n: int, digits: int = 4) -> str:
+    """`+0.0003 [-0.0004, +0.0010] (3 pairs)` from `stats.mean_interval`'s (mean, low, high, n)."""
     if not n:
         return "no pair"
     if n < 2:
         return f"{mean:+.{digits}f} (one pair: no interval)"
-    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] ({count(n, 'pair')})"

@@ -19,6 +19,8 @@ measuring and duplicates nothing; the resumed tasks carry the new run's id.
 
 import dataclasses
 import gc
+import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +64,10 @@ class Task:
 
 
 R = TypeVar("R")
+
+# Set (to 1) where a console shows what a notebook writes to stderr (`make reproduce`): each
+# measurement then prints a line there as it is recorded, in place of a bar.
+PROGRESS_LINES = "DLRM_STUDY_PROGRESS_LINES"
 
 # A point: its label and its variants' configs, in the order of the first repeat.
 Point = tuple[str, dict[str, Config]]
@@ -168,8 +174,19 @@ def run(
             store.append(out, record)
         if emit and on_record:
             on_record(record)
+        if emit and os.environ.get(PROGRESS_LINES):
+            print(progress_line(study, i + 1, len(todo), task, record), file=sys.stderr, flush=True)
     bar.close()
     return counts
+
+
+def progress_line(study: str, done: int, total: int, task: Task, record: dict[str, object]) -> str:
+    """`sweep 3/40: repeat 0, point, variant: 12,345 samples/s` (or its error)."""
+    head = f"{study} {done}/{total}: repeat {task.repeat}, {task.point}, {task.variant}"
+    if record.get(col.ERROR):
+        return f"{head}: failed ({record[col.ERROR]})"
+    rate = record.get(col.SAMPLES_PER_S)
+    return f"{head}: {rate:,.0f} samples/s" if isinstance(rate, (int, float)) else f"{head}: recorded"
 
 
 def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_id: str = "") -> dict[str, object]:

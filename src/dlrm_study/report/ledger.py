@@ -8,19 +8,12 @@ regenerates identically anywhere (tests/test_readme.py).
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from dlrm_study.analysis import findings, predictions, stats
-from dlrm_study.analysis import scaling as scaling_analysis
-from dlrm_study.analysis.evidence import Evidence, of, primary_machine
-from dlrm_study.analysis.readers import sweep_records
-from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.analysis.verdicts import CLAIMS, Verdict, judge, verdicts
+from dlrm_study.analysis.evidence import Evidence, primary_machine
+from dlrm_study.analysis.verdicts import CLAIMS, Verdict, verdicts
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, provenance
-from dlrm_study.records import columns as col
-from dlrm_study.studies import cpu
-from dlrm_study.studies.sensitivity import sensitivity
+from dlrm_study.report.gallery import gallery
 
 NOTEBOOKS = {
     "H1": "04_model_shape_sensitivity",
@@ -87,105 +80,6 @@ def not_used(table: dict[str, dict[str, Verdict]]) -> str:
     )
 
 
-def at_usual_threads(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
-    """A machine's records at its most common thread count (no curve mixes two)."""
-    mine = of(frame, machine)
-    return mine[mine[col.THREADS] == mine[col.THREADS].mode().iloc[0]] if not mine.empty else mine
-
-
-NB01, NB02, NB03 = "01_cpu_reference_breakdown", "02_cpu_optimizations", "03_dense_sparse_sensitivity"
-NB04, NB05, NB06, NB07 = "04_model_shape_sensitivity", "05_embedding_placement", "06_scaling", "07_convergence"
-FIGURES = {  # figure -> (notebook, what it shows)
-    "01_cpu_reference_breakdown": (NB01, "where the reference spends its time, per preset"),
-    "02_cpu_speedup": (NB02, "each loop over the reference, per preset"),
-    "02_ablation": (NB02, "the optimized loop's techniques added one at a time"),
-    "02_s1_decomposition": (NB02, "S1 step by step, from the 2020 reference on torch 1.5.1"),
-    "02_cpu_breakdown": (NB02, "where each loop spends its time"),
-    "03_dense_features": (NB03, "throughput against dense features"),
-    "03_tables": (NB03, "throughput against sparse features (tables)"),
-    "04_embedding_dim": (NB04, "throughput against embedding dimension"),
-    "04_rows": (NB04, "throughput against rows per table"),
-    "04_lookups": (NB04, "throughput against the pooling factor"),
-    "04_mlp_width": (NB04, "throughput against top-MLP width"),
-    "04_batch_size": (NB04, "throughput against batch size"),
-    "03_gpu_over_cpu": (NB03, "GPU (H200) over CPU samples/s on the dense x sparse grid"),
-    "05_cache_hit_rate": (NB05, "hit rate of a cache of hot rows"),
-    "05_placements": (NB05, "GPU placements relative to hbm, with their predicted ranges"),
-    "05_remote_tables": (NB05, "tables local or on a parameter server"),
-    "06_scaling_breakdown": (NB06, "compute and exposed communication, 1 and 2 ranks"),
-    "06_scaling_projection": (NB06, "modelled scaling to 64 ranks, with the measured points"),
-    "07_convergence": (NB07, "training loss and held-out AUC of each loop"),
-}
-KNOB_FIGURES = {
-    "03_dense_features": "dense_features",
-    "03_tables": "tables",
-    "04_embedding_dim": "embedding_dim",
-    "04_rows": "rows",
-    "04_lookups": "lookups",
-    "04_mlp_width": "mlp_width",
-    "04_batch_size": "batch_size",
-}
-
-
-def gallery_findings(out: Path, profile: str, evidence: Evidence, machine: str) -> dict[str, list[str]]:
-    """Each figure's findings on one machine, computed as its notebook computes them."""
-    loops = at_usual_threads(evidence.cpu_loops, machine)
-    said: dict[str, list[str]] = {}
-    if not loops.empty:
-        said["01_cpu_reference_breakdown"] = findings.reference_breakdown(loops)
-        said["02_cpu_speedup"] = findings.speedups(loops)
-        said["02_cpu_breakdown"] = findings.largest_operator(loops)
-    try:
-        ablation = sweep_records(cpu.ablation(profile, out), None)
-        ablation = at_usual_threads(ablation, machine)
-    except UsageError:
-        ablation = pd.DataFrame()
-    if not ablation.empty:
-        said["02_ablation"] = findings.ablation(ablation)
-    old = of(evidence.baseline, machine)
-    if not old.empty:
-        said["02_s1_decomposition"] = findings.baseline_2020(old)
-    for figure, knob in KNOB_FIGURES.items():
-        try:
-            frame = sensitivity_records(knob, sensitivity(knob, profile, out), None)
-        except UsageError:
-            continue
-        frame = at_usual_threads(frame, machine)
-        if not frame.empty:
-            said[figure] = findings.knob(frame, knob)
-    gpu_hosts = [m for m in evidence.machines() if Machine.parse(m).has_gpu and not of(evidence.gpu, m).empty]
-    if gpu_hosts:
-        mine = evidence.of(gpu_hosts[0])
-        said["03_gpu_over_cpu"] = [f"{c}: {judge(c, mine, gpu_hosts[0]).cell()}" for c in ("H2", "H3")]
-        said["05_placements"] = [f"H4: {judge('H4', mine, gpu_hosts[0]).cell()}"]
-    if not of(evidence.cache, machine).empty:
-        said["05_cache_hit_rate"] = findings.cache(of(evidence.cache, machine), profile)
-    if not of(evidence.remote, machine).empty:
-        said["05_remote_tables"] = findings.remote(of(evidence.remote, machine))
-    records = of(evidence.scaling, machine)
-    if not records.empty:
-        said["06_scaling_breakdown"] = findings.scaling(records)
-        fitted = scaling_analysis.model(records)
-        said["06_scaling_projection"] = findings.projection(fitted)
-    if not of(evidence.convergence, machine).empty:
-        said["07_convergence"] = findings.convergence(of(evidence.convergence, machine))
-    return said
-
-
-def gallery(out: Path, profile: str, evidence: Evidence) -> str:
-    """The figures as a Markdown table: the image, its computed findings, the notebook."""
-    machine = primary_machine(evidence)
-    if machine is None:
-        return "No figures yet: run `make reproduce`."
-    said = gallery_findings(out, profile, evidence, machine)
-    rows = ["| figure | findings (computed from the records) | notebook |", "| --- | --- | --- |"]
-    for figure, (notebook, what) in FIGURES.items():
-        text = "<br>".join([f"*{what}*", *said.get(figure, ["not yet measured"])])
-        image = f"![{what}](results/figures/{figure}.png)"
-        rows.append(f"| {image} | {text} | [{notebook[:2]}](results/notebooks/{notebook}.ipynb) |")
-    return "\n".join(rows)
-
-
 def readme_section(out: Path, profile: str = "quick") -> str:
     """The README's generated section: the figure gallery and the claim ledger (one column per machine)."""
     evidence = Evidence.load(out, profile)
@@ -200,7 +94,7 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             f"Rendered by `make reproduce` (`{profile}` profile) from the records in `results/`, measured on "
             f"`{primary}`; each finding is computed from the records, as its notebook computes it.",
             "",
-            gallery(out, profile, evidence),
+            gallery(out, profile, primary),
             "",
             "## Claim ledger",
             "",

@@ -2,13 +2,15 @@
 
 from pathlib import Path
 
-from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.evidence import Evidence, published_machine
 from dlrm_study.analysis.verdicts import CLAIMS, verdicts
+from dlrm_study.analysis.wording import count
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance, store
+from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest
+from dlrm_study.report.gallery import plain
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -22,7 +24,7 @@ def start(
     profile = profiles.profile(profile)
     out = profiles.results_dir(profile, results_dir)
     measure = measuring(profile, results_dir, measure)
-    return profile, out, measure, whose(machine, measure, out), figures_dir(out, measure, publish)
+    return profile, out, measure, whose(machine, measure, out, profile), figures_dir(out, measure, publish)
 
 
 def header(profile: str, out: Path, machine: str = "this") -> str:
@@ -45,7 +47,8 @@ def header(profile: str, out: Path, machine: str = "this") -> str:
 def footer() -> str:
     """How many measurements this run made, and how many it reused from earlier runs' records."""
     t = runner.TALLY
-    return f"this run measured {t['measured']} record(s) and reused {t['reused']} already in the results folder"
+    measured, reused = count(t["measured"], "record"), count(t["reused"], "record")
+    return f"this run measured {measured} and reused {reused} already in the results folder"
 
 
 def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
@@ -56,7 +59,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     for claim in claims:
         lines.append(f"{claim}. {CLAIMS[claim]}")
         for host, verdict in table[claim].items():
-            lines.append(f"    on {host}: {verdict.status}" + (f" ({verdict.evidence})" if verdict.evidence else ""))
+            lines.append(f"    on {host}: {plain(verdict)}")
         if not table[claim]:
             lines.append("    no machine has records of it yet")
     return "\n".join(lines)
@@ -92,22 +95,22 @@ def figures_dir(out: Path, measure: bool, publish: bool = False) -> Path | None:
     return None
 
 
-def whose(value: str, measure: bool, out: Path) -> str:
-    """The machine a notebook draws: `value`, except that `this` on a machine with no records
-    (and nothing measured) draws the machine of the newest CPU records in the results folder."""
+def whose(value: str, measure: bool, out: Path, profile: str) -> str:
+    """The machine a notebook draws: `value`, except that `this` without measuring draws the published
+    machine (`evidence.published_machine`: the README's figures', whichever machine renders them)."""
     if value != "this" or measure:
         return value
-    path = Path(out) / "sweeps.csv"
-    frame = store.load(path) if path.exists() else None
-    if frame is None or frame.empty or col.MACHINE not in frame:
-        return value
-    known = frame.dropna(subset=[col.MACHINE])
-    known = known[known[col.MACHINE].astype(str) != ""]
-    if known.empty or (known[col.MACHINE] == machine_key()).any():
-        return value
-    return str(known.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1])
+    return published_machine(Path(out), profile) or value
 
 
 def machine(value: str = "this") -> str:
     """A notebook's `machine` parameter as a key: `this` is this machine (`records.machine.machine_key`)."""
     return machine_key() if value == "this" else value
+
+
+def show_markdown(text: str) -> None:
+    """Display Markdown whose plain-text form is the text itself (not `<IPython...Markdown object>`),
+    so a viewer that does not render Markdown still shows the table."""
+    from IPython.display import display
+
+    display({"text/markdown": text, "text/plain": text}, raw=True)

@@ -1,0 +1,153 @@
+"""One render of the whole study, and the check that the committed render is what the code renders.
+
+`publish` is `make render` (records reused, nothing measured) and `make reproduce` (each notebook
+measures this machine first): every notebook executed into results/notebooks/, the summary last,
+its scaffolding hidden; every figure under results/figures/ written anew (old ones removed first,
+so a figure no code writes any more is gone); the README's generated section; the manifest.
+
+`check` is tests/test_render.py's and `make check-render`'s: each notebook executed again with the
+records reused into a scratch folder, then compared with the committed copy cell by cell (by cell
+id): the printed text and Markdown, every number and verdict word, but not pixels, stderr, nor the
+cells tagged `provenance` (commit, time and the renderer's machine differ by design).
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from dlrm_study.measure.runner import PROGRESS_LINES
+from dlrm_study.report import ledger, manifest
+from dlrm_study.report.scaffolding import hide
+from dlrm_study.studies.profiles import REPO
+
+PROVENANCE = "provenance"  # a cell that says where and when it ran
+TEXT = ("text/plain", "text/markdown")  # of a displayed value, the richer one is compared
+
+
+def notebooks(repo: Path = REPO) -> list[Path]:
+    """The study's notebooks in render order: 00, the summary, last (it reads what the others measured)."""
+    found = sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return [p for p in found if not p.name.startswith("00")] + [p for p in found if p.name.startswith("00")]
+
+
+def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path = REPO) -> list[Path]:
+    """Each notebook executed by papermill into `folder`, its scaffolding hidden. Measuring, each
+    measurement prints a line on the console as it is recorded (the runner's PROGRESS_LINES)."""
+    import papermill
+
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ[PROGRESS_LINES] = "1" if measure else ""
+    done = []
+    for source in notebooks(repo):
+        target = folder / source.name
+        print(f"render: {source.name} (measure={measure})", file=sys.stderr, flush=True)
+        papermill.execute_notebook(
+            str(source),
+            str(target),
+            parameters={"profile": profile, "measure": measure, "publish": publish},
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=measure,  # the measurements' lines (stderr), live
+            cwd=str(source.parent),
+            execution_timeout=1800,
+        )
+        nbformat.write(hide(nbformat.read(target, as_version=4)), target)
+        done.append(target)
+    return done
+
+
+def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
+    """The published study rendered anew from the records in results/ (measuring first if asked)."""
+    results = repo / "results"
+    for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
+        old.unlink()
+    execute(results / "notebooks", profile, measure, publish=True, repo=repo)
+    changed = ledger.write_readme(repo / "README.md", results, profile)
+    print(f"README.md: generated section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
+    print(f"wrote {manifest.write(results)}", file=sys.stderr)
+
+
+def printed(book: nbformat.NotebookNode) -> dict[str, str]:
+    """Each code cell's printed text (stdout, and displayed text or Markdown), by cell id."""
+    said = {}
+    for cell in book.cells:
+        if cell.cell_type != "code" or PROVENANCE in cell.metadata.get("tags", []):
+            continue
+        parts = []
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream" and output.name == "stdout":
+                parts.append(output.text)
+            elif output.output_type in ("display_data", "execute_result"):
+                data = output.get("data", {})
+                parts.append(next((str(data[kind]) for kind in reversed(TEXT) if kind in data), ""))
+            elif output.output_type == "error":
+                parts.append(f"{output.ename}: {output.evalue}")
+        said[cell.get("id", "")] = "".join(parts)
+    return said
+
+
+def differences(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, name: str = "") -> list[str]:
+    """Where two renders of a notebook print differently: a line per cell, at its first differing line."""
+    old, new = printed(committed), printed(fresh)
+    found = [f"{name}: cell {cid} is rendered now but not in the committed copy" for cid in sorted(new.keys() - old)]
+    found += [f"{name}: cell {cid} is in the committed copy but not rendered now" for cid in sorted(old.keys() - new)]
+    for cid in sorted(old.keys() & new.keys()):
+        if old[cid] != new[cid]:
+            a, b = old[cid].splitlines(), new[cid].splitlines()
+            at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+            was, now = (a[at] if at < len(a) else "(nothing)"), (b[at] if at < len(b) else "(nothing)")
+            found.append(f"{name}: cell {cid}, line {at + 1}: committed {was!r}, rendered now {now!r}")
+    return found
+
+
+def readme_problems(readme: str, results: Path, profile: str = "quick") -> list[str]:
+    """Where the README's generated section is not what the records give, at its first differing line."""
+    fresh = ledger.readme_section(results, profile)
+    if fresh in readme:
+        return []
+    begin, end = readme.find(ledger.MARK_BEGIN), readme.find(ledger.MARK_END)
+    if begin < 0 or end < 0:
+        return ["README.md: no generated section (its two marker comments)"]
+    old, new = readme[begin : end + len(ledger.MARK_END)].splitlines(), fresh.splitlines()
+    at = next((i for i, (x, y) in enumerate(zip(old, new, strict=False)) if x != y), min(len(old), len(new)))
+    was = old[at][:160] if at < len(old) else "(nothing)"
+    return [f"README.md: generated section line {at + 1} reads {was!r}, the records give another (run make render)"]
+
+
+def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None) -> list[str]:
+    """Every difference between the committed render (its notebooks, README's generated section and
+    manifest) and what the working tree renders from the same records."""
+    found = [f"results/manifest.json: {p}" for p in manifest.problems(repo / "results", repo)]
+    found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
+    with tempfile.TemporaryDirectory() as scratch:
+        where = folder or Path(scratch)
+        for fresh in execute(where, profile, measure=False, publish=False, repo=repo):
+            committed = repo / "results" / "notebooks" / fresh.name
+            if not committed.exists():
+                found.append(f"{fresh.name}: not under results/notebooks/ (run make render)")
+                continue
+            old, new = nbformat.read(committed, as_version=4), nbformat.read(fresh, as_version=4)
+            found += differences(old, new, fresh.name)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m dlrm_study.report.render", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
+    parser.add_argument("--measure", action="store_true", help="measure this machine first (make reproduce)")
+    parser.add_argument("--check", action="store_true", help="compare a fresh render with the committed one")
+    args = parser.parse_args()
+    if not args.check:
+        publish(args.profile, args.measure)
+        return
+    problems = check(args.profile)
+    print("\n".join(problems) or "the committed render is what the code renders from these records")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The published study is one render of this tree: what `make render` would write from the committed
+records is what is committed (every printed number and word, not pixels), and the README says each
+finding as the notebook that draws it says it."""
+
+import copy
+import json
+import re
+
+import nbformat
+import pytest
+from PIL import Image
+from tests.conftest import ROOT
+
+from dlrm_study.report import gallery, ledger, manifest, render
+
+RESULTS = ROOT / "results"
+RENDERED = RESULTS / "notebooks"
+
+
+def test_the_manifest_names_this_tree_and_every_published_artifact():
+    assert manifest.problems(RESULTS, ROOT) == []
+
+
+def test_the_committed_render_is_what_this_tree_renders(tmp_path):
+    """Every notebook executed again from the committed records (minutes), compared with the committed copy."""
+    assert render.check("quick", ROOT, tmp_path) == []
+
+
+def findings_output(notebook: str) -> str:
+    book = nbformat.read(RENDERED / f"{notebook}.ipynb", as_version=4)
+    cells = [c for c in book.cells if "findings" in c.metadata.get("tags", [])]
+    return "\n".join(render.printed(nbformat.from_dict({**book, "cells": cells})).values())
+
+
+def readme_findings() -> dict[str, list[str]]:
+    """The gallery's findings per figure, as the README prints them."""
+    readme = (ROOT / "README.md").read_text()
+    found = {}
+    for figure, (_, what) in gallery.FIGURES.items():
+        row = next(line for line in readme.splitlines() if line.startswith("| ") and f"*{what}*" in line)
+        cell = row.split(" | ")[1]
+        found[figure] = [line for line in cell.split("<br>") if line != f"*{what}*"]
+    return found
+
+
+def test_the_readme_prints_each_finding_as_its_notebook_does():
+    for figure, lines in readme_findings().items():
+        notebook = gallery.FIGURES[figure][0]
+        printed = findings_output(notebook)
+        for line in lines:
+            assert line.replace("**", "") in printed, f"{figure}: README says {line!r}, notebook {notebook} does not"
+
+
+def test_a_number_edited_by_hand_is_caught():
+    committed = nbformat.read(RENDERED / "02_cpu_optimizations.ipynb", as_version=4)
+    edited = copy.deepcopy(committed)
+    cell = next(c for c in edited.cells if "findings" in c.metadata.get("tags", []) and c.outputs)
+    stream = next(o for o in cell.outputs if o.output_type == "stream")
+    digit = re.search(r"\d", stream.text)
+    assert digit, "a findings cell with no number"
+    stream.text = stream.text[: digit.start()] + str((int(digit.group()) + 1) % 10) + stream.text[digit.end() :]
+    found = render.differences(committed, edited, "02")
+    assert len(found) == 1 and cell.id in found[0], found
+    readme = (ROOT / "README.md").read_text()
+    assert render.readme_problems(readme, RESULTS) == []
+    at = re.search(r"\d+\.\d+x", readme[readme.index(ledger.MARK_BEGIN) :])
+    at_start = readme.index(ledger.MARK_BEGIN) + at.start()
+    tampered = readme[:at_start] + str((int(readme[at_start]) + 1) % 10) + readme[at_start + 1 :]
+    assert render.readme_problems(tampered, RESULTS), "an edited ratio in the README passed the check"
+
+
+def test_an_artifact_edited_or_left_behind_is_caught(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "figures").mkdir()
+    doc = json.loads((RESULTS / manifest.MANIFEST).read_text())
+    some = next(name for name in doc["artifacts"] if name.endswith(".ipynb"))
+    (tmp_path / some).write_bytes((RESULTS / some).read_bytes())
+    (tmp_path / manifest.MANIFEST).write_text(json.dumps({**doc, "artifacts": {some: doc["artifacts"][some]}}))
+    for name in ("notebooks", "figures"):  # the records' digest and the code match only the real folder
+        assert not [p for p in manifest.problems(tmp_path, ROOT) if p.startswith(name)]
+    (tmp_path / some).write_bytes((RESULTS / some).read_bytes() + b" ")
+    (tmp_path / "figures" / "01_old.png").write_bytes(b"png")
+    found = manifest.problems(tmp_path, ROOT)
+    assert f"{some}: changed since the render" in found
+    assert "figures/01_old.png: published but not rendered (no code writes it)" in found
+
+
+def test_every_figure_on_the_readme_comes_from_the_committed_render():
+    doc = json.loads((RESULTS / manifest.MANIFEST).read_text())
+    readme = (ROOT / "README.md").read_text()
+    shown = re.findall(r"\]\((results/figures/[^)]+\.png)\)", readme)
+    assert shown, "the README shows no figure"
+    for path in shown:
+        name = path.removeprefix("results/")
+        assert name in doc["artifacts"], f"{path} is not of the committed render"
+        said = Image.open(ROOT / path).info.get("Description", "")
+        assert doc["commit"] in said and doc["records"] in said and doc["rules"] in said, path
+
+
+@pytest.mark.parametrize("notebook", sorted(p.stem for p in RENDERED.glob("*.ipynb")))
+def test_a_rendered_notebook_states_its_render(notebook):
+    doc = json.loads((RESULTS / manifest.MANIFEST).read_text())
+    book = nbformat.read(RENDERED / f"{notebook}.ipynb", as_version=4)
+    said = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"rendered from records {doc['records']} under rules {doc['rules']}" in said
+    assert doc["commit"] in said
