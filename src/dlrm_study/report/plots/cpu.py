@@ -9,6 +9,7 @@ from matplotlib.ticker import FuncFormatter
 
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
+from dlrm_study.analysis.cpu import embedding_share
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
     PREDICTED,
@@ -28,8 +29,11 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
 
     Per sample, so a batch of 128 sits beside batches of 2,048; the medians of the repeats
     whose breakdown is not flagged (a config with none is drawn from its flagged ones, hollow
-    and labelled so). The black bar on each row is the timed median per sample with its 95%
-    interval: the profiled operators add up to about it where the breakdown is sound.
+    and labelled so). The black bar on each row is the timed step per sample (geometric mean of
+    the repeats) with its 95% interval: the profiled operators add up to about it where the
+    breakdown is sound. `share_line` (share, text): a claim's threshold (S2), drawn with the claim's
+    own quantity on each row, embedding backward + update's share over every repeat with its 95%
+    interval (`analysis.cpu.embedding_share`, as the verdict and the findings compute it).
     """
     ops = [column for column in col.OP_COLUMNS if column in records]
     rows = flagging.with_flags(records.dropna(subset=ops))
@@ -41,11 +45,11 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
         hollow = clean.empty
         per_sample = (group if hollow else clean)[ops].div(group[col.BATCH_SIZE].iloc[0] / 1e3)  # us per sample
         timed = stats.interval(group[col.MS_MEDIAN] / group[col.BATCH_SIZE].iloc[0] * 1e3)
-        bars.append((label + (" (flagged)" if hollow else ""), per_sample.median(), hollow, timed))
+        bars.append((label + (" (flagged)" if hollow else ""), per_sample.median(), hollow, timed, group))
     fig, (ax, share_ax) = plt.subplots(1, 2, figsize=(13, 0.5 * len(bars) + 2.2), sharey=True,
                                        gridspec_kw={"width_ratios": [3, 2]})  # fmt: skip
     colors = sns.color_palette(n_colors=len(ops))
-    for y, (_, times, hollow, timed) in enumerate(bars):
+    for y, (_, times, hollow, timed, _) in enumerate(bars):
         left = share_left = 0.0
         for op, color in zip(ops, colors, strict=True):
             style = {"facecolor": "none", "edgecolor": color, "hatch": "//"} if hollow else {"color": color}
@@ -57,17 +61,17 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
             summary = pd.DataFrame([timed], columns=["center", "low", "high"])
             ax.errorbar(timed[0], y, xerr=error_bars(summary), fmt="|", color="black", markersize=14, capsize=3)
             mark_single(ax, [y], summary, horizontal=True)
-    ax.set_yticks(range(len(bars)), [label for label, _, _, _ in bars])
+    ax.set_yticks(range(len(bars)), [bar[0] for bar in bars])
     ax.invert_yaxis()
-    ax.set_xlabel("time per sample (µs), median of repeats; black: timed median, 95% interval")
+    ax.set_xlabel("time per sample (µs): operators, median of repeats;\nblack: the timed step, 95% interval")
     share_ax.set_xlabel("share of the profiled iteration")
     share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     share_ax.set_xlim(0, 1)
-    if share_line is not None:  # a claim's share (S2: embeddings dominate), against each row's embedding share
-        embedding = [op for op in ops if col.op_label(op).startswith("embedding ")]
-        shares = [times[embedding].sum() / times.sum() for _, times, _, _ in bars]
-        share_ax.scatter(shares, range(len(bars)), marker="|", s=500, linewidths=2.5, color="black", zorder=4,
-                         label="share of embedding forward + backward/update")  # fmt: skip
+    if share_line is not None:  # a claim's threshold (S2: embeddings dominate), against the claim's quantity
+        shares = pd.concat([embedding_share(group) for *_, group in bars], ignore_index=True)
+        share_ax.errorbar(shares["center"], range(len(bars)), xerr=error_bars(shares), fmt="|", color="black",
+                          markersize=16, markeredgewidth=2.5, capsize=4, zorder=4,
+                          label="S2's quantity: embedding backward + update, 95% interval")  # fmt: skip
         share_ax.axvline(share_line[0], color="black", linestyle="--", linewidth=1, label=share_line[1])
     handles, names = ax.get_legend_handles_labels()
     more, their_names = share_ax.get_legend_handles_labels()
