@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels lock clean
+.PHONY: env test lint notebooks lab reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels lock clean
 
 env: $(STAMP)
 
@@ -32,6 +32,10 @@ lint: env
 # After editing a notebook: clear its outputs except the facts nbval checks.
 notebooks: env
 	$(BIN)/python scripts/notebook_outputs.py $(sort $(wildcard notebooks/*.ipynb))
+
+# Open the notebooks in JupyterLab, from the pinned stack in .venv (as root, Jupyter needs --allow-root).
+lab: env
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # The study's main job: a short training run, then the whole study rendered anew
 # (`dlrm_study.report.render`): every notebook executed by papermill into results/notebooks/ (its
