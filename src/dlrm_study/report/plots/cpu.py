@@ -63,7 +63,7 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
             mark_single(ax, [y], summary, horizontal=True)
     ax.set_yticks(range(len(bars)), [bar[0] for bar in bars])
     ax.invert_yaxis()
-    ax.set_xlabel("time per sample (µs): operators, median of repeats;\nblack: the timed step, 95% interval")
+    ax.set_xlabel("time per sample (µs), operators' median; black: the timed step, 95% interval")
     share_ax.set_xlabel("share of the profiled iteration")
     share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     share_ax.set_xlim(0, 1)
@@ -106,7 +106,7 @@ def ablation(
     if claim is not None and claim[0] in list(steps["step"]):
         row = list(steps["step"]).index(claim[0])
         gain_ax.vlines(claim[1], row - 0.4, row + 0.4, color="black", linestyle="--", linewidth=1.2, label=claim[2])
-        gain_ax.legend(frameon=False, fontsize=8, loc="lower right")
+        gain_ax.legend(frameon=False, fontsize=8, loc="upper right")  # clear of the claim's line on its row
     gain_ax.set_yticks(y, steps["label"])
     gain_ax.invert_yaxis()
     fig.suptitle(title)

@@ -1,10 +1,12 @@
-"""Notebook 05's figure: the cache's hit rate against id skew and cache size."""
+"""Notebook 05's figures: the cache's hit rate against id skew and cache size; tables local or remote."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from dlrm_study.report.plots.common import add_caption
+from dlrm_study.analysis import stats
+from dlrm_study.records import columns as col
+from dlrm_study.report.plots.common import add_caption, error_bars
 
 
 def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
@@ -28,3 +30,37 @@ def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
     grid.figure.suptitle(title, y=1.03)
     add_caption(grid.figure, records)
     return grid.figure
+
+
+def remote_tables(remote: pd.DataFrame, title: str) -> plt.Figure:
+    """Local against remote tables: left, each repeat's samples/s in both places (a line joins a repeat's
+    pair) with each place's geometric mean and 95% interval; right, remote over local per pair, their
+    geometric mean and 95% interval, and 1.0 (no cost) dashed."""
+    fig, (rates_ax, ratio_ax) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    places = list(dict.fromkeys(remote.sort_values(col.VARIANT)["tables"]))
+    for _, pair in remote.groupby([k for k in stats.CELL if k in remote], dropna=False):
+        pair = pair.set_index("tables").reindex(places)
+        rates_ax.plot(range(len(places)), pair[col.SAMPLES_PER_S], color="#bbbbbb", linewidth=0.8, zorder=1)
+    summary = stats.summarize(remote, ["tables"]).set_index("tables").reindex(places)
+    rates_ax.errorbar(range(len(places)), summary["center"], yerr=error_bars(summary), fmt="o", color="black",
+                      capsize=5, zorder=3, label="geometric mean, 95% interval")  # fmt: skip
+    rates_ax.scatter(remote["tables"].map(places.index), remote[col.SAMPLES_PER_S], s=12, color="#888888", zorder=2,
+                     label="a repeat (lines join a repeat's pair)")  # fmt: skip
+    rates_ax.set_xticks(range(len(places)), places)
+    rates_ax.set_xlim(-0.5, len(places) - 0.5)
+    rates_ax.set_ylabel("samples/s")
+    rates_ax.legend(frameon=False, fontsize=8, loc="upper right")
+    local, far = sorted(remote[col.VARIANT].unique())[0], sorted(remote[col.VARIANT].unique())[-1]
+    found = stats.pairs(remote, far, local)
+    ratio = stats.Ratio.of(list(found["ratio"]))
+    ratio_ax.scatter([0] * len(found), found["ratio"], s=12, color="#888888", zorder=2)
+    one = pd.DataFrame([ratio._asdict()])
+    ratio_ax.errorbar([0], [ratio.center], yerr=error_bars(one), fmt="o", color="black", capsize=5, zorder=3)
+    ratio_ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+    ratio_ax.set_xticks([0], [f"{summary.index[-1]} over {summary.index[0]}\n{ratio.n} pairs (grey: each pair)"])
+    ratio_ax.set_xlim(-1, 1)
+    ratio_ax.set_ylabel("samples/s ratio (paired within repeats)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    add_caption(fig, remote)
+    return fig
