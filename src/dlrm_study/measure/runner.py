@@ -174,10 +174,16 @@ def run(
             store.append(out, record)
         if emit and on_record:
             on_record(record)
-        if emit and os.environ.get(PROGRESS_LINES):
-            print(progress_line(study, i + 1, len(todo), task, record), file=sys.stderr, flush=True)
+        if emit:
+            say(progress_line(study, i + 1, len(todo), task, record))
     bar.close()
     return counts
+
+
+def say(line: str) -> None:
+    """A measurement's line on the console where one is watching a render (PROGRESS_LINES set)."""
+    if os.environ.get(PROGRESS_LINES):
+        print(line, file=sys.stderr, flush=True)
 
 
 def progress_line(study: str, done: int, total: int, task: Task, record: dict[str, object]) -> str:

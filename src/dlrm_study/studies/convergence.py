@@ -111,3 +111,5 @@ def train_and_record(configs: list[tuple[str, int, config.Config]], path: Path, 
         evaluation = {col.KIND: "eval", col.STEP: steps, **{f"eval_{k}": v for k, v in metrics.items()}}
         rows.append(make_record(study, evaluation, cfg, variant=variant, repeat=seed))
         store.append_many(path, rows)
+        auc = metrics.get("auc", float("nan"))
+        runner.say(f"{study}: {cfg.name} {variant} seed {seed}, {steps} steps: held-out AUC {auc:.4f}")

@@ -41,6 +41,8 @@ def measure_cache(profile: str, out: Path) -> None:
         runner.tally(measured=len(same_ids))
         for cfg, fields in zip(same_ids, steady_hit_rates(same_ids, *CACHE_BATCHES[profile]), strict=True):
             store.append(path, make_record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
+            rate = float(fields.get("cache_hit_rate", float("nan")))
+            runner.say(f"{study}: {steady_variant(cfg)}, Zipf {cfg.data.zipf_alpha}: hit rate {rate:.3f}")
 
 
 def steady_variant(cfg: config.Config) -> str:
