@@ -8,16 +8,27 @@ from dlrm_study.report import plots
 from dlrm_study.report.plots import common
 
 
-def test_convergence_draws_each_loss_curve_in_step_order():
-    """Records arrive in timestamp order, which ties scramble: a curve must still run left to right."""
+def test_convergence_draws_each_loops_gap_from_the_reference_in_step_order():
+    """Records arrive in timestamp order, which ties scramble: a gap curve must still run left to right, at
+    the mean over seeds of the loop's loss less the reference's (paired by seed)."""
     steps = [300, 100, 200, 50]
-    losses = pd.DataFrame({"kind": "loss", "variant": "reference", "step": steps, "loss": [0.5, 0.6, 0.55, 0.7]})
-    fields = {"kind": "eval", "step": 300, "eval_auc": 0.8}
-    evals = pd.DataFrame([make_record("convergence", fields, config.preset("tiny"), variant="reference")])
-    fig = plots.convergence(pd.concat([losses, evals], ignore_index=True), "t")
-    (line,) = fig.axes[0].get_lines()
+    rows = []
+    for seed in (0, 1, 2):
+        for step, loss in zip(steps, [0.5, 0.6, 0.55, 0.7], strict=True):
+            gap = 0.001 * step / 100 + 0.0001 * seed  # grows with the step
+            rows.append({"kind": "loss", "variant": "reference", "step": step, "loss": loss, "train.seed": seed})
+            rows.append({"kind": "loss", "variant": "optimized-fp32", "step": step, "loss": loss + gap,
+                         "train.seed": seed})  # fmt: skip
+        for variant, auc in (("reference", 0.8), ("optimized-fp32", 0.801)):
+            fields = {"kind": "eval", "step": 300, "eval_auc": auc}
+            rows.append(make_record("convergence", fields, config.preset("tiny"), variant=variant, repeat=seed)
+                        | {"train.seed": seed})  # fmt: skip
+    frame = pd.DataFrame(rows).assign(machine="m", run_id="r")  # one machine and run, as a study writes them
+    fig = plots.convergence(frame, "t")
+    (line,) = fig.axes[0].get_lines()[:1]
     assert list(line.get_xdata()) == sorted(steps)
-    assert np.all(np.diff(line.get_ydata()) < 0)  # the losses went down with the steps
+    assert np.allclose(line.get_ydata(), [0.001 * s / 100 + 0.0001 for s in sorted(steps)])
+    assert "tiny (4 x 1,000 rows" in fig.axes[0].get_title()
 
 
 def timings(repeats: dict[str, int]) -> pd.DataFrame:
@@ -55,10 +66,12 @@ def test_heatmap_and_convergence_captions_claim_no_intervals():
     records = timings({"a": 3})
     ratio = pd.DataFrame([[2.0, 3.0], [4.0, 5.0]], index=[2, 8], columns=[16, 512])
     assert "interval" not in caption_of(plots.heatmap(ratio, "t", records))
-    losses = pd.DataFrame({"kind": "loss", "variant": "reference", "step": [1, 2], "loss": [0.6, 0.5]})
-    fields = {"kind": "eval", "step": 2, "eval_auc": 0.8}
-    evals = pd.DataFrame([make_record("convergence", fields, config.preset("tiny"), variant="reference")])
-    assert "interval" not in caption_of(plots.convergence(pd.concat([losses, evals], ignore_index=True), "t"))
+    rows = [{"kind": "loss", "variant": v, "step": s, "loss": 0.5} for v in ("reference", "torchrec") for s in (1, 2)]
+    for variant in ("reference", "torchrec"):  # one seed: one pair, no interval to claim
+        fields = {"kind": "eval", "step": 2, "eval_auc": 0.8}
+        rows.append(make_record("convergence", fields, config.preset("tiny"), variant=variant))
+    one_seed = pd.DataFrame(rows).assign(machine="m", run_id="r", **{"train.seed": 0})
+    assert "interval" not in caption_of(plots.convergence(one_seed, "t"))
 
 
 def test_one_huge_interval_does_not_stretch_the_axis():

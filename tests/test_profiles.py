@@ -1,8 +1,5 @@
 """Where a notebook's records and figures live, and whose records it draws, whatever the working directory."""
 
-from pathlib import Path
-
-import pandas as pd
 from tests.conftest import ROOT
 
 from dlrm_study.records.machine import machine_key, slug
@@ -32,13 +29,12 @@ def test_paths_are_shown_relative_to_the_repository(tmp_path):
     assert profiles.shown(tmp_path) == str(tmp_path)
 
 
-def test_a_machine_without_records_draws_the_published_one(tmp_path):
-    here = machine_key()
-    rows = [{"machine": "other-cpu/avx2/2t", "timestamp": "2026-11-30"}, {"machine": "", "timestamp": "2026-12-01"}]
-    pd.DataFrame(rows).to_csv(tmp_path / "sweeps.csv", index=False)
-    assert session.whose("this", False, tmp_path) == "other-cpu/avx2/2t"
-    assert session.whose("this", True, tmp_path) == "this"  # measuring: this machine's own
-    assert session.whose("k", False, tmp_path) == "k"
-    pd.DataFrame([*rows, {"machine": here, "timestamp": "2026-11-01"}]).to_csv(tmp_path / "sweeps.csv", index=False)
-    assert session.whose("this", False, tmp_path) == "this"  # it has records of its own
-    assert session.whose("this", False, Path(tmp_path / "empty")) == "this"
+def test_a_notebook_draws_the_published_machine_unless_it_measures(monkeypatch, tmp_path):
+    from dlrm_study.report import session as session_module
+
+    monkeypatch.setattr(session_module, "published_machine", lambda out, profile: "amd-epyc-f25m17s1/avx2/2cpu")
+    assert session.whose("this", False, tmp_path, "quick") == "amd-epyc-f25m17s1/avx2/2cpu"  # whoever renders
+    assert session.whose("this", True, tmp_path, "quick") == "this"  # measuring: this machine's own
+    assert session.whose("k", False, tmp_path, "quick") == "k"
+    monkeypatch.setattr(session_module, "published_machine", lambda out, profile: None)
+    assert session.whose("this", False, tmp_path, "quick") == "this"  # no published records: this machine's

@@ -75,10 +75,11 @@ def accuracy_gaps(records: pd.DataFrame) -> pd.DataFrame:
 
 def preset_of(records: pd.DataFrame) -> str:
     """The preset the records trained and its shape as they say it: `tiny (8 x 100,000 rows, dim 16, batch 256)`."""
-    if records.empty or col.CONFIG_NAME not in records:
+    described = records.dropna(subset=[c for c in ("model.table_rows", col.CONFIG_NAME) if c in records])
+    if described.empty or col.CONFIG_NAME not in described or "model.table_rows" not in described:
         return "unrecorded"
-    first = records.iloc[0]
+    first = described.iloc[0]
     rows = [int(r) for r in str(first["model.table_rows"]).split("-")]
     tables = f"{len(rows)} x {rows[0]:,} rows" if len(set(rows)) == 1 else f"{len(rows)} tables"
     shape = f"{tables}, dim {int(first['model.embedding_dim'])}, batch {int(first['train.batch_size'])}"
-    return f"{', '.join(sorted(set(records[col.CONFIG_NAME].astype(str))))} ({shape})"
+    return f"{', '.join(sorted(set(described[col.CONFIG_NAME].astype(str))))} ({shape})"
