@@ -64,10 +64,12 @@ class Point:
     overrides: list[str]
     cfg: config.Config
     grid: list[str]  # this point's grid assignments (what varies across the sweep)
+    base: str = ""  # the base config's name where the sweep has several (else the grid alone names a point)
 
     @property
     def label(self) -> str:
-        return " ".join(self.grid) or self.cfg.name
+        """The point's name in records: its base (where the sweep has several) and its grid values."""
+        return " ".join([self.base, *self.grid] if self.base else self.grid) or self.cfg.name
 
 
 def load(path: Path) -> Sweep:
@@ -117,12 +119,13 @@ def points(sweep: Sweep) -> list[Point]:
     """Every (grid combination, variant), in a fixed order; the timed steps are part of each config."""
     fields = list(sweep.grid)
     bases = [sweep.config] if isinstance(sweep.config, str) else list(sweep.config)
+    names = {base: config.load(base).name if len(bases) > 1 else "" for base in bases}
     out = []
     for base, values in itertools.product(bases, itertools.product(*(sweep.grid[f] for f in fields))):
         grid = [item for f, v in zip(fields, values, strict=True) for item in assignments(f, v)]
         for variant in sweep.variants:
             overrides = [*sweep.set, *grid, *VARIANTS[variant], f"train.steps={sweep.steps}"]
-            out.append(Point(variant, overrides, config.load(base, overrides), grid))
+            out.append(Point(variant, overrides, config.load(base, overrides), grid, names[base]))
     return out
 
 
@@ -144,7 +147,10 @@ def plan(sweep: Sweep, here: bool = True) -> tuple[list[runner.Point], list[str]
     grouped: dict[str, dict[str, config.Config]] = {}
     for point in points(sweep):
         if point.variant in kept:
-            grouped.setdefault(point.label, {})[point.variant] = point.cfg
+            variants = grouped.setdefault(point.label, {})
+            if point.variant in variants:  # one label, two configs: the second would replace the first
+                raise UsageError(f"sweep {sweep.name}: {point.label!r} names two configs (name its bases apart)")
+            variants[point.variant] = point.cfg
     return list(grouped.items()), skipped
 
 
