@@ -133,8 +133,10 @@ def run(
 
     - `resume`: skip tasks whose record `out` holds (a failed variant counts as measured in
       every repeat unless `retry_errors`). `dlrm-study bench` measures anew every time.
-    - `record_errors`: a task that fails (bad config, out of memory, unsupported here) becomes a
-      record with its `error`, and the rest go on; otherwise the error propagates.
+    - `record_errors`: a task that fails (bad config, out of memory, unsupported here, a kernel that
+      does not compile: any Exception) becomes a record with its `error`, and the rest go on;
+      otherwise the error propagates. After a failure on a GPU that leaves its context unusable
+      (`cuda_usable`), `DeviceLost` stops the run: every later task would fail the same way.
     - `limit` (a number of new tasks) and `deadline` (`time.monotonic()`) stop early; the rest
       resume next time. `emit=False`: measure, but write nothing (the other ranks of a
       distributed run). `on_record` sees each record (the CLI prints it).
@@ -165,8 +167,29 @@ def run(
             results.append(out, record)
         if emit and on_record:
             on_record(record)
+        if record.get(col.ERROR) and device_lost(task.cfg):
+            bar.close()
+            raise DeviceLost(f"the CUDA context is unusable after {record[col.ERROR]} (r{task.repeat} {task.point})")
     bar.close()
     return counts
+
+
+class DeviceLost(RuntimeError):
+    """A point's failure left the CUDA context unusable (an illegal address, say): every later point would fail."""
+
+
+def device_lost(cfg: Config) -> bool:
+    """Whether the config ran on a GPU whose context no longer runs work."""
+    return record_device(cfg) == "cuda" and not cuda_usable()
+
+
+def cuda_usable() -> bool:
+    """Whether the CUDA context still runs work: errors like an illegal address are sticky and end it."""
+    try:
+        torch.cuda.synchronize()
+        return torch.ones(1, device="cuda").add_(1).item() == 2.0
+    except Exception:  # any failure here means the context is gone
+        return False
 
 
 def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_id: str = "") -> dict[str, object]:
@@ -175,7 +198,7 @@ def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_
     labels = {col.VARIANT: task.variant, col.REPEAT: task.repeat, col.POINT: task.point, col.ORDER: task.order}
     try:
         fields = measure(dataclasses.replace(task, cfg=cfg))
-    except (UsageError, RuntimeError, MemoryError) as err:
+    except Exception as err:  # any failure of the point (Triton's compile and resource errors are no RuntimeError)
         if not record_errors:
             raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
