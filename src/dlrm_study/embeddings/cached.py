@@ -43,8 +43,9 @@ class CachedSparseArch(KernelTablesArch):
         device: torch.device,
         fraction: float,
         policy: str = "lru",
+        bag_size: int = 0,
     ) -> None:
-        super().__init__(table_rows, dim, device)
+        super().__init__(table_rows, dim, device, bag_size)
         self.lr, self.optimizer, self.policy = lr, optimizer, policy
         total = sum(table_rows)
         self.capacity = cache_slots(total, fraction)
@@ -66,7 +67,8 @@ class CachedSparseArch(KernelTablesArch):
         self.register_buffer("evictions", torch.zeros((), dtype=torch.int64, **on_device))
 
     def rows_of(self, ids: torch.Tensor, bag_starts: torch.Tensor) -> torch.Tensor:
-        ids = ids[: int(bag_starts[-1])]  # a staged batch's padding is no lookup (a host read: see not_capturable)
+        # A staged batch's padding is no lookup (a host read: see not_capturable); slots are int64.
+        ids = ids[: int(bag_starts[-1])].long()
         if self.training:
             return self.make_resident(ids)
         return self.read_in_place(ids)
@@ -137,7 +139,9 @@ class CachedSparseArch(KernelTablesArch):
         momentum = getattr(self, "cache_momentum", None)
         momentum = None if momentum is None else momentum.view(-1)
         tables = len(self.table_rows)
-        self.ops.update_fp32(self.cache_weight, momentum, slots, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables)
+        self.ops.update_fp32(
+            self.cache_weight, momentum, slots, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables, self.bag_size
+        )
 
     def tables(self) -> list[torch.Tensor]:
         """The host tables with the cached rows (the newer copies) laid over them."""

@@ -50,9 +50,10 @@ class KernelTablesArch(SparseArch):
     capturable = True
     not_capturable = ""
 
-    def __init__(self, table_rows: list[int], dim: int, device: torch.device) -> None:
+    def __init__(self, table_rows: list[int], dim: int, device: torch.device, bag_size: int = 0) -> None:
         super().__init__(table_rows, dim)
         self.device = device
+        self.bag_size = bag_size  # ids in every bag where pooling is fixed (the update's bags by division), else 0
         self.ops = kernels_for(device)
         self.table_starts = table_starts(table_rows)
         self.anchor = torch.zeros((), requires_grad=True)
@@ -92,8 +93,9 @@ class DeviceTablesSparseArch(KernelTablesArch):
         optimizer: str,
         device: torch.device,
         placement: str = "hbm",
+        bag_size: int = 0,
     ) -> None:
-        super().__init__(table_rows, dim, device)
+        super().__init__(table_rows, dim, device, bag_size)
         self.lr, self.optimizer, self.placement = lr, optimizer, placement
         uvm_on_gpu = placement == "uvm" and device.type == "cuda"
         if uvm_on_gpu and self.ops.NAME != triton_ops.NAME:
@@ -108,8 +110,9 @@ class DeviceTablesSparseArch(KernelTablesArch):
 
     def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
         momentum = getattr(self, "momentum", None)
+        tables = len(self.table_rows)
         self.ops.update_fp32(
-            self.weight, momentum, ids, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, len(self.table_rows)
+            self.weight, momentum, ids, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables, self.bag_size
         )
 
     def tables(self) -> list[torch.Tensor]:

@@ -8,6 +8,7 @@ puts the pooled embeddings back in table order (`PlacedSparseArch`).
 import torch
 
 from dlrm_study.config import Config, placements
+from dlrm_study.data.batch import fixed_bag_size
 from dlrm_study.embeddings.base import SparseArch
 from dlrm_study.embeddings.cached import CachedSparseArch
 from dlrm_study.embeddings.device_tables import DeviceTablesSparseArch
@@ -34,13 +35,16 @@ def one_placement(
     placement: str, table_rows: list[int], cfg: Config, generator: torch.Generator, device: torch.device
 ) -> SparseArch:
     dim, lr, optimizer = cfg.model.embedding_dim, cfg.train.learning_rate, cfg.train.optimizer
+    bag_size = fixed_bag_size(cfg.data.pooling, cfg.data.lookups_per_table)
     if placement in ("hbm", "uvm"):
-        return DeviceTablesSparseArch(table_rows, dim, lr, generator, optimizer, device, placement)
+        return DeviceTablesSparseArch(table_rows, dim, lr, generator, optimizer, device, placement, bag_size)
     if placement == "host":
         return HostSparseArch(table_rows, dim, lr, generator, optimizer, device)
     if placement == "cached":
         t = cfg.train
-        return CachedSparseArch(table_rows, dim, lr, generator, optimizer, device, t.cache_fraction, t.cache_policy)
+        return CachedSparseArch(
+            table_rows, dim, lr, generator, optimizer, device, t.cache_fraction, t.cache_policy, bag_size
+        )
     raise ValueError(f"no sparse arch for placement {placement!r}")
 
 

@@ -22,7 +22,7 @@ import torch
 
 from dlrm_study.config import Config, validate
 from dlrm_study.data import make_data, stage
-from dlrm_study.data.batch import ids_capacity
+from dlrm_study.data.batch import fixed_bag_size, ids_capacity
 from dlrm_study.embeddings import make_sparse_arch
 from dlrm_study.measure.bench import (
     Prepared,
@@ -189,7 +189,8 @@ def embedding_bench(
         batch = next(batches)
         count = sum(len(t) for t in batch.indices)
         if staged:
-            batch = stage(batch, cfg.model.table_rows, capacity).to(device)
+            bag_size = fixed_bag_size(cfg.data.pooling, cfg.data.lookups_per_table)
+            batch = stage(batch, cfg.model.table_rows, capacity, bag_size).to(device)
         else:
             batch = batch.to(device, ids_device=arch.ids_device)
 

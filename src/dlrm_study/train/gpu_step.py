@@ -22,7 +22,7 @@ import torch
 
 from dlrm_study.config.memory import available_memory
 from dlrm_study.data import Batch, StagedBatch, stage
-from dlrm_study.data.batch import ids_capacity
+from dlrm_study.data.batch import fixed_bag_size, ids_capacity
 from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.embeddings.base import SparseArch
 from dlrm_study.errors import UsageError
@@ -81,8 +81,8 @@ class GpuStep:
     def stage(self, batch: Batch) -> Batch | StagedBatch:
         """The batch as the arch reads it; staged batches have their ids checked here, on the host."""
         if self.staged:
-            m = self.run.cfg.model
-            return stage(batch, m.table_rows, self.capacity)
+            m, d = self.run.cfg.model, self.run.cfg.data
+            return stage(batch, m.table_rows, self.capacity, fixed_bag_size(d.pooling, d.lookups_per_table))
         return batch
 
     def place(self, batch: Batch | StagedBatch) -> Batch | StagedBatch:
