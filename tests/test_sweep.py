@@ -10,7 +10,7 @@ import pytest
 from dlrm_study import results, sweep
 from dlrm_study.cli import main
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import stats
+from dlrm_study.measure import runner, stats
 
 SPEC = """
 name: {name}
@@ -217,3 +217,19 @@ def test_a_plan_refuses_two_configs_under_one_label(tmp_path):
     spec = sweep.Sweep(name="twice", config=["tiny", str(tmp_path / "tiny.yaml")], grid={"train.batch_size": [16]})
     with pytest.raises(UsageError, match=r"twice: 'tiny train.batch_size=16' names two configs"):
         sweep.plan(spec, here=False)
+
+
+def test_a_run_of_some_points_first_then_the_rest_builds_only_what_is_left(tmp_path, monkeypatch):
+    """A GPU session measures its targets first (`only`), under the sweep's own labels; the sweep's own run
+    then skips them, and its memory check counts only the runs it still has to build."""
+    spec = sweep.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
+                       set=["model.table_rows=4x100"], variants=["reference"], repeats=2, steps=1, warmup=0,
+                       out=str(tmp_path / "s.csv"))  # fmt: skip
+    asked = []
+    monkeypatch.setattr(runner, "fits_together", lambda configs: asked.append(len(configs)) or True)
+    first = sweep.run_together([spec], "targets", progress=False, only=lambda v, cfg: cfg.train.batch_size == 32)
+    assert (first.tasks, first.ran) == (4, 4) and asked == [2]
+    frame = results.load(Path(spec.out))
+    assert set(frame["point"]) == {"tiny train.batch_size=32", "kaggle train.batch_size=32"}
+    rest = sweep.run(spec, progress=False)
+    assert (rest.tasks, rest.skipped, rest.ran) == (8, 4, 4) and asked == [2, 2]

@@ -25,7 +25,7 @@ goes on. On a CPU without native bf16 the CPU loops' bf16 variants are skipped, 
 
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,13 +176,15 @@ def run_together(
     progress: bool = True,
     limit: int | None = None,
     deadline: float | None = None,
+    only: Callable[[str, config.Config], bool] | None = None,
 ) -> runner.Counts:
     """Several sweeps measured as one run named `study`: each (config, variant) once (`merged_plan`),
     all in one repeat-major schedule, so any two points of any of the sweeps pair within a repeat.
 
     A one-knob sweep's ends are its own values; the base point it compares them with is shared by
     every sweep. Run one sweep at a time, the base is measured in the first sweep's run only, and
-    the other sweeps' values have nothing of their own run to pair with.
+    the other sweeps' values have nothing of their own run to pair with. `only(variant, config)`:
+    measure just these of the sweeps' points (a GPU session's targets first), under their own labels.
     """
     protocols = {(s.repeats, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
     if len(protocols) != 1:
@@ -191,7 +193,7 @@ def run_together(
             f"sweeps run together share repeats, steps, warm-up, profiling and records file: {names} do not"
         )
     first = sweeps[0]
-    points_, skipped = merged_plan(sweeps)
+    points_, skipped = merged_plan(sweeps, only)
     if skipped:
         print(skip_note(skipped), file=sys.stderr)
     devices = {cfg.train.device for _, cfgs in points_ for cfg in cfgs.values()}
@@ -201,8 +203,10 @@ def run_together(
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, first.steps, first.warmup, first.profile_steps, progress=False)
 
-    measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run)
     schedule = runner.schedule(points_, first.repeats, runner.machine_of)
+    todo = runner.pending(schedule, Path(first.out), retry_errors=retry_errors)
+    configs = list({(t.point, t.variant): t.cfg for t in todo}.values())  # the runs to build: what is left
+    measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run, configs)
     try:
         return runner.run(schedule, measure, Path(first.out), study, retry_errors=retry_errors,
                           progress=progress, limit=limit, deadline=deadline)  # fmt: skip
@@ -210,9 +214,12 @@ def run_together(
         kept.clear()
 
 
-def merged_plan(sweeps: Sequence[Sweep]) -> tuple[list[runner.Point], list[str]]:
+def merged_plan(
+    sweeps: Sequence[Sweep], only: Callable[[str, config.Config], bool] | None = None
+) -> tuple[list[runner.Point], list[str]]:
     """The sweeps' points as one plan (see `plan`): each (config, variant) once, in the first sweep
-    that has it; a label another sweep already gave to other configs gets its sweep's name."""
+    that has it; a label another sweep already gave to other configs gets its sweep's name.
+    `only(variant, config)`: keep just these."""
     merged: dict[str, dict[str, config.Config]] = {}
     seen: set[tuple[str, str]] = set()
     skipped: list[str] = []
@@ -220,7 +227,7 @@ def merged_plan(sweeps: Sequence[Sweep]) -> tuple[list[runner.Point], list[str]]
         points_, skips = plan(spec)
         skipped += [v for v in skips if v not in skipped]
         for label, cfgs in points_:
-            new = {v: cfg for v, cfg in cfgs.items() if (cfg.hash(), v) not in seen}
+            new = {v: cfg for v, cfg in cfgs.items() if (cfg.hash(), v) not in seen and (only is None or only(v, cfg))}
             if not new:
                 continue
             seen |= {(cfg.hash(), v) for v, cfg in new.items()}

@@ -143,9 +143,8 @@ def run(
     """
     counts = Counts(tasks=len(tasks))
     run_id = results.new_run_id()
-    stored = results.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
-    todo = [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
+    todo = pending(tasks, out, resume, retry_errors)
     counts.skipped = len(tasks) - len(todo)
     tally(reused=counts.skipped)
     bar = tqdm(todo, desc=study, unit="run", disable=not (progress and emit), leave=False)
@@ -190,6 +189,13 @@ def cuda_usable() -> bool:
         return torch.ones(1, device="cuda").add_(1).item() == 2.0
     except Exception:  # any failure here means the context is gone
         return False
+
+
+def pending(tasks: Sequence[Task], out: Path | None, resume: bool = True, retry_errors: bool = False) -> list[Task]:
+    """The tasks `run` would measure: those `out` holds no record of (nor a failure of their variant)."""
+    stored = results.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
+    failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
+    return [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
 
 
 def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_id: str = "") -> dict[str, object]:
@@ -253,13 +259,17 @@ def with_kept_runs(
     build: Callable[[Config], R],
     release: Callable[[R], None],
     measure_run: Callable[[R, Task], dict[str, object]],
+    configs: Sequence[Config] | None = None,
 ) -> tuple[Measure, KeptRuns[R]]:
     """A `measure` for `run` that keeps the study's runs across its repeats where they fit (`KeptRuns`).
 
+    `configs`: the runs that will be built (default: every point's); a resumed study passes those
+    of its pending tasks (`pending`), so runs already measured do not count against the memory.
     Clear the returned `KeptRuns` when the run is over: it may hold every run.
     """
     runs: KeptRuns[R] = KeptRuns(build, release)
-    configs = [cfg for _, cfgs in points for cfg in cfgs.values()]
+    if configs is None:
+        configs = [cfg for _, cfgs in points for cfg in cfgs.values()]
 
     def measure(task: Task) -> dict[str, object]:
         runs.start(configs)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import torch
 
-from dlrm_study.config.memory import available_memory
+from dlrm_study.config.memory import available_memory, ring_batches
 from dlrm_study.data import Batch, StagedBatch, stage
 from dlrm_study.data.batch import fixed_bag_size, ids_capacity
 from dlrm_study.data.loader import Prefetcher, device_feed
@@ -194,7 +194,7 @@ def train(
 
 def ring_size(capacity: int) -> int:
     """Batches in a benchmark's ring: 2 to 8, fewer the larger they are (they are made on the host)."""
-    return max(2, min(8, 4_000_000 // max(capacity, 1)))
+    return ring_batches(capacity)  # the memory estimate counts them too
 
 
 def make_ring(step: GpuStep, batches: Iterator[Batch], count: int) -> list[Batch | StagedBatch]:
