@@ -132,16 +132,18 @@ def judged(profiled: dict[str, object], step_ms: float, enqueue: float, device: 
     """A record's profile fields: kernels per step, busy = kernel time over the block-timed step, and the bound.
 
     The bound is read from the host's enqueue time, not from busy: a device idle between kernels
-    inside a graph is not a host that cannot keep up.
+    inside a graph is not a host that cannot keep up. On the CPU there is no device to be busy (and
+    the profiler slows the host's own operations): busy is NaN there, the kernel time recorded as seen.
     """
     kernel_ms = float(profiled["kernel_ms_per_step"])
     bound = "host" if enqueue >= HOST_BOUND_SHARE * step_ms else "device"
+    on_gpu = device.type == "cuda"
     return {
         **profiled,
-        "gpu_busy_fraction": kernel_ms / step_ms if step_ms > 0 else math.nan,
+        "gpu_busy_fraction": kernel_ms / step_ms if step_ms > 0 and on_gpu else math.nan,
         "host_enqueue_ms": enqueue,
         "host_enqueue_share": enqueue / step_ms if step_ms > 0 else math.nan,
-        "bound": bound if device.type == "cuda" else "cpu",
+        "bound": bound if on_gpu else "cpu",
     }
 
 
