@@ -25,6 +25,7 @@ def test_one_bogus_early_timestamp_does_not_make_busy_zero():
     spans = [(0.0, 1.0), (1e9 + 10, 1e9 + 990)]
     assert gpu.covered_us(spans, window) == 980.0
     assert gpu.covered_us([(0.0, 1e9 + 500)], window) == 500.0  # a bogus start counts only inside the window
+    assert gpu.covered_us(spans, (-math.inf, math.inf)) == 981.0  # what the record's clipped share compares
 
 
 def profiled(kernel_ms: float) -> dict[str, object]:
@@ -62,6 +63,7 @@ def test_a_point_is_profiled_once_and_its_repeats_are_judged_against_it(monkeypa
     assert len(sessions) == 1 and (first["profile_reused"], second["profile_reused"]) == (False, True)
     for fields in (first, second):
         assert fields["profiled_steps"] == 2 and fields["kernels_per_step"] > 0 and fields["profile_note"] == ""
+        assert 0 <= fields["profile_clipped_share"] < 0.5
         assert fields["kernel_ms_per_step"] > 0 and fields["host_enqueue_ms"] > 0 and fields["bound"] == "cpu"
 
 

@@ -184,6 +184,9 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
             if "host_enqueue_ms" in hbm:
                 parts.append(f"host enqueues a step in {hbm['host_enqueue_ms'].median():.3f} ms")
             parts.append(f"bound {bound}, {kernels:.0f} kernels/step")
+            clipped = hbm["profile_clipped_share"].median() if "profile_clipped_share" in hbm else 0.0
+            if clipped > 0.05:  # device time stamped outside its window: the clocks disagree
+                parts.append(f"(busy doubtful: {clipped:.0%} of the kernel time fell outside the profiled window)")
             lines.append(" ".join(parts))
     if "profile_note" in ok:
         blind = ok[(ok[col.DEVICE] == "cuda") & ok["profile_note"].notna()]  # (an empty note reads back as NaN)

@@ -213,16 +213,25 @@ def profile_window(one: Callable[[], None], steps: int, device: torch.device) ->
         ]
     if not spans:
         return unprofiled("the profiler saw no kernel in the window")
+    inside, anywhere = covered_us(spans, window), covered_us(spans, (-math.inf, math.inf))
     return {
         "kernels_per_step": len(spans) / steps,
-        "kernel_ms_per_step": covered_us(spans, window) / 1e3 / steps,
+        "kernel_ms_per_step": inside / 1e3 / steps,
+        # Device time stamped outside the window (clocks apart, or a bogus stamp): large, and busy is doubtful.
+        "profile_clipped_share": 1 - inside / anywhere if anywhere > 0 else math.nan,
         "profiled_steps": steps,
         "profile_note": "",
     }
 
 
 def unprofiled(why: str) -> dict[str, object]:
-    return {"kernels_per_step": math.nan, "kernel_ms_per_step": math.nan, "profiled_steps": 0, "profile_note": why}
+    return {
+        "kernels_per_step": math.nan,
+        "kernel_ms_per_step": math.nan,
+        "profile_clipped_share": math.nan,
+        "profiled_steps": 0,
+        "profile_note": why,
+    }
 
 
 def covered_us(spans: list[tuple[float, float]], window: tuple[float, float]) -> float:
