@@ -48,7 +48,7 @@ TARGET_CACHED_OVER_HBM = 0.7  # Zipf(1.05), 10% of rows cached
 
 def run_tests(dry_run: bool) -> str:
     """The tests marked `gpu` (on the CPU they skip): pytest's last line, failures said loudly."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if not (root / "tests").is_dir():
         return "tests: not found beside the package, not run"
     # Only the files holding them: collecting the others would import packages a GPU machine lacks.
