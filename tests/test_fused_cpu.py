@@ -14,7 +14,6 @@ from dlrm_study.errors import UsageError
 from dlrm_study.model import kernels
 from dlrm_study.model.interaction import DotInteraction
 from dlrm_study.model.kernels import torch_ops
-from dlrm_study.records import store
 from dlrm_study.report import checks
 from dlrm_study.train import build, train, train_step
 

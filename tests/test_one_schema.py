@@ -28,8 +28,7 @@ PENDING: set[str] = set()
 SOURCES = sorted(
     p
     for p in SRC.rglob("*.py")
-    if p.relative_to(SRC).parts[0] != "records"
-    and p.relative_to(SRC).as_posix() not in {*PENDING, "platform.py"}
+    if p.relative_to(SRC).parts[0] != "records" and p.relative_to(SRC).as_posix() not in {*PENDING, "platform.py"}
 )
 VARIANT_SOURCES = [p for p in sorted(SRC.rglob("*.py")) if p.relative_to(SRC).as_posix() != "config/variants.py"]
 # Where a reader uses a column's name: x["name"], x.get("name"), frame.groupby("name") ..., "name" in x.
