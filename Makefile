@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks lab reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels lock clean
+.PHONY: env test lint notebooks lab reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels triton36-check lock clean
 
 env: $(STAMP)
 
@@ -93,6 +93,15 @@ lock: env
 # torch and Triton, run `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
 gpu-check:
 	DLRM_STUDY_COMMIT=$$(git rev-parse HEAD) PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run
+
+# The Triton kernels compiled for sm_90 under the GPU machine's Triton (3.6, Python 3.12), no GPU needed:
+# .venv-triton36 holds Triton alone (no torch), then the compile test runs against it.
+PY312 = $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.12*/bin/python) $(shell command -v python3.12))
+triton36-check: env
+	@test -n "$(PY312)" || { echo "make triton36-check: no Python 3.12 (pyenv install 3.12, or python3.12 on PATH)" >&2; exit 2; }
+	test -x .venv-triton36/bin/python || $(PY312) -m venv .venv-triton36
+	.venv-triton36/bin/python -m pip install -q triton==3.6.0
+	DLRM_STUDY_TRITON36_PYTHON=.venv-triton36/bin/python $(BIN)/python -m pytest -q tests/test_gpu_step.py -k compile
 
 # Wheels the GPU script may need on an offline GPU machine (Python 3.12, x86_64).
 gpu-wheels:

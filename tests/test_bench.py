@@ -20,7 +20,7 @@ def test_bench_fields_have_timing_and_breakdown(small):
 
 def test_operator_classification():
     assert operator_of("dlrm:embedding_update") == "embedding_backward_update"
-    assert operator_of("autograd::engine::evaluate_function: EmbeddingBagBackward0") == ("embedding_backward_update")
+    assert operator_of("autograd::engine::evaluate_function: EmbeddingBagBackward0") == "embedding_backward_update"
     assert operator_of("autograd::engine::evaluate_function: AddmmBackward0") == "dense_backward"
     assert operator_of("dlrm:step") is None
     assert operator_of("aten::rand") is None

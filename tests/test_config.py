@@ -157,3 +157,30 @@ def test_text_fields_take_set_values_as_written():
     assert (cfg.data.path, cfg.name) == ("clicks #2.tsv", "yes")
     with pytest.raises(UsageError, match=r"train.steps: '1:30' is not a valid whole number"):
         config.load("tiny", ["train.steps=1:30"])
+
+
+def test_the_gpu_loops_memory_counts_its_staged_ids_not_gradient_rows():
+    """The gpu loop makes no per-id gradient row: per looked-up id it holds its staged ids (a ring and the
+    step's copy, int32) and its update's sort buffers, tens of bytes, not the reference's 24 + 4 x dim."""
+    reference = config.load("dlrm-benchmark", ["train.batch_size=65536"])
+    gpu = config.load("dlrm-benchmark", ["train.batch_size=65536", "train.loop=gpu", "train.device=cuda"])
+    ids = 65536 * 8 * 100
+    assert config.memory.gpu_id_bytes(gpu) < 64
+    per_id = config.estimate_memory(reference).activations - config.estimate_memory(gpu).activations
+    assert per_id == pytest.approx(ids * (24 + 64 * 4 - config.memory.gpu_id_bytes(gpu)))
+
+
+def test_the_large_gpu_presets_are_kept_built_across_repeats_on_an_h200(monkeypatch):
+    """139 GiB free: the large presets' eight runs (two presets at 16,384 and 65,536, bf16 and fp32) fit in half
+    of it together, so their three repeats share one build each (counted as before, 95 GiB: every task rebuilt)."""
+    from dlrm_study.measure import runner
+
+    monkeypatch.setattr(runner.config, "available_memory", lambda device: 139 << 30)
+    monkeypatch.setattr(runner, "record_device", lambda cfg: "cuda")
+    runs = [
+        config.load(base, ["train.loop=gpu", "train.device=cuda", f"train.batch_size={b}", f"train.precision={p}"])
+        for base in ("mlperf-scaled", "dlrm-benchmark")
+        for b in (16384, 65536)
+        for p in ("bf16", "fp32")
+    ]
+    assert runner.fits_together(runs)

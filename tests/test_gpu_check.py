@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pandas as pd
 import papermill
 import pytest
 import torch
@@ -16,6 +17,7 @@ from dlrm_study.measure import sweep
 from dlrm_study.records import store
 from dlrm_study.report import plots
 from dlrm_study.studies import gpu as gpu_grid
+from dlrm_study.studies import gpu_budget, gpu_targets
 from dlrm_study.studies import sensitivity as sensitivity_study
 from dlrm_study.studies.gpu import sweeps
 
@@ -52,8 +54,22 @@ def test_dry_run_writes_every_record(tmp_path):
     assert (grid["timing"] == "blocks").all() and (grid["blocks"] == 5).all() and (grid["ring_batches"] >= 2).all()
     assert (grid["capture"] == "eager").all() and (grid["bound"] == "cpu").all()
     assert (grid["ms_block_min"] <= grid["ms_median"]).all() and (grid["ms_median"] <= grid["ms_block_max"]).all()
-    assert set(grid[grid["study"] == "gpu-presets-large"]["batch_size"]) == {48, 96}
+    # The targets first, with their fp32 twins (and the eager step at the presets' batch), on two bases.
+    targets = grid[grid["study"] == "gpu-targets"]
+    assert set(zip(targets["config_name"], targets["batch_size"], strict=True)) == {
+        ("dry-mlperf-scaled", 64), ("dry-mlperf-scaled", 96), ("dry-dlrm-benchmark", 48)
+    }  # fmt: skip
+    assert set(targets[targets["batch_size"] == 64]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32", "gpu-eager"}
+    assert set(targets[targets["batch_size"] != 64]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32"}
+    large = grid[grid["study"] == "gpu-presets-large"]  # the points the targets left, both bases: none lost
+    assert set(zip(large["config_name"], large["batch_size"], strict=True)) == {
+        ("dry-mlperf-scaled", 48), ("dry-dlrm-benchmark", 96)
+    }  # fmt: skip
+    assert "gpu-eager" not in set(grid[grid["batch_size"].isin([48, 96])]["variant"])  # eager only at 2,048
     assert set(grid[grid["study"] == "gpu-presets"]["variant"]) == {"gpu-hbm", "gpu-hbm-fp32", "gpu-eager"}
+    # One profiled window a point, every record judged against it; the host's enqueue time beside it.
+    assert (grid["kernels_per_step"] > 0).all() and (grid["host_enqueue_ms"] > 0).all()
+    assert set(grid[grid["repeat"] == 1]["profile_reused"]) == {True}
     host_loops = store.load(tmp_path / "sweeps.csv")  # last: the CPU loops on the GPU machine's CPU (S1, S3)
     assert set(host_loops["study"]) == {"cpu-loops-smoke"} and (host_loops["device"] == "cpu").all()
     assert set(host_loops["variant"]) == set(gpu_grid.HOST_LOOPS)
@@ -64,6 +80,9 @@ def test_dry_run_writes_every_record(tmp_path):
     assert (embedding[embedding["placement"] != "cached"]["embedding_forward_gbps"] > 0).all()
     text = (tmp_path / "summary.txt").read_text()
     assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
+    listed = [line for line in text.splitlines() if line.startswith("target ")]  # before measuring
+    assert len(listed) == 3 and not any("NOT IN THE PLAN" in line for line in listed)
+    assert "budget (estimated on an H200" in text
     for line in ("mlperf-scaled bf16 hbm captured, batch 65,536", "graph/eager", "dispatch-overhead floor, no claim",
                  "hbm lookup bytes / copy bandwidth"):  # fmt: skip
         assert line in text
@@ -91,9 +110,92 @@ def test_dry_run_writes_every_record(tmp_path):
     plots.save(plots.heatmap(ratio, "dry run", grid), "heatmap", tmp_path)
 
 
+def test_the_session_runs_the_gpu_tests_from_the_repository(monkeypatch):
+    """The session's first step finds the tests beside the package (src/dlrm_study/cli/ is three folders down)."""
+    from dlrm_study.cli import gpu_session
+
+    seen = {}
+
+    def fake_run(command, cwd, **kwargs):
+        seen.update(command=command, cwd=cwd)
+        return subprocess.CompletedProcess(command, 5, "no tests ran", "")
+
+    monkeypatch.setattr(gpu_session.subprocess, "run", fake_run)
+    assert gpu_session.run_tests(dry_run=True) == "tests: no tests ran"
+    assert seen["cwd"] == ROOT and all((ROOT / f).is_file() for f in seen["command"] if f.startswith("tests/"))
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_real_run_without_a_gpu_is_refused(tmp_path):
     done = run_script("--out", str(tmp_path))
     assert done.returncode == 2
     message = "gpu_check: no CUDA GPU here: run on a GPU machine, or pass --dry-run"
     assert done.stderr.strip() == message  # one line, no traceback
+
+
+def test_the_plan_measures_every_target_first_and_lists_them(tmp_path):
+    """Two bases and a batch grid: each target is its own point (mlperf-scaled at 65,536 was dlrm-benchmark's)."""
+    for dry_run in (True, False):
+        runs = gpu_grid.runs(tmp_path, dry_run)
+        assert runs[0].study == "gpu-targets"
+        plan, _ = sweep.merged_plan(runs[0].specs, runs[0].only)
+        lines = gpu_targets.planned(plan, dry_run)
+        assert len(lines) == 3 and not any("NOT IN THE PLAN" in line for line in lines), lines
+    labels = {label: sorted(cfgs) for label, cfgs in plan}  # the real plan's, above
+    assert labels == {
+        "mlperf-scaled": ["gpu-eager", "gpu-hbm", "gpu-hbm-fp32"],
+        "mlperf-scaled train.batch_size=65536": ["gpu-hbm", "gpu-hbm-fp32"],
+        "dlrm-benchmark train.batch_size=16384": ["gpu-hbm", "gpu-hbm-fp32"],
+    }
+
+
+def test_the_targets_run_fits_the_first_calls_budget():
+    """studies.gpu's docstring: the targets' run, three repeats, ends inside gpu_check's 290 s budget, after the
+    tests, the profiler's probes and the embedding benchmark, by the plan's own estimate (studies.gpu_budget)."""
+    assert gpu_budget.targets_end_s() < gpu_budget.BUDGET_S
+    assert "The targets' run\nends inside the first call's budget" in gpu_grid.__doc__
+
+
+def test_a_missing_target_is_said_missing_with_why():
+    frame = pd.DataFrame({
+        "config_name": ["mlperf-scaled", "mlperf-scaled"], "batch_size": [2048, 65536], "variant": ["gpu-hbm"] * 2,
+        "samples_per_s": [1.6e6, float("nan")], "error": [None, "OutOfResources: out of resource: shared memory"],
+    })  # fmt: skip
+    lines = gpu_targets.verdicts(frame, dry_run=False, plan=[])
+    assert lines[0] == "mlperf-scaled bf16 hbm captured, batch 2,048: 1,600,000 samples/s (target 1,500,000: met)"
+    assert lines[1].endswith("MISSING: failed: OutOfResources: out of resource: shared memory")
+    assert lines[2].endswith("MISSING: not in the plan")
+    assert gpu_targets.verdicts(None, dry_run=False)[2].endswith("MISSING: not measured yet (past the time budget: "
+                                                                 "the next session resumes)")  # fmt: skip
+
+
+def test_a_kernel_that_fails_in_a_dry_run_leaves_its_error_record_and_the_session_finishes(tmp_path, monkeypatch):
+    """Triton's OutOfResources (no RuntimeError) from the update of one preset's stand-in: its points are error
+    records, the other preset's are measured, the summary says the missing targets and why, and main returns 0."""
+    from triton.runtime.errors import OutOfResources
+
+    from dlrm_study.cli import gpu_session
+    from dlrm_study.model.kernels import torch_ops, triton_ops
+
+    rows = 3 + 1000 + 500  # the mlperf-scaled stand-in's stacked rows
+    update = torch_ops.update_fp32
+
+    def failing(weight, *args, **kwargs):
+        if len(weight) == rows:
+            raise OutOfResources(262144, 232448, "shared memory")
+        return update(weight, *args, **kwargs)
+
+    monkeypatch.setattr(triton_ops, "available", lambda device: False)  # the torch twins: fast on the CPU
+    monkeypatch.setattr(torch_ops, "update_fp32", failing)
+    every = gpu_grid.runs
+    monkeypatch.setattr(gpu_grid, "runs", lambda out, dry_run: every(out, dry_run)[:1])  # the targets' run alone
+    assert gpu_session.main(["--dry-run", "--skip-tests", "--out", str(tmp_path), "--predictions", str(tmp_path)]) == 0
+    grid = store.load(tmp_path / sensitivity_study.GPU_RECORDS)
+    failed = grid[grid["error"].notna()]
+    assert (
+        set(failed["config_name"]) == {"dry-mlperf-scaled"} and failed["error"].str.startswith("OutOfResources").all()
+    )
+    assert grid[grid["config_name"] == "dry-dlrm-benchmark"]["error"].isna().all()
+    text = (tmp_path / "summary.txt").read_text()
+    assert "mlperf-scaled bf16 hbm captured, batch 65,536: MISSING: failed: OutOfResources" in text
+    assert "dlrm-benchmark bf16 hbm captured, batch 16,384: " in text and "gpu-targets: 14 measurements" in text

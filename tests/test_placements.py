@@ -15,6 +15,7 @@ from tests.test_fused_cpu import can_build_cpp
 
 from dlrm_study import config
 from dlrm_study.data import make_data
+from dlrm_study.data.batch import padding_id
 from dlrm_study.errors import UsageError
 from dlrm_study.model.kernels import torch_ops, triton_ops
 from dlrm_study.model.tables.base import TableSpec, counters
@@ -62,7 +63,12 @@ def hbm_run(optimizer: str = "sgd"):
     return trained(gpu_cfg("hbm", f"train.optimizer={optimizer}"))
 
 
-def assert_same_parameters(a, b, atol: float = 1e-6) -> None:
+# The Triton update sums a row's repeats chunk by chunk (partial sums a long segment's head combines), the CPU
+# kernels in id order: the same sums, associated otherwise, a few float32 ulps apart after 5 steps of Adagrad.
+SAME_SUMS = 5e-6
+
+
+def assert_same_parameters(a, b, atol: float = SAME_SUMS) -> None:
     for x, y in zip(a.model.sparse_arch.tables(), b.model.sparse_arch.tables(), strict=True):
         torch.testing.assert_close(x.cpu(), y.cpu(), rtol=0, atol=atol)
     for x, y in zip(a.model.dense_parameters(), b.model.dense_parameters(), strict=True):
@@ -130,43 +136,101 @@ def test_torch_kernels_give_the_same_result(monkeypatch):
     assert_same_parameters(triton_run, torch_run)
 
 
-@pytest.mark.skipif(triton_ops.triton is None, reason="triton not installed")
+def kernel_device() -> torch.device | None:
+    """Where the compiled or interpreted Triton kernels run here: the GPU, else the CPU in Triton's
+    interpreter (TRITON_INTERPRET=1, see conftest); None where neither (their tensors must live there:
+    a compiled kernel given CPU tensors on a CUDA host reads host addresses as device ones)."""
+    if torch.cuda.is_available() and triton_ops.available(torch.device("cuda")):
+        return torch.device("cuda")
+    return torch.device("cpu") if triton_ops.available(torch.device("cpu")) else None
+
+
+KERNELS = pytest.mark.skipif(kernel_device() is None, reason="Triton cannot run here (no GPU, no TRITON_INTERPRET=1)")
+
+
+def check_update_against_twin(device, ids, starts, grad, rows: int, dim: int, bag_size: int = 0) -> None:
+    """Triton's update on `device` against the torch twin's (its segment sums) and the reference's (unique rows
+    summed), SGD and row-wise Adagrad. Gradients are whole numbers and lr a power of two, so every sum is exact
+    whatever its order: SGD must agree bit for bit, and Adagrad to one rounding of sqrt(m) + eps (the
+    interpreter's numpy and torch round that differently) and of a large m's sum of squares."""
+    batch, tables = grad.shape[:2]
+    count = int(starts[-1])
+    weight = torch.randn(rows, dim, generator=torch.Generator().manual_seed(1)).to(device)
+    ids, starts, grad = ids.to(device), starts.to(device), grad.to(device)
+    for momentum in (None, torch.zeros(rows, device=device)):
+        results = []
+        for ops in (triton_ops, torch_ops):
+            w, m = weight.clone(), None if momentum is None else momentum.clone()
+            ops.update_fp32(w, m, ids, starts, grad, 0.5, 1e-8, batch, tables, bag_size)
+            results.append((w, m))
+        w_ref, m_ref = weight.clone(), None if momentum is None else momentum.clone()
+        if momentum is None:
+            torch_ops.sgd_fp32(w_ref, ids[:count].long(), starts, grad, 0.5, batch, tables)
+        else:
+            torch_ops.rowwise_adagrad_fp32(w_ref, m_ref, ids[:count].long(), starts, grad, 0.5, 1e-8, batch, tables)
+        for w, m in results:
+            torch.testing.assert_close(w, w_ref, rtol=0 if momentum is None else 1e-6, atol=0 if m is None else 5e-7)
+            if m is not None:
+                torch.testing.assert_close(m, m_ref, rtol=1e-6, atol=0)
+            assert not torch.equal(w, weight)  # the update did something
+
+
+@KERNELS
 def test_triton_kernels_match_their_torch_twins():
-    """Lookup and update on a staged layout: bags of 0 to 5 ids, hot rows repeated within and across
-    bags, padding past the last bag. Gradients are whole numbers and lr a power of two, so every sum
-    is exact whatever its order: SGD must equal the reference (unique rows, summed) bit for bit, and
-    row-wise Adagrad its accumulators bit for bit and its rows to one rounding of sqrt(m) + eps (the
-    interpreter's numpy and torch round that differently)."""
-    gen = torch.Generator().manual_seed(0)
+    """Lookup and update on a staged layout: bags of 0 to 11 ids, hot rows repeated within and across
+    bags, int32 ids padded past the last bag with the padding id (no row), as staging lays them out."""
+    device, gen = kernel_device(), torch.Generator().manual_seed(0)
     batch, tables, dim, rows = 16, 3, 5, 40  # dim not a power of two: masked lanes
     lengths = torch.randint(0, 12, (batch * tables,), generator=gen)
     starts = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
     count = int(starts[-1])
-    ids = torch.zeros(count + 17, dtype=torch.int64)  # 17 padding ids, row 0
-    ids[:count] = torch.randint(0, rows, (count,), generator=gen) % 9  # few rows: many repeats
-    ids[:count:2] = 7  # a hot row: longer than the update's STEPS, so its tail is summed in chunks
-    assert (ids[:count] == 7).sum() > triton_ops.STEPS + triton_ops.BLOCK_IDS
-    weight = torch.randn(rows, dim, generator=gen)
+    ids = torch.full((count + 17,), padding_id([rows]), dtype=torch.int32)  # 17 padding ids
+    ids[:count] = (torch.randint(0, rows, (count,), generator=gen) % 9).int()  # few rows: many repeats
+    ids[:count:2] = 7  # a hot row longer than a chunk of the update: its head adds the next chunks' partial sums
+    assert (ids[:count] == 7).sum() > 2 * triton_ops.CHUNK
+    weight = torch.randn(rows, dim, generator=gen).to(device)
     grad = torch.randint(-4, 5, (batch, tables, dim), generator=gen).float()
+    expected = torch_ops.forward_fp32(weight.cpu(), ids[:count].long(), starts, batch, tables)
     for ops in (triton_ops, torch_ops):
-        torch.testing.assert_close(ops.forward_fp32(weight, ids, starts, batch, tables),
-                                   torch_ops.forward_fp32(weight, ids[:count], starts, batch, tables))  # fmt: skip
-        for momentum in (None, torch.zeros(rows)):
-            w, m = weight.clone(), None if momentum is None else momentum.clone()
-            ops.update_fp32(w, m, ids, starts, grad, 0.5, 1e-8, batch, tables)
-            w_ref, m_ref = weight.clone(), None if momentum is None else momentum.clone()
-            if momentum is None:
-                torch_ops.sgd_fp32(w_ref, ids[:count], starts, grad, 0.5, batch, tables)
-            else:
-                torch_ops.rowwise_adagrad_fp32(w_ref, m_ref, ids[:count], starts, grad, 0.5, 1e-8, batch, tables)
-                assert torch.equal(m, m_ref)
-            torch.testing.assert_close(w, w_ref, rtol=0, atol=0 if momentum is None else 5e-7)
-            assert not torch.equal(w, weight)  # the update did something
-    src_rows, dst_rows = torch.tensor([3, 0, 7]), torch.tensor([1, 2, 0])
-    d1, d2 = torch.zeros(4, dim), torch.zeros(4, dim)
+        pooled = ops.forward_fp32(weight, ids.to(device), starts.to(device), batch, tables)
+        torch.testing.assert_close(pooled.cpu(), expected)
+    check_update_against_twin(device, ids, starts, grad, rows, dim)
+    src_rows, dst_rows = torch.tensor([3, 0, 7], device=device), torch.tensor([1, 2, 0], device=device)
+    d1, d2 = torch.zeros(4, dim, device=device), torch.zeros(4, dim, device=device)
     triton_ops.copy_rows(weight, src_rows, d1, dst_rows)
     torch_ops.copy_rows(weight, src_rows, d2, dst_rows)
     torch.testing.assert_close(d1, d2)
+
+
+def hot_row_batch(batch: int, tables: int, bag_size: int, rows: int, hot: int, gen: torch.Generator):
+    """Fixed bags of int32 ids in which one row repeats `hot` times (as mlperf-scaled's 3-row table does at a
+    large batch), and whole-number gradients."""
+    count = batch * tables * bag_size
+    ids = torch.randint(0, rows, (count,), generator=gen, dtype=torch.int32)
+    ids[torch.randperm(count, generator=gen)[:hot]] = 2  # scattered over bags and tables, one segment once sorted
+    starts = torch.arange(batch * tables + 1) * bag_size
+    grad = torch.randint(-2, 3, (batch, tables, 16), generator=gen).float()
+    return ids, starts, grad
+
+
+@KERNELS
+def test_a_hot_row_of_more_than_10000_repeats_is_summed_exactly():
+    """One segment over hundreds of chunks: its head combines the chunks' partial sums (not one repeat at a
+    time); fixed bags, so each position's bag is its position // bag_size."""
+    gen = torch.Generator().manual_seed(3)
+    ids, starts, grad = hot_row_batch(batch=512, tables=3, bag_size=8, rows=500, hot=10_500, gen=gen)
+    assert (ids == 2).sum() >= 10_500 > triton_ops.CHUNK * triton_ops.BLOCK_CHUNKS * 10
+    check_update_against_twin(kernel_device(), ids, starts, grad, 500, 16, bag_size=8)
+    check_update_against_twin(kernel_device(), ids, starts, grad, 500, 16)  # bags searched: the same result
+
+
+@CUDA
+@pytest.mark.gpu
+def test_compiled_kernels_sum_a_hot_row_of_21845_repeats():
+    """On the GPU, compiled: mlperf-scaled's 3-row table at a batch of 65,536 names each row about 21,845 times."""
+    gen = torch.Generator().manual_seed(4)
+    ids, starts, grad = hot_row_batch(batch=8192, tables=4, bag_size=1, rows=200_000, hot=21_845, gen=gen)
+    check_update_against_twin(torch.device("cuda"), ids, starts, grad, 200_000, 16, bag_size=1)
 
 
 def cache(capacity_rows: int, policy: str) -> CachedSparseArch:

@@ -1,8 +1,10 @@
 """Predictions scored once per measured point, and against a naive constant range."""
 
 import pandas as pd
+from tests.conftest import ROOT
 
 from dlrm_study.analysis import predictions
+from dlrm_study.records import columns as col
 
 
 def scored(rows: list[tuple]) -> pd.DataFrame:
@@ -42,3 +44,12 @@ def test_a_gpu_over_cpu_prediction_is_never_scored_across_machines(tmp_path, mon
     assert verdicts["samples_per_s"] == "inside" and verdicts["gpu_over_cpu"] == predictions.NOT_COMPARABLE
     counts = predictions.counts(predictions.score(tmp_path))
     assert counts.loc["H2/H3"].to_dict() == {"inside": 1}  # one point, scored once; the ratio is not a point
+
+
+def test_both_presets_predictions_at_one_batch_are_kept():
+    """Rows written when a point's label was its grid alone: dlrm-benchmark's large-batch targets shared
+    mlperf-scaled's labels and were dropped as duplicates, so the dlrm-benchmark 16,384 target was never scored."""
+    pred = predictions.load(ROOT / "results")
+    large = pred[(pred["sweep"] == "gpu-presets-large") & (pred["quantity"] == col.SAMPLES_PER_S)]
+    at = large[(large[col.GRID] == "train.batch_size=16384") & (large[col.VARIANT] == "gpu-hbm")]
+    assert set(at[col.CONFIG_NAME]) == {"mlperf-scaled", "dlrm-benchmark"}

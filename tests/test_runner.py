@@ -184,3 +184,29 @@ def test_a_points_runs_are_built_once_where_they_fit_together(tmp_path, monkeypa
     else:
         assert len(built) == 12 and frame["run"].nunique() == 12 and set(frame["builds"]) == {"every repeat"}
     assert sorted(released) == sorted(set(frame["run"]))  # every run released, none twice
+
+
+def test_any_exception_of_a_point_becomes_its_record_and_the_run_goes_on(tmp_path):
+    """Triton's compile and resource errors are no RuntimeError: they too stay with their point."""
+    from triton.runtime.errors import OutOfResources
+
+    def measure(task: runner.Task) -> dict[str, object]:
+        if task.variant == "b":
+            raise OutOfResources(262144, 232448, "shared memory")
+        return fake_measure()(task)
+
+    tasks = runner.schedule([point("p", "a", "b"), point("q", "a")], 2, lambda _: "m")
+    counts = runner.run(tasks, measure, tmp_path / "r.csv", "s", progress=False)
+    assert (counts.ran, counts.failed) == (5, 2)  # b failed once; its second repeat is not tried
+    frame = store.load(tmp_path / "r.csv")
+    error = frame[frame["variant"] == "b"]["error"].iloc[0]
+    assert error.startswith("OutOfResources: out of resource: shared memory")
+    assert frame[frame["variant"] == "a"]["error"].isna().all()
+
+
+def test_a_failure_that_leaves_the_gpu_unusable_stops_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "device_lost", lambda cfg: True)
+    tasks = runner.schedule([point("p", "a", "b")], 2, lambda _: "m")
+    with pytest.raises(runner.DeviceLost, match="unusable after UsageError: b cannot run here"):
+        runner.run(tasks, fake_measure(fail="b"), tmp_path / "r.csv", "s", progress=False)
+    assert len(store.load(tmp_path / "r.csv")) == 2  # a, then b's error record, written before it stopped

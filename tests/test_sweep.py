@@ -12,7 +12,7 @@ from dlrm_study.analysis import wording
 from dlrm_study.analysis.readers import GONE, left_out, sweep_records
 from dlrm_study.cli.main import main
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import sweep
+from dlrm_study.measure import runner, sweep
 from dlrm_study.records import store
 
 SPEC = """
@@ -198,3 +198,42 @@ def test_a_label_two_sweeps_give_to_different_configs_is_told_apart(tmp_path):
         "wider: data.lookups_per_table=1",
         "wider: data.lookups_per_table=2",
     ]
+
+
+def test_two_bases_and_a_grid_keep_every_point():
+    """A point is named by its base and its grid values: with two bases, the same grid values are two points
+    (before, the second base's configs took the first's label and replaced them in the plan)."""
+    spec = sweep.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
+                       variants=["reference", "optimized-fp32"])  # fmt: skip
+    plan, _ = sweep.plan(spec, here=False)
+    labels = [label for label, _ in plan]
+    assert labels == [f"{base} train.batch_size={b}" for base in ("tiny", "kaggle") for b in (16, 32)]
+    configs = {(cfg.name, cfg.train.batch_size) for _, cfgs in plan for cfg in cfgs.values()}
+    assert configs == {(name, b) for name in ("tiny", "kaggle") for b in (16, 32)}
+    assert all(len(cfgs) == 2 for _, cfgs in plan)
+    one = sweep.Sweep(name="one", config=["tiny"], grid={"train.batch_size": [16]})  # one base: the grid alone
+    assert [label for label, _ in sweep.plan(one, here=False)[0]] == ["train.batch_size=16"]
+
+
+def test_a_plan_refuses_two_configs_under_one_label(tmp_path):
+    """Two bases of one name (a preset and a YAML file named after it) cannot share labels silently."""
+    (tmp_path / "tiny.yaml").write_text("base: tiny\ntrain:\n  seed: 5\n")
+    spec = sweep.Sweep(name="twice", config=["tiny", str(tmp_path / "tiny.yaml")], grid={"train.batch_size": [16]})
+    with pytest.raises(UsageError, match=r"twice: 'tiny train.batch_size=16' names two configs"):
+        sweep.plan(spec, here=False)
+
+
+def test_a_run_of_some_points_first_then_the_rest_builds_only_what_is_left(tmp_path, monkeypatch):
+    """A GPU session measures its targets first (`only`), under the sweep's own labels; the sweep's own run
+    then skips them, and its memory check counts only the runs it still has to build."""
+    spec = sweep.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
+                       set=["model.table_rows=4x100"], variants=["reference"], repeats=2, steps=1, warmup=0,
+                       out=str(tmp_path / "s.csv"))  # fmt: skip
+    asked = []
+    monkeypatch.setattr(runner, "fits_together", lambda configs: asked.append(len(configs)) or True)
+    first = sweep.run_together([spec], "targets", progress=False, only=lambda v, cfg: cfg.train.batch_size == 32)
+    assert (first.tasks, first.ran) == (4, 4) and asked == [2]
+    frame = store.load(Path(spec.out))
+    assert set(frame["point"]) == {"tiny train.batch_size=32", "kaggle train.batch_size=32"}
+    rest = sweep.run(spec, progress=False)
+    assert (rest.tasks, rest.skipped, rest.ran) == (8, 4, 4) and asked == [2, 2]

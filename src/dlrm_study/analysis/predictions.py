@@ -218,7 +218,9 @@ def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
     frame = store.load(path)
     frame = frame[frame["predicted_for"] == gpu_model.DEVICES[device_name].name]
     frame = frame.sort_values(col.TIMESTAMP, kind="stable")  # ties keep the file's order: first written first
-    return frame.drop_duplicates(["sweep", col.GRID, col.VARIANT, "quantity"], keep="first")
+    # A point is its sweep, its label and its config: rows written before labels named the base (two presets
+    # at one batch shared "train.batch_size=16384") stay apart by their config.
+    return frame.drop_duplicates(["sweep", col.GRID, col.CONFIG_NAME, col.VARIANT, "quantity"], keep="first")
 
 
 def measured(out: Path) -> pd.DataFrame:

@@ -2,14 +2,18 @@
 
     python -m dlrm_study.cli.gpu_session --out DIR [--budget-s 290] [--dry-run]
 
-In order: the tests marked `gpu`; the GPU's copy bandwidths; the embedding-only benchmark
-of each placement (the kernels' bandwidth targets); then the grid of `studies.gpu`, most
-valuable first (the presets at 2,048, 16,384 and 65,536, captured and eager; kaggle's
-dispatch floor; the placements; the sensitivity sweeps; skew and table size). Points run
-one at a time; past the time budget the rest are left for the next session (every sweep
-resumes where it stopped). `--dry-run` runs it all on the CPU at tiny sizes, which is what
-CI checks. Records: DIR/gpu_sweeps.csv, DIR/gpu_embedding.csv; the verdicts against the
-targets: DIR/summary.txt.
+In order: the tests marked `gpu`; the profiler's probes (how it meets CUDA graphs on this
+machine, `measure.graph_profiler`); the GPU's copy bandwidths; the embedding-only benchmark of
+each placement (the kernels' bandwidth targets); then the grid of `studies.gpu`, most valuable
+first: the three throughput targets with their fp32 twins (listed, with the plan's estimated
+cost, before anything is measured), the presets at 2,048, 16,384 and 65,536, kaggle's dispatch
+floor, the placements, the sensitivity sweeps, skew and table size, the host's CPU loops.
+Points run one at a time; a point that fails (any exception: a kernel that does not compile,
+out of resources, out of memory) is recorded with its error and the rest go on; past the time
+budget the rest are left for the next session (every sweep resumes where it stopped).
+`--dry-run` runs it all on the CPU at tiny sizes, which is what CI checks. Records:
+DIR/gpu_sweeps.csv, DIR/gpu_embedding.csv; the verdicts against the targets, a missing target
+said missing with its reason: DIR/summary.txt.
 """
 
 import argparse
@@ -26,22 +30,16 @@ from dlrm_study.analysis import predictions
 from dlrm_study.config import Placement
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import gpu, runner, sweep
-from dlrm_study.measure.sweep import Sweep
+from dlrm_study.measure import gpu, graph_profiler, runner, sweep
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.studies import gpu as gpu_grid
-from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS
+from dlrm_study.studies import gpu_budget, gpu_targets
+from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS, TARGETS_RUN, GpuRun
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
-# Targets of issue 21 (an H200; judged on the median of repeat medians).
-# (config, batch, variant, least samples/s); variant gpu-hbm: bf16, hbm, captured.
-THROUGHPUT_TARGETS = [
-    ("mlperf-scaled", 2048, GPU_HBM, 1_500_000),
-    ("mlperf-scaled", 65536, GPU_HBM, 5_000_000),
-    ("dlrm-benchmark", 16384, GPU_HBM, 2_000_000),
-]
-DRY_BATCHES = {2048: 64, 16384: 48, 65536: 96}  # a dry run's tiny stand-ins for the batches above
+# The throughput targets are studies.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
+PRESET_STUDIES = [TARGETS_RUN, "gpu-presets", "gpu-presets-large"]
 TARGET_BUSY = 0.9  # GPU busy at batches >= 16,384
 TARGET_FORWARD_FRACTION = 0.5  # embedding lookup bytes / copy bandwidth (dlrm-benchmark, hbm)
 TARGET_COPY_FRACTION = 0.3  # lookup + backward + update bytes / copy bandwidth
@@ -50,7 +48,7 @@ TARGET_CACHED_OVER_HBM = 0.7  # Zipf(1.05), 10% of rows cached
 
 def run_tests(dry_run: bool) -> str:
     """The tests marked `gpu` (on the CPU they skip): pytest's last line, failures said loudly."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if not (root / "tests").is_dir():
         return "tests: not found beside the package, not run"
     # Only the files holding them: collecting the others would import packages a GPU machine lacks.
@@ -95,6 +93,9 @@ def embedding_records(out: Path, dry_run: bool) -> None:
         return fields
 
     def say(record: dict[str, object]) -> None:
+        if record.get(col.ERROR):
+            print(f"embedding {record.get(col.PLACEMENT, '?'):>6}, repeat {record[col.REPEAT]}: {record[col.ERROR]}")
+            return
         print(
             f"embedding {record[col.PLACEMENT]:>6}, repeat {record[col.REPEAT]}: "
             f"{record['embedding_ms_median']:8.2f} ms, {record['embedding_gbps']:7.1f} GB/s "
@@ -103,18 +104,32 @@ def embedding_records(out: Path, dry_run: bool) -> None:
 
     points = [("dlrm-benchmark", {f"embedding-{name}": cfg for name, cfg in configs.items()})]
     tasks = runner.schedule(points, 2 if dry_run else REPEATS, runner.machine_of)
-    runner.run(
-        tasks, measure, out / "gpu_embedding.csv", "gpu-embedding", record_errors=False, progress=False, on_record=say
-    )
+    # A placement that fails is recorded with its error; the others go on.
+    runner.run(tasks, measure, out / "gpu_embedding.csv", "gpu-embedding", progress=False, on_record=say)
 
 
-def run_sweeps(study: str, specs: list[Sweep], deadline: float) -> str:
-    """The sweeps' measurements as one run until done or past the deadline; a line saying how far it got."""
+def run_sweeps(run: GpuRun, deadline: float) -> str:
+    """One run's measurements until done or past the deadline; a line saying how far it got.
+
+    A point's failure is its record (`runner.run`); `DeviceLost` (the CUDA context gone) propagates:
+    every later point would fail too. Anything else that stops a run stops that run only.
+    """
     try:
-        counts = sweep.run_together(specs, study, progress=False, deadline=deadline)
+        counts = sweep.run_together(run.specs, run.study, progress=False, deadline=deadline, only=run.only)
+    except runner.DeviceLost:
+        raise
     except Exception as err:  # one GPU session is scarce: a run that breaks must not stop the others
-        return f"{study}: STOPPED by {type(err).__name__}: {first_line(err)}"
-    return f"{study}: {counts}"
+        return f"{run.study}: STOPPED by {type(err).__name__}: {first_line(err)}"
+    return f"{run.study}: {counts}"
+
+
+def plan_lines(runs: list[GpuRun], dry_run: bool, budget_s: float, tests: bool) -> list[str]:
+    """Before anything is measured: every target point the session will measure (or that the plan lacks
+    it), and what each run should cost on an H200 against the budget."""
+    targets = next(run for run in runs if run.study == TARGETS_RUN)
+    plan, _ = sweep.merged_plan(targets.specs, targets.only)
+    lines = [f"{TARGETS_RUN}, first ({targets.specs[0].repeats} repeats):", *gpu_targets.planned(plan, dry_run)]
+    return lines + gpu_budget.lines(gpu_budget.estimate(runs, tests=tests), budget_s)
 
 
 def first_line(err: BaseException) -> str:
@@ -122,12 +137,18 @@ def first_line(err: BaseException) -> str:
     return text.splitlines()[0][:300] if text else ""
 
 
-def summary(out: Path, dry_run: bool = False, predicted: Path | None = None) -> list[str]:
-    """The GPU targets against the records in `out` (a dry run's are tiny: judged, not meaningful),
-    and the pre-registered predictions in `predicted` (a results folder) scored on them."""
+def summary(
+    out: Path, dry_run: bool = False, predicted: Path | None = None, runs: list[GpuRun] | None = None
+) -> list[str]:
+    """The GPU targets against the records in `out` (a dry run's are tiny: judged, not meaningful), each
+    missing one said missing with why, and the pre-registered predictions in `predicted` (a results
+    folder) scored on them. `runs`: the session's plan (a target it lacks is said so)."""
     lines = []
     path = out / GPU_RECORDS
     frame = store.load(path) if path.exists() else None
+    targets = next((run for run in runs or [] if run.study == TARGETS_RUN), None)
+    plan = sweep.merged_plan(targets.specs, targets.only)[0] if targets else None
+    lines += gpu_targets.verdicts(frame, dry_run, plan)
     if frame is not None and col.ERROR in frame:
         lines += throughput_lines(frame[frame[col.ERROR].isna()], dry_run)
     path = out / "gpu_embedding.csv"
@@ -135,9 +156,9 @@ def summary(out: Path, dry_run: bool = False, predicted: Path | None = None) -> 
         lines += embedding_lines(store.load(path), dry_run)
     if predicted is not None and (predicted / predictions.PREDICTIONS).exists():
         lines += predictions.summary_lines(predictions.score(predicted, records=out))
-    if dry_run and lines:
+    if dry_run:
         lines.insert(0, "dry run (CPU, tiny sizes): the verdicts below exercise the code, they judge nothing")
-    return lines or ["no GPU records to judge yet"]
+    return lines
 
 
 def verdict(ok: bool) -> str:
@@ -145,34 +166,36 @@ def verdict(ok: bool) -> str:
 
 
 def throughput_lines(ok, dry_run: bool) -> list[str]:
-    """Samples/s against the targets, bf16 against fp32, graph against eager, busy share, placements."""
+    """bf16 against fp32, graph against eager, busy share and bound per preset and batch; placements."""
     lines = []
-    name = (lambda c: "tiny") if dry_run else (lambda c: c)
-    batch_of = (lambda b: DRY_BATCHES[b]) if dry_run else (lambda b: b)
-    presets = ok[ok[col.STUDY].isin(["gpu-presets", "gpu-presets-large"])]
+    large_batch = gpu_targets.DRY_BATCHES[16384] if dry_run else 16384
+    presets = ok[ok[col.STUDY].isin(PRESET_STUDIES)]
     if col.CAPTURE in presets:
-        rate = presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE, col.VARIANT])[col.SAMPLES_PER_S].median()
-        for cfg, batch, variant, target in THROUGHPUT_TARGETS:
-            got = rate.get((name(cfg), batch_of(batch), variant))
-            if got is not None:
-                lines.append(f"{cfg} bf16 hbm captured, batch {batch:,}: {got:,.0f} samples/s "
-                             f"(target {target:,}: {verdict(got >= target)})")  # fmt: skip
         for (cfg, batch), group in presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE]):
             by = group.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
             hbm = group[group[col.VARIANT] == GPU_HBM]
             busy, kernels = hbm["gpu_busy_fraction"].median(), hbm["kernels_per_step"].median()
             bound = "/".join(sorted(set(group["bound"].dropna())))
             parts = [f"{cfg} batch {batch:,}:"]
+            large = batch >= large_batch
             if GPU_HBM in by and GPU_HBM_FP32 in by:
                 ratio = by[GPU_HBM] / by[GPU_HBM_FP32]
-                large = batch >= batch_of(16384)
                 parts.append(f"bf16/fp32 {ratio:.2f}" + (f" (target >= 1: {verdict(ratio >= 1)})" if large else ""))
             if GPU_HBM in by and GPU_EAGER in by:
                 parts.append(f"graph/eager {by[GPU_HBM] / by[GPU_EAGER]:.2f}")
-            parts.append(f"GPU busy {busy:.2f}" + (f" (target 0.90: {verdict(busy >= TARGET_BUSY)})"
-                                                  if batch >= batch_of(16384) and busy == busy else ""))  # fmt: skip
+            judged = large and busy == busy
+            parts.append(f"GPU busy {busy:.2f}" + (f" (target 0.90: {verdict(busy >= TARGET_BUSY)})" if judged else ""))
+            if "host_enqueue_ms" in hbm:
+                parts.append(f"host enqueues a step in {hbm['host_enqueue_ms'].median():.3f} ms")
             parts.append(f"bound {bound}, {kernels:.0f} kernels/step")
+            clipped = hbm["profile_clipped_share"].median() if "profile_clipped_share" in hbm else 0.0
+            if clipped > 0.05:  # device time stamped outside its window: the clocks disagree
+                parts.append(f"(busy doubtful: {clipped:.0%} of the kernel time fell outside the profiled window)")
             lines.append(" ".join(parts))
+    if "profile_note" in ok:
+        blind = ok[(ok[col.DEVICE] == "cuda") & ok["profile_note"].notna()]  # (an empty note reads back as NaN)
+        if not blind.empty:
+            lines.append(f"profiler: {len(blind)} GPU record(s) without kernels ({blind['profile_note'].iloc[0]})")
     floor = ok[ok[col.STUDY] == DISPATCH_FLOOR]
     if not floor.empty:
         rates = floor.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
@@ -224,25 +247,45 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         name = torch.cuda.get_device_name() if torch.cuda.is_available() and not args.dry_run else "cpu (dry run)"
         print(f"gpu_check on {name}: torch {torch.__version__}, commit {provenance.git_commit()}, out {args.out}")
+        runs = gpu_grid.runs(args.out, args.dry_run)
+        plan = plan_lines(runs, args.dry_run, args.budget_s, not args.skip_tests)
+        print("\n".join(plan), flush=True)
         lines = [] if args.skip_tests else [run_tests(args.dry_run)]
+        lines.append(choose_profiler(args.dry_run))
+        print(lines[-1], flush=True)
         try:
             embedding_records(args.out, args.dry_run)
         except Exception as err:  # the grid still runs (see run_sweeps)
             lines.append(f"embedding benchmark: STOPPED by {type(err).__name__}: {first_line(err)}")
             print(lines[-1], flush=True)
         deadline = start + args.budget_s
-        for study, specs in gpu_grid.runs(args.out, args.dry_run):
-            line = run_sweeps(study, specs, deadline)
+        for run in runs:
+            try:
+                line = run_sweeps(run, deadline)
+            except runner.DeviceLost as err:
+                line = f"{run.study}: STOPPED, and the runs after it not started: {first_line(err)}"
+                lines.append(line)
+                print(line, flush=True)
+                break
             print(line, flush=True)
             lines.append(line)
     except UsageError as err:
         print(f"gpu_check: {err}", file=sys.stderr)
         return 2
-    verdicts = summary(args.out, args.dry_run, args.predictions)
-    text = "\n".join([*lines, "", *verdicts, f"total {time.monotonic() - start:.0f} s"]) + "\n"
+    verdicts = summary(args.out, args.dry_run, args.predictions, runs)
+    text = "\n".join([*plan, "", *lines, "", *verdicts, f"total {time.monotonic() - start:.0f} s"]) + "\n"
     (args.out / "summary.txt").write_text(text)
     print(text)
     return 0
+
+
+def choose_profiler(dry_run: bool) -> str:
+    """Set this process's way of profiling CUDA graphs from the probes (before any capture); a line saying it."""
+    if dry_run:
+        return "profiler: dry run (CPU): no graph to profile, each point's window timed by the wall clock"
+    way, seen = graph_profiler.choose()
+    os.environ[graph_profiler.STRATEGY_ENV] = way
+    return f"profiler for CUDA graphs: {way} ({seen})"
 
 
 if __name__ == "__main__":

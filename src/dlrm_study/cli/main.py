@@ -138,7 +138,7 @@ def build_parser() -> Parser:
     old.add_argument("--no-progress", action="store_true")
 
     sweep = commands.add_parser("sweep", help="run a sweep file: resumable, one record per point")
-    sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.sweep)")
+    sweep.add_argument("file", type=Path, help="sweep YAML (see dlrm_study.measure.sweep)")
     sweep.add_argument("--retry-errors", action="store_true", help="run again the points that failed")
     sweep.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
     sweep.add_argument("--no-progress", action="store_true")

@@ -29,7 +29,9 @@ def estimate_memory(cfg: Config) -> MemoryEstimate:
     """Bytes a training run needs: fp32 tables, optimizer state, dense params, activations.
 
     Activations count each MLP layer's output kept for backward and its gradient, the
-    interaction, and the reference loop's sparse gradient (one row per looked-up id).
+    interaction, and per looked-up id what the loop allocates for it: the reference loop's
+    sparse gradient (one row per id), or the gpu loop's staged ids and its update's sort
+    buffers (`gpu_id_bytes`: it makes no per-id gradient row).
     """
     m, b, lookups = cfg.model, cfg.train.batch_size, cfg.data.lookups_per_table
     rows = sum(m.table_rows)
@@ -41,8 +43,27 @@ def estimate_memory(cfg: Config) -> MemoryEstimate:
     features = m.num_tables + 1
     per_sample = 2 * sum(widths) + 3 * features * m.embedding_dim + 2 * features * features
     ids = b * m.num_tables * lookups
-    activations = 2 * b * per_sample * 4 + ids * (8 * 3 + m.embedding_dim * 4)
+    per_id = gpu_id_bytes(cfg) if cfg.train.loop == Loop.GPU else 8 * 3 + m.embedding_dim * 4
+    activations = 2 * b * per_sample * 4 + ids * per_id
     return MemoryEstimate(tables, optimizer_state, dense_params * 4 * 3, activations)
+
+
+RING_IDS = 4_000_000  # a benchmark ring holds about this many staged ids (2 to 8 batches)
+
+
+def ring_batches(capacity: int) -> int:
+    """Batches in a benchmark's ring of staged batches: 2 to 8, fewer the larger they are."""
+    return max(2, min(8, RING_IDS // max(capacity, 1)))
+
+
+def gpu_id_bytes(cfg: Config) -> float:
+    """Device bytes per looked-up id of a gpu-loop run, benchmarked over a ring of staged batches: the
+    ring's ids and the step's static copy (int32), the update's sort (keys, order, the sort's own
+    scratch of about as much again, each id's bag) and its chunks' partial sums (a row per 32 ids)."""
+    capacity = cfg.train.batch_size * cfg.model.num_tables * cfg.data.lookups_per_table
+    staged = (ring_batches(capacity) + 1) * 4
+    update = 2 * (4 + 8) + 8 + cfg.model.embedding_dim * 4 / 32
+    return staged + update
 
 
 def available_memory(device: str) -> int:

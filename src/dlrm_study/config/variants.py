@@ -135,7 +135,7 @@ def describe(cfg) -> str:
     return name if t.cuda_graph else f"{name}-eager"
 
 
-# Notebook 02's ablation (`records.variants.ABLATION`), each step named by what it adds.
+# Notebook 02's ablation (`ABLATION` above), each step named by what it adds.
 ABLATION_LABELS = {
     REFERENCE: "reference",
     FUSED_UPDATE: "+ fused embedding update",

@@ -119,13 +119,16 @@ class StagedBatch:
     """A batch as the GPU kernel archs (hbm, uvm, cached) read it, its ids already checked.
 
     `ids` holds every table's ids, table after table, each offset by its table's first row in
-    the stacked tables, padded with row 0 to a fixed `capacity`: every batch of a run has the
-    same shapes, which a CUDA graph needs. `bag_starts` holds the T*B+1 positions of the bags
-    (table-major) in `ids`; the last is the count of real ids, so no bag reaches the padding.
+    the stacked tables, padded to a fixed `capacity` with `padding_id` (one past the last row:
+    it sorts after every real id, so the update's sort leaves it out of every real row's
+    segment): every batch of a run has the same shapes, which a CUDA graph needs. `bag_starts`
+    holds the T*B+1 positions of the bags (table-major) in `ids`; the last is the count of real
+    ids, so no bag reaches the padding. The ids are int32 where the stacked rows allow (the
+    update sorts them: half the radix passes of int64).
     """
 
     dense: torch.Tensor  # (B, dense_features) float32
-    ids: torch.Tensor  # (capacity,) int64
+    ids: torch.Tensor  # (capacity,) int32 (int64 past 2**31 - 1 rows)
     bag_starts: torch.Tensor  # (T*B + 1,) int64
     labels: torch.Tensor  # (B,) float32
 
@@ -157,17 +160,36 @@ def ids_capacity(batch_size: int, table_rows: list[int], lookups_per_table: int)
     return batch_size * len(table_rows) * lookups_per_table
 
 
-def stage(batch: Batch, table_rows: list[int], capacity: int) -> StagedBatch:
+def padding_id(table_rows: list[int]) -> int:
+    """The id that pads a staged batch: one past the stacked tables' last row (no row of any table)."""
+    return sum(table_rows)
+
+
+def ids_dtype(table_rows: list[int]) -> torch.dtype:
+    """int32 where every stacked row and the padding id fit in it, else int64."""
+    return torch.int32 if padding_id(table_rows) < 2**31 else torch.int64
+
+
+def stage(batch: Batch, table_rows: list[int], capacity: int, bag_size: int = 0) -> StagedBatch:
     """The batch laid out for the kernel archs, on the host, its ids checked first.
 
     Here, where the batch is made and before it reaches the device, the check costs no device
     sync; the step that later reads the staged batch need not check again (the CPU loops'
-    archs check in `SparseArch.__call__`, where their batches arrive).
+    archs check in `SparseArch.__call__`, where their batches arrive). `bag_size` (fixed
+    pooling): every bag must hold exactly that many ids, as the update assumes (a position's
+    bag is position // bag_size); a batch whose bags differ is refused here.
     """
     check_ids(batch.indices, table_rows)
     ids, bag_starts = batched_ids(batch.indices, batch.offsets, table_starts(table_rows))
     if len(ids) > capacity:
         raise UsageError(f"a batch holds {len(ids)} ids, more than the {capacity} its bags allow")
-    padded = torch.zeros(capacity, dtype=torch.int64)
+    if bag_size and not torch.equal(bag_starts, torch.arange(len(bag_starts)) * bag_size):
+        raise UsageError(f"data.pooling is fixed but a batch's bags do not all hold {bag_size} ids")
+    padded = torch.full((capacity,), padding_id(table_rows), dtype=ids_dtype(table_rows))
     padded[: len(ids)] = ids
     return StagedBatch(batch.dense, padded, bag_starts, batch.labels)
+
+
+def fixed_bag_size(pooling: str, lookups_per_table: int) -> int:
+    """The ids of every bag where pooling is fixed (the update then finds a position's bag by division), else 0."""
+    return lookups_per_table if pooling == "fixed" else 0

@@ -142,17 +142,18 @@ def run(
 
     - `resume`: skip tasks whose record `out` holds (a failed variant counts as measured in
       every repeat unless `retry_errors`). `dlrm-study bench` measures anew every time.
-    - `record_errors`: a task that fails (bad config, out of memory, unsupported here) becomes a
-      record with its `error`, and the rest go on; otherwise the error propagates.
+    - `record_errors`: a task that fails (bad config, out of memory, unsupported here, a kernel that
+      does not compile: any Exception) becomes a record with its `error`, and the rest go on;
+      otherwise the error propagates. After a failure on a GPU that leaves its context unusable
+      (`cuda_usable`), `DeviceLost` stops the run: every later task would fail the same way.
     - `limit` (a number of new tasks) and `deadline` (`time.monotonic()`) stop early; the rest
       resume next time. `emit=False`: measure, but write nothing (the other ranks of a
       distributed run). `on_record` sees each record (the CLI prints it).
     """
     counts = Counts(tasks=len(tasks))
     run_id = provenance.new_run_id()
-    stored = store.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
-    todo = [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
+    todo = pending(tasks, out, resume, retry_errors)
     counts.skipped = len(tasks) - len(todo)
     tally(reused=counts.skipped)
     bar = tqdm(todo, desc=study, unit="run", disable=not (progress and emit), leave=False)
@@ -176,6 +177,9 @@ def run(
             on_record(record)
         if emit:
             say(progress_line(study, i + 1, len(todo), task, record))
+        if record.get(col.ERROR) and device_lost(task.cfg):
+            bar.close()
+            raise DeviceLost(f"the CUDA context is unusable after {record[col.ERROR]} (r{task.repeat} {task.point})")
     bar.close()
     return counts
 
@@ -195,13 +199,38 @@ def progress_line(study: str, done: int, total: int, task: Task, record: dict[st
     return f"{head}: {rate:,.0f} samples/s" if isinstance(rate, (int, float)) else f"{head}: recorded"
 
 
+class DeviceLost(RuntimeError):
+    """A point's failure left the CUDA context unusable (an illegal address, say): every later point would fail."""
+
+
+def device_lost(cfg: Config) -> bool:
+    """Whether the config ran on a GPU whose context no longer runs work."""
+    return record_device(cfg) == "cuda" and not cuda_usable()
+
+
+def cuda_usable() -> bool:
+    """Whether the CUDA context still runs work: errors like an illegal address are sticky and end it."""
+    try:
+        torch.cuda.synchronize()
+        return torch.ones(1, device="cuda").add_(1).item() == 2.0
+    except Exception:  # any failure here means the context is gone
+        return False
+
+
+def pending(tasks: Sequence[Task], out: Path | None, resume: bool = True, retry_errors: bool = False) -> list[Task]:
+    """The tasks `run` would measure: those `out` holds no record of (nor a failure of their variant)."""
+    stored = store.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
+    failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
+    return [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
+
+
 def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_id: str = "") -> dict[str, object]:
     """The task's record: its measured fields and flags, or the error that stopped it."""
     cfg = Config.from_dict(task.cfg.to_dict())  # a measurement may adjust its copy (placement auto)
     labels = {col.VARIANT: task.variant, col.REPEAT: task.repeat, col.POINT: task.point, col.ORDER: task.order}
     try:
         fields = measure(dataclasses.replace(task, cfg=cfg))
-    except (UsageError, RuntimeError, MemoryError) as err:
+    except Exception as err:  # any failure of the point (Triton's compile and resource errors are no RuntimeError)
         if not record_errors:
             raise
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -256,13 +285,17 @@ def with_kept_runs(
     build: Callable[[Config], R],
     release: Callable[[R], None],
     measure_run: Callable[[R, Task], dict[str, object]],
+    configs: Sequence[Config] | None = None,
 ) -> tuple[Measure, KeptRuns[R]]:
     """A `measure` for `run` that keeps the study's runs across its repeats where they fit (`KeptRuns`).
 
+    `configs`: the runs that will be built (default: every point's); a resumed study passes those
+    of its pending tasks (`pending`), so runs already measured do not count against the memory.
     Clear the returned `KeptRuns` when the run is over: it may hold every run.
     """
     runs: KeptRuns[R] = KeptRuns(build, release)
-    configs = [cfg for _, cfgs in points for cfg in cfgs.values()]
+    if configs is None:
+        configs = [cfg for _, cfgs in points for cfg in cfgs.values()]
 
     def measure(task: Task) -> dict[str, object]:
         runs.start(configs)

@@ -25,7 +25,7 @@ goes on. On a CPU without native bf16 the CPU loops' bf16 variants are skipped, 
 
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,10 +66,12 @@ class Point:
     overrides: list[str]
     cfg: config.Config
     grid: list[str]  # this point's grid assignments (what varies across the sweep)
+    base: str = ""  # the base config's name where the sweep has several (else the grid alone names a point)
 
     @property
     def label(self) -> str:
-        return " ".join(self.grid) or self.cfg.name
+        """The point's name in records: its base (where the sweep has several) and its grid values."""
+        return " ".join([self.base, *self.grid] if self.base else self.grid) or self.cfg.name
 
 
 def load(path: Path) -> Sweep:
@@ -119,12 +121,13 @@ def points(sweep: Sweep) -> list[Point]:
     """Every (grid combination, variant), in a fixed order; the timed steps are part of each config."""
     fields = list(sweep.grid)
     bases = [sweep.config] if isinstance(sweep.config, str) else list(sweep.config)
+    names = {base: config.load(base).name if len(bases) > 1 else "" for base in bases}
     out = []
     for base, values in itertools.product(bases, itertools.product(*(sweep.grid[f] for f in fields))):
         grid = [item for f, v in zip(fields, values, strict=True) for item in assignments(f, v)]
         for variant in sweep.variants:
             overrides = [*sweep.set, *grid, *REGISTRY[variant], f"train.steps={sweep.steps}"]
-            out.append(Point(variant, overrides, config.load(base, overrides), grid))
+            out.append(Point(variant, overrides, config.load(base, overrides), grid, names[base]))
     return out
 
 
@@ -146,7 +149,10 @@ def plan(sweep: Sweep, here: bool = True) -> tuple[list[runner.Point], list[str]
     grouped: dict[str, dict[str, config.Config]] = {}
     for point in points(sweep):
         if point.variant in kept:
-            grouped.setdefault(point.label, {})[point.variant] = point.cfg
+            variants = grouped.setdefault(point.label, {})
+            if point.variant in variants:  # one label, two configs: the second would replace the first
+                raise UsageError(f"sweep {sweep.name}: {point.label!r} names two configs (name its bases apart)")
+            variants[point.variant] = point.cfg
     return list(grouped.items()), skipped
 
 
@@ -172,13 +178,15 @@ def run_together(
     progress: bool = True,
     limit: int | None = None,
     deadline: float | None = None,
+    only: Callable[[str, config.Config], bool] | None = None,
 ) -> runner.Counts:
     """Several sweeps measured as one run named `study`: each (config, variant) once (`merged_plan`),
     all in one repeat-major schedule, so any two points of any of the sweeps pair within a repeat.
 
     A one-knob sweep's ends are its own values; the base point it compares them with is shared by
     every sweep. Run one sweep at a time, the base is measured in the first sweep's run only, and
-    the other sweeps' values have nothing of their own run to pair with.
+    the other sweeps' values have nothing of their own run to pair with. `only(variant, config)`:
+    measure just these of the sweeps' points (a GPU session's targets first), under their own labels.
     """
     protocols = {(s.repeats, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
     if len(protocols) != 1:
@@ -187,7 +195,7 @@ def run_together(
             f"sweeps run together share repeats, steps, warm-up, profiling and records file: {names} do not"
         )
     first = sweeps[0]
-    points_, skipped = merged_plan(sweeps)
+    points_, skipped = merged_plan(sweeps, only)
     if skipped:
         print(skip_note(skipped), file=sys.stderr)
     devices = {cfg.train.device for _, cfgs in points_ for cfg in cfgs.values()}
@@ -197,8 +205,10 @@ def run_together(
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, first.steps, first.warmup, first.profile_steps, progress=False)
 
-    measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run)
     schedule = runner.schedule(points_, first.repeats, runner.machine_of)
+    todo = runner.pending(schedule, Path(first.out), retry_errors=retry_errors)
+    configs = list({(t.point, t.variant): t.cfg for t in todo}.values())  # the runs to build: what is left
+    measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run, configs)
     try:
         return runner.run(schedule, measure, Path(first.out), study, retry_errors=retry_errors,
                           progress=progress, limit=limit, deadline=deadline)  # fmt: skip
@@ -206,9 +216,12 @@ def run_together(
         kept.clear()
 
 
-def merged_plan(sweeps: Sequence[Sweep]) -> tuple[list[runner.Point], list[str]]:
+def merged_plan(
+    sweeps: Sequence[Sweep], only: Callable[[str, config.Config], bool] | None = None
+) -> tuple[list[runner.Point], list[str]]:
     """The sweeps' points as one plan (see `plan`): each (config, variant) once, in the first sweep
-    that has it; a label another sweep already gave to other configs gets its sweep's name."""
+    that has it; a label another sweep already gave to other configs gets its sweep's name.
+    `only(variant, config)`: keep just these."""
     merged: dict[str, dict[str, config.Config]] = {}
     seen: set[tuple[str, str]] = set()
     skipped: list[str] = []
@@ -216,7 +229,7 @@ def merged_plan(sweeps: Sequence[Sweep]) -> tuple[list[runner.Point], list[str]]
         points_, skips = plan(spec)
         skipped += [v for v in skips if v not in skipped]
         for label, cfgs in points_:
-            new = {v: cfg for v, cfg in cfgs.items() if (cfg.hash(), v) not in seen}
+            new = {v: cfg for v, cfg in cfgs.items() if (cfg.hash(), v) not in seen and (only is None or only(v, cfg))}
             if not new:
                 continue
             seen |= {(cfg.hash(), v) for v, cfg in new.items()}

@@ -1,32 +1,37 @@
 """The GPU grid: what one GPU session measures, most valuable first (`scripts/gpu_check.sh` runs it).
 
-1. `gpu-presets`: mlperf-scaled and dlrm-benchmark at their batch of 2,048, captured in bf16
+1. `gpu-targets`: the three throughput targets (`studies.gpu_targets`: mlperf-scaled bf16 hbm
+   captured at 2,048 and 65,536, dlrm-benchmark at 16,384) with their fp32 twins, and the eager
+   step at 2,048, in 3 repeats: the points of items 2 and 3 that judge the targets, first.
+2. `gpu-presets`: mlperf-scaled and dlrm-benchmark at their batch of 2,048, captured in bf16
    and fp32 and eager in bf16 (`gpu-eager`: what the capture buys).
-2. `gpu-presets-large`: the same at batches 16,384 and 65,536 (the throughput targets; bf16
-   against fp32 where the GPU is busy). Each run is memory-checked before it allocates.
-3. `gpu-dispatch-floor`: kaggle at its batch of 128. Its step is too small to keep a GPU busy:
+3. `gpu-presets-large`: the same at batches 16,384 and 65,536, captured only (bf16 against fp32
+   where the GPU is busy). Points are named by preset and batch; each run is memory-checked
+   before it allocates, and a run's builds are kept across its repeats where they fit together.
+4. `gpu-dispatch-floor`: kaggle at its batch of 128. Its step is too small to keep a GPU busy:
    it measures the cost of dispatching a step, and no claim uses it (the study name says so).
-4. `gpu-placements`, then the CPU sensitivity study (the dense x sparse grid and every knob)
+5. `gpu-placements`, then the CPU sensitivity study (the dense x sparse grid and every knob)
    mirrored on the GPU as one run, then the placements against id skew and table size.
-5. Last, the CPU loops on the GPU machine's own CPU (`cpu-loops`, all its cores): S1 and S3 on
+6. Last, the CPU loops on the GPU machine's own CPU (`cpu-loops`, all its cores): S1 and S3 on
    a CPU with AMX, a class of CPU the 2-core development machines do not have.
 
-Budget, from the last H200 session (results/gpu-session/: the GPU tests 29 s, copy bandwidth
-and embedding benchmark about 25 s, a preset build about 6 s, the 18 preset measurements of
-the old grid about 35 s): items 1-3 are 60 measurements over 18 builds; each measurement now
-warms up for at most 2 s (mostly 50 steps, well under), times 5 blocks of about 0.1 s and
-profiles 5 steps: about 2 s, so about 120 s + 18 x 6 s of builds + about 60 s of tests and
-embedding benchmark, inside gpu_check's 290 s budget. What is left resumes in a second call.
-Item 5 has not run on that host yet: 30 measurements of 22 steps, about 5 minutes on the study's
-2-vCPU machines (half of their cpu-loops study), so a fraction of that on 16 cores.
+Budget: computed from the plan by `studies.gpu_budget.estimate` (the last H200 session's measured
+costs, the GPU model's step times) and printed by gpu_check before it measures. The targets' run
+ends inside the first call's budget (gpu_check's 290 s, after the tests, the profiler's probes and
+the embedding benchmark; a test checks it); the runs past the budget resume in later calls.
 """
 
 import dataclasses
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
+from dlrm_study.config import Config
 from dlrm_study.config.variants import (
     GPU_EAGER,
     GPU_HBM,
+    GPU_HBM_FP32,
     GPU_PLACEMENTS,
     GPU_PRESETS,
     OPTIMIZED_BF16,
@@ -34,11 +39,14 @@ from dlrm_study.config.variants import (
     REFERENCE,
 )
 from dlrm_study.measure.sweep import Sweep
+from dlrm_study.studies import gpu_targets
 from dlrm_study.studies.cpu import cpu_loops
 from dlrm_study.studies.sensitivity import GPU_RECORDS, gpu_mirrors
 
 PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
 PRESET_VARIANTS = list(GPU_PRESETS)
+LARGE_VARIANTS = [GPU_HBM, GPU_HBM_FP32]  # captured only: graph against eager is measured at 2,048
+PRESETS = ["mlperf-scaled", "dlrm-benchmark"]
 LARGE_BATCHES = [16_384, 65_536]
 REPEATS = 3  # every GPU point, measured in interleaved repeats (measure.runner)
 # The host's CPU loops: the claim presets (S1, S3), without torchrec (not installed on the GPU host).
@@ -46,19 +54,33 @@ HOST_PRESETS = ["dlrm-benchmark", "mlperf-scaled"]
 HOST_LOOPS = [REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16]
 # Not a throughput point: the study whose records no claim reads.
 DISPATCH_FLOOR = "gpu-dispatch-floor"
+TARGETS_RUN = "gpu-targets"
+
+
+class GpuRun(NamedTuple):
+    """One run of the session: its study name, the sweeps measured together, and (the targets' run) which
+    of their points it measures (`only(variant, config)`; None: all)."""
+
+    study: str
+    specs: list[Sweep]
+    only: Callable[[str, Config], bool] | None = None
 
 
 def sweeps(out: Path, dry_run: bool) -> list[Sweep]:
-    """Every sweep of the grid (`runs`), in order."""
-    return [spec for _, group in runs(out, dry_run) for spec in group]
+    """Every sweep of the grid (`runs`), in order, each once (the targets' run measures some of the presets')."""
+    seen: dict[str, Sweep] = {}
+    for run in runs(out, dry_run):
+        for spec in run.specs:
+            seen.setdefault(spec.name, spec)
+    return list(seen.values())
 
 
-def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
-    """The grid, most valuable first, as (study, sweeps measured as one run); records in `out`.
+def runs(out: Path, dry_run: bool) -> list[GpuRun]:
+    """The grid, most valuable first, as runs of sweeps measured together; records in `out`.
 
     The sensitivity study's GPU points (every knob and the dense x sparse grid) are one run, as on
     the CPU (`sensitivity.measure`), so every knob value pairs with the base point within a repeat.
-    A dry run: the CPU, tiny sizes.
+    A dry run: the CPU, tiny sizes, the presets' stand-ins written under `out` (`gpu_targets.dry_configs`).
     """
     device, profile = ("cpu", "smoke") if dry_run else ("cuda", "quick")
     # A GPU point warms up and times blocks of steps (measure.gpu); these are its least counts.
@@ -67,16 +89,19 @@ def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
     repeats = 2 if dry_run else REPEATS
 
     def own(name: str, configs: list[str], variants: list[str], set_: list[str], grid: dict | None = None) -> Sweep:
-        base = ["tiny"] if dry_run else configs
+        """A sweep of the grid; a dry run's on tiny, its presets' on their stand-ins (YAML files under `out`)."""
+        stand_ins = gpu_targets.dry_configs(out) if dry_run else {}
+        base = [stand_ins.get(c, "tiny") for c in configs] if dry_run else configs
         set_ = [*set_, f"train.device={device}"]
         return Sweep(name, base, set_, grid or {}, variants, repeats, steps, warmup, 0, records)
 
     zipf = ["data.id_distribution=zipf", "data.zipf_alpha=1.05", "train.cache_fraction=0.1"]
     if dry_run:  # tiny's 4 x 1,000 rows: a cache of 10% is smaller than one batch's rows
         zipf[-1] = "train.cache_fraction=0.5"
-    large = {"train.batch_size": [48, 96] if dry_run else LARGE_BATCHES}  # (dry: no other sweep's points)
-    presets = own("gpu-presets", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [])
-    presets_large = own("gpu-presets-large", ["mlperf-scaled", "dlrm-benchmark"], PRESET_VARIANTS, [], large)
+    # The presets (a dry run's stand-ins: two bases, as the real grid's, so its plan keeps their points apart).
+    large = {"train.batch_size": [gpu_targets.DRY_BATCHES[b] for b in LARGE_BATCHES] if dry_run else LARGE_BATCHES}
+    presets = own("gpu-presets", PRESETS, PRESET_VARIANTS, [])
+    presets_large = own("gpu-presets-large", PRESETS, LARGE_VARIANTS, [], large)
     # (A dry run's floor: tiny at a batch of its own, or its points would be the presets'.)
     floor = own(DISPATCH_FLOOR, ["kaggle"], [GPU_HBM, GPU_EAGER], ["train.batch_size=24"] if dry_run else [])
     placements = own("gpu-placements", ["mlperf-scaled"], PLACEMENT_VARIANTS, zipf)
@@ -102,5 +127,7 @@ def runs(out: Path, dry_run: bool) -> list[tuple[str, list[Sweep]]]:
     host = dataclasses.replace(cpu_loops(profile, out), variants=HOST_LOOPS)
     if not dry_run:
         host.config = HOST_PRESETS
-    alone = [(spec.name, [spec]) for spec in (presets, presets_large, floor, placements)]
-    return [*alone, (f"gpu-sensitivity-{profile}", mirrored), *((s.name, [s]) for s in (skew, sizes, host))]
+    targets = GpuRun(TARGETS_RUN, [presets, presets_large], partial(gpu_targets.is_target, dry_run=dry_run))
+    alone = [GpuRun(spec.name, [spec]) for spec in (presets, presets_large, floor, placements)]
+    later = [GpuRun(s.name, [s]) for s in (skew, sizes, host)]
+    return [targets, *alone, GpuRun(f"gpu-sensitivity-{profile}", mirrored), *later]

@@ -21,9 +21,9 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from dlrm_study.config.memory import available_memory
+from dlrm_study.config.memory import available_memory, ring_batches
 from dlrm_study.data import Batch, StagedBatch, stage
-from dlrm_study.data.batch import ids_capacity
+from dlrm_study.data.batch import fixed_bag_size, ids_capacity
 from dlrm_study.data.loader import Prefetcher, device_feed
 from dlrm_study.errors import UsageError
 from dlrm_study.model.tables.base import SparseArch
@@ -90,8 +90,8 @@ class GpuStep:
     def stage(self, batch: Batch) -> Batch | StagedBatch:
         """The batch as the arch reads it; staged batches have their ids checked here, on the host."""
         if self.staged:
-            m = self.run.cfg.model
-            return stage(batch, m.table_rows, self.capacity)
+            m, d = self.run.cfg.model, self.run.cfg.data
+            return stage(batch, m.table_rows, self.capacity, fixed_bag_size(d.pooling, d.lookups_per_table))
         return batch
 
     def place(self, batch: Batch | StagedBatch) -> Batch | StagedBatch:
@@ -198,7 +198,7 @@ def train(
 
 def ring_size(capacity: int) -> int:
     """Batches in a benchmark's ring: 2 to 8, fewer the larger they are (they are made on the host)."""
-    return max(2, min(8, 4_000_000 // max(capacity, 1)))
+    return ring_batches(capacity)  # the memory estimate counts them too
 
 
 def make_ring(step: GpuStep, batches: Iterator[Batch], count: int) -> list[Batch | StagedBatch]:

@@ -40,8 +40,10 @@ def grad_per_bag(grad: torch.Tensor) -> torch.Tensor:
 
 
 def forward_fp32(weight, ids, offsets, batch: int, tables: int) -> torch.Tensor:
-    # The last offset ends the last bag: ids past it (a staged batch's padding) are never read.
-    pooled = F.embedding_bag(ids, weight, offsets, mode="sum", include_last_offset=True)
+    # The last offset ends the last bag: ids past it (a staged batch's padding) are never read, but may be
+    # checked against the table, so the padding id (one past the last row) is clamped into it.
+    ids = ids.clamp(max=len(weight) - 1)
+    pooled = F.embedding_bag(ids, weight, offsets.to(ids.dtype), mode="sum", include_last_offset=True)
     return to_sample_major(pooled, batch, tables)
 
 
@@ -77,36 +79,55 @@ def id_bags(bag_starts: torch.Tensor, count: int) -> torch.Tensor:
     return torch.searchsorted(bag_starts, positions, right=True) - 1
 
 
-def sorted_ids(ids: torch.Tensor, bag_starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ids sorted (repeats of a row side by side) and the bag of each sorted id: fixed sizes."""
+def fixed_bags(bag_starts: torch.Tensor, count: int, bag_size: int) -> bool:
+    """Whether every one of the bags holds `bag_size` ids (fixed pooling, checked when staged): known
+    from the shapes alone, so deciding costs no host read."""
+    return bag_size > 0 and count == (len(bag_starts) - 1) * bag_size
+
+
+def sorted_ids(ids: torch.Tensor, bag_starts: torch.Tensor, bag_size: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ids sorted (repeats of a row side by side) and the bag of each sorted id: fixed sizes.
+
+    The ids are sorted as they come (int32 from staging: half the radix passes of int64). Where
+    every bag holds `bag_size` ids, a position's bag is position // bag_size; else a search in
+    the bag starts.
+    """
     rows, order = torch.sort(ids, stable=True)
+    if fixed_bags(bag_starts, len(ids), bag_size):
+        return rows, torch.div(order, bag_size, rounding_mode="floor")
     return rows, id_bags(bag_starts, len(ids))[order]
 
 
-def segments(ids, bag_starts, grad) -> tuple[torch.Tensor, torch.Tensor]:
+def segments(ids, bag_starts, grad, bag_size: int = 0, rows: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Each distinct row's gradient summed over its repeats, in fixed-size buffers (no host read).
 
     Sort the ids, number the runs of equal rows (segments), sum each segment's gradient rows.
     Returns (row of each segment, summed gradient), both of len(ids) entries: the segments past
-    the last real one hold row 0 and a zero gradient, so adding them changes nothing.
+    the last real one, and a staged batch's padding (ids from `rows` on: no row of the tables),
+    hold row 0 and a zero gradient, so adding them changes nothing.
     """
-    rows, bag = sorted_ids(ids, bag_starts)
-    first = torch.ones_like(rows, dtype=torch.bool)
-    first[1:] = rows[1:] != rows[:-1]
+    ordered, bag = sorted_ids(ids, bag_starts, bag_size)
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
     segment = first.cumsum(0) - 1
     per_bag = torch.cat([grad_per_bag(grad.float()), grad.new_zeros(1, grad.shape[-1], dtype=torch.float32)])
     summed = torch.zeros(len(ids), grad.shape[-1], device=grad.device).index_add_(0, segment, per_bag[bag])
-    segment_row = torch.zeros_like(rows).scatter_(0, segment, rows)
+    segment_row = torch.zeros_like(ordered).scatter_(0, segment, ordered)
+    if rows is not None:  # padding: its segment is no row of the tables
+        real = segment_row < rows
+        segment_row, summed = torch.where(real, segment_row, 0), summed * real.unsqueeze(1)
     return segment_row, summed
 
 
-def update_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int) -> None:
+def update_fp32(
+    weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int, bag_size: int = 0
+) -> None:
     """SGD (momentum None) or row-wise Adagrad, one update per distinct row, with fixed-size buffers.
 
     The twin of Triton's `update_fp32`. Index-adds, not index-puts: the padding segments name row 0
     too, and adding their zero leaves it as the real segment of row 0 made it.
     """
-    rows, g = segments(ids, bag_starts, grad)
+    rows, g = segments(ids, bag_starts, grad, bag_size, len(weight))
     if momentum is None:
         weight.index_add_(0, rows, g, alpha=-lr)
         return

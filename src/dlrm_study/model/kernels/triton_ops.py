@@ -74,43 +74,63 @@ if triton is not None:
         return tl.load(grad + src[:, None] * dim + cols[None, :], mask=use[:, None] & live_col[None, :], other=0.0)
 
     @triton.jit
+    def _chunk_head_kernel(rows, id_bag, grad, heads, count, bags, batch, tables, dim,
+                           CHUNK: tl.constexpr, BLOCK_D: tl.constexpr):  # fmt: skip
+        # Chunk k of the sorted positions: the gradient sum, inside the chunk, of the segment that holds
+        # its first position (which may have begun in an earlier chunk). A segment longer than a chunk
+        # is then finished by its head from these partial sums, not one repeat at a time.
+        k = tl.program_id(0)
+        pos = k * CHUNK + tl.arange(0, CHUNK)
+        cols = tl.arange(0, BLOCK_D)
+        live_col = cols < dim
+        inside = pos < count
+        first_row = tl.load(rows + k * CHUNK)
+        same = inside & (tl.load(rows + pos, mask=inside, other=-1) == first_row)
+        part = tl.sum(_grad_rows(grad, id_bag, pos, same, bags, batch, tables, dim, cols, live_col), axis=0)
+        tl.store(heads + k.to(tl.int64) * dim + cols, part, mask=live_col)
+
+    @triton.jit
     def _segment_update_kernel(
-        weight, momentum, rows, id_bag, grad, lr, eps, count, bags, batch, tables, dim,
-        ADAGRAD: tl.constexpr, BLOCK_POS: tl.constexpr, STEPS: tl.constexpr, BLOCK_IDS: tl.constexpr,
-        BLOCK_D: tl.constexpr,
+        weight, momentum, rows, id_bag, grad, heads, lr, eps, count, table_rows, bags, batch, tables, dim,
+        ADAGRAD: tl.constexpr, CHUNK: tl.constexpr, BLOCK_CHUNKS: tl.constexpr, BLOCK_D: tl.constexpr,
     ):  # fmt: skip
-        # `rows` are the ids sorted, so a row's repeats sit side by side (a segment). A program takes
-        # BLOCK_POS positions; each lane at the first position of a segment sums that segment's
-        # gradient rows, all lanes one repeat a step ([BLOCK_POS, BLOCK_D] tiles), for at most STEPS
-        # steps; a hot row's longer segment is then finished BLOCK_IDS repeats at a time. Each row is
-        # then written once: no atomics, however often the batch names it.
-        lane = tl.arange(0, BLOCK_POS)
-        pos = tl.program_id(0) * BLOCK_POS + lane
+        # `rows` are the ids sorted, so a row's repeats sit side by side (a segment). Program k takes chunk k,
+        # one position a lane. Each lane at a segment's first position (its head) sums the segment's gradient
+        # rows inside the chunk, all heads one repeat a step, CHUNK steps at most. Only the chunk's last
+        # segment can run on past it: its head adds the partial sums of the chunks it covers (`heads`, from
+        # _chunk_head_kernel), BLOCK_CHUNKS of them a step, so a row of 21,845 repeats takes 11 steps, not
+        # 21,845. Each row is then written once, by its head: no atomics, however often the batch names it.
+        # Padding (ids from `table_rows` on: no row) sorts last and is never written.
+        k = tl.program_id(0)
+        lane = tl.arange(0, CHUNK)
+        pos = k * CHUNK + lane
+        end = tl.minimum((k + 1) * CHUNK, count)
         cols = tl.arange(0, BLOCK_D)
         live_col = cols < dim
         inside = pos < count
         row = tl.load(rows + pos, mask=inside, other=-1)
-        first = inside & (row != tl.load(rows + pos - 1, mask=inside & (pos > 0), other=-1))
-        acc = tl.zeros([BLOCK_POS, BLOCK_D], dtype=tl.float32)
-        at, live, steps = pos, first, 0
-        while (tl.sum(live.to(tl.int32), axis=0) > 0) & (steps < STEPS):
+        first = inside & (row < table_rows) & (row != tl.load(rows + pos - 1, mask=inside & (pos > 0), other=-1))
+        acc = tl.zeros([CHUNK, BLOCK_D], dtype=tl.float32)
+        at, live = pos, first
+        while tl.sum(live.to(tl.int32), axis=0) > 0:
             acc += _grad_rows(grad, id_bag, at, live, bags, batch, tables, dim, cols, live_col)
             at += 1
-            live = live & (tl.load(rows + at, mask=live & (at < count), other=-1) == row)
-            steps += 1
-        if tl.sum(live.to(tl.int32), axis=0) > 0:  # hot rows: their segments go on past STEPS
-            for hot in range(0, BLOCK_POS):
-                mine = lane == hot
-                if tl.sum((live & mine).to(tl.int32), axis=0) > 0:
-                    hot_row = tl.sum(tl.where(mine, row, 0), axis=0)
-                    chunk = tl.sum(tl.where(mine, at, 0), axis=0) + tl.arange(0, BLOCK_IDS)
-                    same = tl.load(rows + chunk, mask=chunk < count, other=-1) == hot_row
-                    tail = tl.zeros([BLOCK_IDS, BLOCK_D], dtype=tl.float32)
-                    while tl.sum(same.to(tl.int32), axis=0) > 0:
-                        tail += _grad_rows(grad, id_bag, chunk, same, bags, batch, tables, dim, cols, live_col)
-                        chunk += BLOCK_IDS
-                        same = tl.load(rows + chunk, mask=chunk < count, other=-1) == hot_row
-                    acc += tl.where(mine[:, None], tl.sum(tail, axis=0)[None, :], 0.0)
+            live = live & (at < end) & (tl.load(rows + at, mask=live & (at < end), other=-1) == row)
+        last = tl.max(tl.where(first, lane, -1), axis=0)  # the head of the chunk's last segment (-1: none here)
+        last_row = tl.sum(tl.where(lane == last, row, 0), axis=0)
+        chunk = k + 1 + tl.arange(0, BLOCK_CHUNKS)
+        at_chunk = chunk * CHUNK
+        more = (at_chunk < count) & (chunk * 0 + last >= 0)  # (a vector: the interpreter's masks must be)
+        more = more & (tl.load(rows + at_chunk, mask=more, other=-1) == last_row)
+        tail = tl.zeros([BLOCK_D], dtype=tl.float32)
+        while tl.sum(more.to(tl.int32), axis=0) > 0:  # sorted: the chunks it covers come first, then none
+            parts = heads + chunk.to(tl.int64)[:, None] * dim + cols[None, :]
+            tail += tl.sum(tl.load(parts, mask=more[:, None] & live_col[None, :], other=0.0), axis=0)
+            chunk += BLOCK_CHUNKS
+            at_chunk = chunk * CHUNK
+            more = more & (at_chunk < count)
+            more = more & (tl.load(rows + at_chunk, mask=more, other=-1) == last_row)
+        acc += tl.where((lane == last)[:, None], tail[None, :], 0.0)
         where = weight + row.to(tl.int64)[:, None] * dim + cols[None, :]
         write = first[:, None] & live_col[None, :]
         if ADAGRAD:
@@ -137,9 +157,8 @@ def block(dim: int) -> int:
 
 BLOCK_BAGS = 32  # bags per program of the lookup: a 32 x 128 fp32 tile is 32 registers a thread
 BLOCK_COLS = 128  # widest column block of the lookup; wider rows take more programs
-BLOCK_POS = 32  # sorted positions per program of the update
-STEPS = 32  # repeats summed one step at a time for all of a program's rows; longer segments then ...
-BLOCK_IDS = 32  # ... BLOCK_IDS repeats at a time
+CHUNK = 32  # sorted positions per program of the update (a lane each): a head walks at most this many repeats
+BLOCK_CHUNKS = 32  # chunks' partial sums a long segment's head adds per step
 
 
 def forward_fp32(weight, ids, bag_starts, batch: int, tables: int) -> torch.Tensor:
@@ -153,23 +172,30 @@ def forward_fp32(weight, ids, bag_starts, batch: int, tables: int) -> torch.Tens
     return out
 
 
-def update_fp32(weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int) -> None:
+def update_fp32(
+    weight, momentum, ids, bag_starts, grad, lr: float, eps: float, batch: int, tables: int, bag_size: int = 0
+) -> None:
     """SGD (momentum None) or row-wise Adagrad from the pooled-output gradient, once per distinct row.
 
-    Sort the ids (torch, fixed size), then one segment-sum and one write per row (Triton): no
-    atomics, no host read, every buffer sized by len(ids), so it runs inside a CUDA graph. Repeats
-    are summed in id order (the reference's order) up to STEPS of them, then in chunks.
+    Sort the ids (torch, fixed size: int32 keys from staging; a position's bag by division where
+    every bag holds `bag_size` ids), then per chunk of sorted positions the partial sum of its first
+    segment, and one segment-sum and one write per row (Triton): no atomics, no host read, every
+    buffer sized by len(ids), so it runs inside a CUDA graph. A segment's repeats are summed in id
+    order within a chunk, then chunk by chunk.
     """
     if not len(ids) or not batch * tables:
         return
-    rows, id_bag = torch_ops.sorted_ids(ids, bag_starts)
-    dim = weight.shape[1]
-    grid = (triton.cdiv(len(ids), BLOCK_POS),)
+    rows, id_bag = torch_ops.sorted_ids(ids, bag_starts, bag_size)
+    dim, count = weight.shape[1], len(ids)
+    chunks = triton.cdiv(count, CHUNK)
+    grad = grad.float().contiguous()
+    heads = torch.empty(chunks, dim, device=grad.device)  # on the training device (uvm's weight is in host memory)
+    sizes = (batch * tables, batch, tables, dim)
+    _chunk_head_kernel[(chunks,)](rows, id_bag, grad, heads, count, *sizes, CHUNK=CHUNK, BLOCK_D=block(dim))
     adagrad = momentum is not None
-    _segment_update_kernel[grid](
-        weight, momentum if adagrad else weight, rows, id_bag, grad.float().contiguous(), lr, eps, len(ids),
-        batch * tables, batch, tables, dim, ADAGRAD=adagrad, BLOCK_POS=BLOCK_POS, STEPS=STEPS,
-        BLOCK_IDS=BLOCK_IDS, BLOCK_D=block(dim),
+    _segment_update_kernel[(chunks,)](
+        weight, momentum if adagrad else weight, rows, id_bag, grad, heads, lr, eps, count, len(weight), *sizes,
+        ADAGRAD=adagrad, CHUNK=CHUNK, BLOCK_CHUNKS=BLOCK_CHUNKS, BLOCK_D=block(dim),
     )  # fmt: skip
 
 

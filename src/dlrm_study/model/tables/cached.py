@@ -33,8 +33,10 @@ class CachedSparseArch(KernelTablesArch):
         "(sort-based unique and top-k over the batch's worst case) would be capturable"
     )
 
-    def __init__(self, spec: TableSpec, generator: torch.Generator, fraction: float, policy: str = "lru") -> None:
-        super().__init__(spec)
+    def __init__(
+        self, spec: TableSpec, generator: torch.Generator, fraction: float, policy: str = "lru", bag_size: int = 0
+    ) -> None:
+        super().__init__(spec, bag_size)
         table_rows, dim, optimizer, device = list(spec.rows), spec.dim, spec.optimizer, spec.device
         self.lr, self.optimizer, self.policy = spec.lr, optimizer, policy
         total = sum(table_rows)
@@ -57,7 +59,8 @@ class CachedSparseArch(KernelTablesArch):
         self.register_buffer("evictions", torch.zeros((), dtype=torch.int64, **on_device))
 
     def rows_of(self, ids: torch.Tensor, bag_starts: torch.Tensor) -> torch.Tensor:
-        ids = ids[: int(bag_starts[-1])]  # a staged batch's padding is no lookup (a host read: see capture_blocker)
+        # A staged batch's padding is no lookup (a host read: see capture_blocker); slots are int64.
+        ids = ids[: int(bag_starts[-1])].long()
         if self.training:
             return self.make_resident(ids)
         return self.read_in_place(ids)
@@ -128,7 +131,9 @@ class CachedSparseArch(KernelTablesArch):
         momentum = getattr(self, "cache_momentum", None)
         momentum = None if momentum is None else momentum.view(-1)
         tables = len(self.table_rows)
-        self.ops.update_fp32(self.cache_weight, momentum, slots, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables)
+        self.ops.update_fp32(
+            self.cache_weight, momentum, slots, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables, self.bag_size
+        )
 
     def tables(self) -> list[torch.Tensor]:
         """The host tables with the cached rows (the newer copies) laid over them."""

@@ -49,10 +49,11 @@ class KernelTablesArch(SparseArch):
     #: "" here, since its shapes are fixed and it reads nothing back to the host.
     capture_blocker = ""
 
-    def __init__(self, spec: TableSpec) -> None:
+    def __init__(self, spec: TableSpec, bag_size: int = 0) -> None:
         super().__init__(spec)
         table_rows, device = spec.rows, spec.device
         self.device = device
+        self.bag_size = bag_size  # ids in every bag where pooling is fixed (the update's bags by division), else 0
         self.ops = kernels_for(device)
         self.table_starts = table_starts(table_rows)
         self.anchor = torch.zeros((), requires_grad=True)
@@ -83,8 +84,10 @@ class KernelTablesArch(SparseArch):
 class DeviceTablesSparseArch(KernelTablesArch):
     name = "device-tables"
 
-    def __init__(self, spec: TableSpec, generator: torch.Generator, placement: Placement = Placement.HBM) -> None:
-        super().__init__(spec)
+    def __init__(
+        self, spec: TableSpec, generator: torch.Generator, placement: Placement = Placement.HBM, bag_size: int = 0
+    ) -> None:
+        super().__init__(spec, bag_size)
         table_rows, dim, optimizer, device = list(spec.rows), spec.dim, spec.optimizer, spec.device
         self.lr, self.optimizer, self.placement = spec.lr, optimizer, placement
         uvm_on_gpu = placement == Placement.UVM and device.type == "cuda"
@@ -100,8 +103,9 @@ class DeviceTablesSparseArch(KernelTablesArch):
 
     def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
         momentum = getattr(self, "momentum", None)
+        tables = len(self.table_rows)
         self.ops.update_fp32(
-            self.weight, momentum, ids, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, len(self.table_rows)
+            self.weight, momentum, ids, bag_starts, grad, self.lr, ADAGRAD_EPS, batch, tables, self.bag_size
         )
 
     def tables(self) -> list[torch.Tensor]:
