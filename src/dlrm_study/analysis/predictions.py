@@ -14,8 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import wording
-from dlrm_study.analysis.sensitivity import with_knob
+from dlrm_study.analysis import gpu_loop, wording
 from dlrm_study.config import Config, Loop, Placement
 from dlrm_study.config.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.errors import UsageError
@@ -25,7 +24,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.record import make_record
 from dlrm_study.studies import gpu
-from dlrm_study.studies.sensitivity import GPU_RECORDS, on_gpu
+from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 PREDICTIONS = "gpu_predictions.csv"
 STUDY = "gpu-predictions"
@@ -311,16 +310,6 @@ def summary_lines(scored: pd.DataFrame) -> list[str]:
 # --- what the notebooks draw and print ----------------------------------------------------------
 
 
-def knob_bands(knob: str, cpu_spec: sweep.Sweep, out: Path) -> pd.DataFrame:
-    """The predicted samples/s (variant, x, low, high) at a sensitivity sweep's GPU points."""
-
-    pred = load(out)
-    if pred.empty:
-        return pred
-    pred = pred[(pred["sweep"] == on_gpu(cpu_spec).name) & (pred["quantity"] == col.SAMPLES_PER_S)]
-    return with_knob(knob, pred.assign(point=pred[col.GRID]))[[col.VARIANT, "x", "low", "high"]]
-
-
 def placement_bands(out: Path, study: str) -> pd.DataFrame:
     """Predicted ranges at a placement sweep's points: over hbm (gpu-placements), or samples/s with `x`."""
     pred = load(out)
@@ -401,3 +390,10 @@ def against_naive(scored: pd.DataFrame) -> pd.DataFrame:
         model = int((group["verdict"] == "inside").sum())
         rows.append({"quantity": quantity, "points": len(group), "model_inside": model, "naive_inside": naive})
     return pd.DataFrame(rows, columns=["quantity", "points", "model_inside", "naive_inside"])
+
+
+def scored_loop_label(out: Path) -> str:
+    """` (the old GPU loop: ...)` where the GPU records the predictions are scored against include the old
+    loop's (`analysis.gpu_loop`), else ``."""
+    path = Path(out) / GPU_RECORDS
+    return gpu_loop.label(store.load(path)) if path.exists() else ""

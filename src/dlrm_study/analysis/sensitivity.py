@@ -6,13 +6,13 @@ import pandas as pd
 
 from dlrm_study.analysis import stats, wording
 from dlrm_study.analysis.readers import check_cells, sweep_records
-from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM
+from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, ORDER
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
 from dlrm_study.measure.sweep import Sweep
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
-from dlrm_study.studies.sensitivity import GPU_RECORDS, KNOBS, SMOKE_KNOBS, on_gpu
+from dlrm_study.studies.sensitivity import GPU_RECORDS, KNOBS, SMOKE_KNOBS
 
 
 def knob_value(knob: str, grid: str) -> float:
@@ -84,14 +84,19 @@ def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
 
 
 def rates_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Thousand samples/s per knob value and variant: median of all repeats [95% interval]."""
+    """Thousand samples/s per knob value and variant: geometric mean of all repeats [95% interval], the
+    knob's values as written (`16`, `10,000`), the rows named by the knob."""
     if records.empty:
         return pd.DataFrame()
     summary = stats.summarize(records, ["x", "variant"])
     summary["k samples/s"] = [
         wording.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
     ]
-    return summary.pivot(index="x", columns="variant", values="k samples/s")
+    table = summary.pivot(index="x", columns="variant", values="k samples/s")
+    table.index = [f"{x:,.0f}" if float(x).is_integer() else f"{x:g}" for x in table.index]
+    table.index.name = str(records["knob"].iloc[0]) if "knob" in records else "x"
+    table.columns.name = None
+    return table[[v for v in ORDER if v in table.columns] + [v for v in table.columns if v not in ORDER]]
 
 
 def gpu_records(spec: Sweep) -> pd.DataFrame:
@@ -100,15 +105,6 @@ def gpu_records(spec: Sweep) -> pd.DataFrame:
         return sweep_records(spec, machine=None)
     except UsageError:
         return pd.DataFrame()
-
-
-def with_gpu(knob: str, cpu_spec: Sweep, machine: str | None = "this") -> pd.DataFrame:
-    """A sensitivity sweep's CPU records and, where measured, its GPU records (plotted as one)."""
-    frame = sensitivity_records(knob, cpu_spec, machine)
-    gpu = gpu_records(on_gpu(cpu_spec))
-    if gpu.empty:
-        return frame
-    return pd.concat([frame, with_knob(knob, gpu)], ignore_index=True)
 
 
 def grid_tables(rows: object) -> int:

@@ -16,6 +16,7 @@ from dlrm_study.analysis import findings
 from dlrm_study.analysis import scaling as scaling_read
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
 from dlrm_study.analysis.evidence import Evidence, gpu_hosts, same_class
+from dlrm_study.analysis.gpu_loop import label as loop_label
 from dlrm_study.analysis.placement import cache_hit_rates, remote_vs_local
 from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
@@ -119,7 +120,11 @@ def gpu_verdicts(claims: Iterable[str], out: Path, profile: str) -> list[str]:
     """The GPU claims' verdicts on each GPU host with records (the figures of 03 and 05 draw them)."""
     evidence = Evidence.load(out, profile)
     hosts = gpu_hosts(evidence)
-    lines = [f"{c} on {host}: {plain(judge(c, evidence.of(host), host))}" for host in hosts for c in claims]
+    lines = [
+        f"{c} on {host}: {plain(judge(c, evidence.of(host), host))}{loop_label(evidence.of(host).gpu)}"
+        for host in hosts
+        for c in claims
+    ]
     return lines or [NOT_MEASURED]
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from dlrm_study.analysis import findings, predictions, stats
 from dlrm_study.analysis.evidence import Evidence, primary_machine
+from dlrm_study.analysis.gpu_loop import OLD_LOOP
+from dlrm_study.analysis.gpu_loop import label as loop_label
 from dlrm_study.analysis.verdicts import CLAIMS, Verdict, verdicts
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, provenance
@@ -40,7 +42,7 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     head = "| id | claim | " + " | ".join(f"`{h}`" for h in hosts) + " | notebook |"
     rule = "| --- | --- | " + " | ".join("---" for _ in hosts) + " | --- |"
     rows = [
-        f"| {claim} | {text} | " + " | ".join(table[claim][h].cell() for h in hosts)
+        f"| {claim} | {text} | " + " | ".join(table[claim][h].cell() + gpu_note(claim, evidence, h) for h in hosts)
         + f" | [{NOTEBOOKS[claim][:2]}]({notebooks}{NOTEBOOKS[claim]}.ipynb) |"
         for claim, text in CLAIMS.items()
     ]  # fmt: skip
@@ -51,6 +53,11 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     ]
     unused = not_used({claim: {h: table[claim][h] for h in hosts} for claim in CLAIMS})
     return "\n".join([head, rule, *rows, *(listed if unrecorded else []), *(["", unused] if unused else [])])
+
+
+def gpu_note(claim: str, evidence: Evidence, machine: str) -> str:
+    """A GPU claim's cell on a machine whose GPU records are the old loop's says so (`analysis.gpu_loop`)."""
+    return loop_label(evidence.of(machine).gpu) if claim.startswith("H") else ""
 
 
 def rules_line(evidence: Evidence) -> str:
@@ -131,6 +138,8 @@ def predictions_section(out: Path) -> list[str]:
     head = "| claim | " + " | ".join(counts.columns) + " |"
     rows = [f"| {claim} | " + " | ".join(str(int(n)) for n in row) + " |" for claim, row in counts.iterrows()]
     lines = [*findings.predictions_against_naive(scored), *findings.predictions(scored, ("target",), ("gpu-presets",))]
+    if predictions.scored_loop_label(out):
+        lines.insert(0, f"the GPU records scored here are of {OLD_LOOP}")
     return [head, "| --- |" + " --- |" * len(counts.columns), *rows, "", *(f"- {line}" for line in lines)]
 
 

@@ -1,12 +1,25 @@
-"""Notebook 05's figures: the cache's hit rate against id skew and cache size; tables local or remote."""
+"""Notebook 05's figures: the cache's hit rate against id skew and cache size; GPU placements against a
+knob, a panel each; tables local or remote."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.common import add_caption, error_bars
+from dlrm_study.report.plots.common import (
+    PREDICTED,
+    add_caption,
+    error_bars,
+    log_ticks,
+    mark_single,
+    ordered,
+    plain,
+    predicted_band,
+    repeats,
+)
 
 
 def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
@@ -63,4 +76,38 @@ def remote_tables(remote: pd.DataFrame, title: str) -> plt.Figure:
     fig.suptitle(title)
     fig.tight_layout()
     add_caption(fig, remote)
+    return fig
+
+
+def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
+    """samples/s against one knob (`x`: id skew or table size), one panel per placement on a shared log
+    axis: its geometric mean of repeats with 95% intervals, each repeat a dot (hollow when flagged), and
+    its own predicted range shaded behind it (a band per panel, not five on one axis)."""
+    frame = flagging.with_flags(records)
+    frame["doubtful"] = flagging.flagged(frame)
+    variants = ordered(frame[col.VARIANT])
+    fig, axes = plt.subplots(1, len(variants), figsize=(2.6 * len(variants) + 1, 3.6), sharey=True, squeeze=False)
+    palette = dict(zip(variants, sns.color_palette(n_colors=len(variants)), strict=True))
+    for ax, variant in zip(axes[0], variants, strict=True):
+        color = palette[variant]
+        band = pd.DataFrame() if bands is None or bands.empty else bands[bands[col.VARIANT] == variant]
+        if not band.empty:
+            predicted_band(ax, band, color, PREDICTED)
+        mine = frame[frame[col.VARIANT] == variant]
+        summary = stats.summarize(mine, ["x"])
+        ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
+                    label="measured: geometric mean, 95% interval")  # fmt: skip
+        mark_single(ax, summary["x"], summary, color)
+        repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
+        ax.set(xscale="log", yscale="log", title=variant, xlabel=frame["knob"].iloc[0])
+        ax.set_xticks(sorted(frame["x"].unique()))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    axes[0][0].set_ylabel("training samples/s")
+    spans = [frame[col.SAMPLES_PER_S]] + ([] if bands is None or bands.empty else [bands["low"], bands["high"]])
+    log_ticks(axes[0][0].yaxis, pd.concat(spans, ignore_index=True))
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.98))
+    fig.suptitle(title, y=1.1)
+    add_caption(fig, records)
     return fig

@@ -24,7 +24,7 @@ from dlrm_study.report.plots.common import (
 def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
     """samples/s against one knob (`x`, labelled by `knob`), one line per variant, log-log.
 
-    A line per variant and machine: the medians of all repeats with their 95% intervals (flags
+    A line per variant and machine: the geometric means of all repeats with their 95% intervals (flags
     are diagnostics, not a filter), and every repeat as a dot (hollow when flagged). `bands`
     (variant, x, low, high): predicted ranges, drawn shaded in the variant's colour and labelled
     as predictions.
@@ -67,7 +67,7 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
 def heatmap(ratio: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figure:
     """A grid of ratios (rows x columns), annotated, 1.0 at the colour scale's centre."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    label = "samples/s ratio (medians of repeats)"
+    label = "samples/s ratio (paired within repeats)"
     sns.heatmap(ratio, annot=True, fmt=".1f", cmap="vlag", center=1.0, cbar_kws={"label": label}, ax=ax)
     ax.invert_yaxis()
     ax.set_title(title)
