@@ -67,13 +67,35 @@ def remote_vs_local(profile: str, out: Path, machine: str | None = "this") -> pd
 
 
 def cache_tables(rates: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The cache study per quantity (hit rate, evictions per batch, batches warmed): Zipf alpha x policy and size."""
-    quantities = ("cache_hit_rate", "evictions_per_batch", "warm_batches")
-    columns = ["cache_policy", "cache_fraction"]
-    return {name: rates.pivot_table(index="zipf_alpha", columns=columns, values=name) for name in quantities}
+    """The cache study per quantity (hit rate, rows evicted per batch, batches warmed), readable: a row per
+    Zipf exponent, a column per policy and cache size (`LRU 10%`)."""
+    shown = rates.assign(
+        skew=rates["zipf_alpha"].map(lambda a: f"Zipf {a:g}"),
+        cache=[f"{p.upper()} {f:.0%}" for p, f in zip(rates["cache_policy"], rates["cache_fraction"], strict=True)],
+    )
+    order = sorted(set(shown["cache"]), key=lambda c: (c.split()[0], float(c.split()[1].rstrip("%"))))
+    quantities = {
+        "hit rate": ("cache_hit_rate", "{:.3f}"),
+        "rows evicted per batch": ("evictions_per_batch", "{:,.0f}"),
+        "batches warmed": ("warm_batches", "{:,.0f}"),
+    }
+    tables = {}
+    for name, (value, fmt) in quantities.items():
+        wide = shown.pivot_table(index="skew", columns="cache", values=value)[order]
+        wide.columns.name = None
+        tables[name] = wide.map(fmt.format)
+    return tables
 
 
 def remote_table(remote: pd.DataFrame) -> pd.DataFrame:
-    """Local against remote tables: ms per step, samples/s and what the parameter server moved, medians of repeats."""
-    quantities = [col.MS_MEDIAN, col.SAMPLES_PER_S, "remote_ms_per_step", "remote_bytes_per_step"]
-    return remote.groupby("tables")[quantities].median()
+    """Local against remote tables, medians of repeats: ms per step, samples/s, and for the parameter server
+    the trainer's wait on RPC per step and the megabytes it moved per step (`-` where tables are local)."""
+    medians = remote.groupby("tables")[[col.MS_MEDIAN, col.SAMPLES_PER_S, "remote_ms_per_step",
+                                        "remote_bytes_per_step"]].median()  # fmt: skip
+    shown = pd.DataFrame(index=medians.index)
+    shown["ms per step"] = medians[col.MS_MEDIAN].map("{:.1f}".format)
+    shown["samples/s"] = medians[col.SAMPLES_PER_S].map("{:,.0f}".format)
+    shown["RPC wait, ms per step"] = medians["remote_ms_per_step"].map(lambda v: f"{v:.1f}" if v == v else "-")
+    shown["MB moved per step"] = medians["remote_bytes_per_step"].map(lambda v: f"{v / 1e6:.1f}" if v == v else "-")
+    shown.index.name = None
+    return shown

@@ -352,6 +352,19 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
     return shown.reset_index(drop=True)
 
 
+def table_text(scored: pd.DataFrame, claims: tuple[str, ...]) -> str:
+    """`table` as notebooks print it: the comparable rows without an index, then how many rows were not
+    comparable (predictions of a ratio over another machine's CPU: written, never scored)."""
+    shown = table(scored, claims)
+    if shown.empty:
+        return "no predictions in this results folder"
+    apart = shown["verdict"].str.startswith("not comparable")
+    text = shown[~apart].to_string(index=False) if (~apart).any() else "no comparable prediction"
+    if apart.any():
+        text += f"\n{int(apart.sum())} more predictions are not comparable: ranges of a GPU over another machine's CPU"
+    return text
+
+
 def counts(scored: pd.DataFrame) -> pd.DataFrame:
     """Per claim: how many measured points fell inside, below or above their range, or are unmeasured
     (each point once: `independent`)."""

@@ -95,9 +95,27 @@ BREAKDOWN = (
     col.MS_MEDIAN, col.COMPUTE_MS_MEDIAN, "exposed_comm_ms", "exchange_wait_ms", "exchange_backward_ms",
     "comm_alltoall_ms", "comm_allreduce_ms",
 )  # fmt: skip
+BREAKDOWN_NAMES = {  # as a table shows them: milliseconds per step
+    col.MS_MEDIAN: "step", col.COMPUTE_MS_MEDIAN: "compute alone", "exposed_comm_ms": "exposed comm",
+    "exchange_wait_ms": "exchange wait", "exchange_backward_ms": "exchange backward",
+    "comm_alltoall_ms": "all-to-all alone", "comm_allreduce_ms": "allreduce alone",
+}  # fmt: skip
+
+
+def projection_setting(fitted: dict) -> str:
+    """What the projection assumes, in words: the network, the modelled shape, the weak-scaling batch per rank."""
+    shape = fitted["shape"]
+    return (
+        f"network: {fitted['network'].name}\n"
+        f"modelled at the measured shape: batch {shape.batch:,}, {shape.tables} tables, {shape.lookups} lookups "
+        f"per table, dim {shape.dim}, {shape.dense_params:,} dense parameters\n"
+        f"weak scaling: {fitted['per_rank_batch']:,} samples per rank"
+    )
 
 
 def breakdown_table(records: pd.DataFrame) -> pd.DataFrame:
     """Per rank count, batch and pooling: the step, its compute alone and its communication, medians of repeats."""
     points = [col.WORLD_SIZE, col.BATCH_SIZE, "data.lookups_per_table"]
-    return records.groupby(points)[list(BREAKDOWN)].median()
+    table = records.groupby(points)[list(BREAKDOWN)].median().round(2)
+    table.index.names = ["ranks", "batch", "lookups per table"]
+    return table.rename(columns=BREAKDOWN_NAMES)

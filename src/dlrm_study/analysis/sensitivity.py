@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
 from dlrm_study.analysis.readers import check_cells, sweep_records
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, ORDER
 from dlrm_study.errors import UsageError
@@ -168,9 +169,9 @@ def gpu_status(out: Path) -> str:
         )
     first = gpu.iloc[0]
     when = str(gpu[col.TIMESTAMP].min())[:10]
-    return (
-        f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {str(first[col.GIT_COMMIT])[:7]})."
-    )
+    old = int(old_loop(gpu).sum())
+    said = f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {str(first[col.GIT_COMMIT])[:7]})"
+    return said + (f"; {old} of them of {OLD_LOOP}." if old else ".")
 
 
 def grid_rates(records: pd.DataFrame) -> pd.DataFrame:

@@ -116,12 +116,17 @@ def plain(verdict: Verdict) -> str:
     return verdict.cell().replace("**", "")
 
 
+def gpu_note(claim: str, evidence: Evidence, machine: str) -> str:
+    """A GPU claim's verdict on a machine whose GPU records are the old loop's says so (`analysis.gpu_loop`)."""
+    return loop_label(evidence.of(machine).gpu) if claim.startswith("H") else ""
+
+
 def gpu_verdicts(claims: Iterable[str], out: Path, profile: str) -> list[str]:
     """The GPU claims' verdicts on each GPU host with records (the figures of 03 and 05 draw them)."""
     evidence = Evidence.load(out, profile)
     hosts = gpu_hosts(evidence)
     lines = [
-        f"{c} on {host}: {plain(judge(c, evidence.of(host), host))}{loop_label(evidence.of(host).gpu)}"
+        f"{c} on {host}: {plain(judge(c, evidence.of(host), host))}{gpu_note(c, evidence, host)}"
         for host in hosts
         for c in claims
     ]

@@ -11,11 +11,10 @@ from pathlib import Path
 from dlrm_study.analysis import findings, predictions, stats
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP
-from dlrm_study.analysis.gpu_loop import label as loop_label
 from dlrm_study.analysis.verdicts import CLAIMS, Verdict, verdicts
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, provenance
-from dlrm_study.report.gallery import gallery
+from dlrm_study.report.gallery import gallery, gpu_note
 
 NOTEBOOKS = {
     "H1": "04_model_shape_sensitivity",
@@ -53,11 +52,6 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     ]
     unused = not_used({claim: {h: table[claim][h] for h in hosts} for claim in CLAIMS})
     return "\n".join([head, rule, *rows, *(listed if unrecorded else []), *(["", unused] if unused else [])])
-
-
-def gpu_note(claim: str, evidence: Evidence, machine: str) -> str:
-    """A GPU claim's cell on a machine whose GPU records are the old loop's says so (`analysis.gpu_loop`)."""
-    return loop_label(evidence.of(machine).gpu) if claim.startswith("H") else ""
 
 
 def rules_line(evidence: Evidence) -> str:

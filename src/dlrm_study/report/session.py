@@ -10,7 +10,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest
-from dlrm_study.report.gallery import plain
+from dlrm_study.report.gallery import gpu_note, plain
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -27,12 +27,18 @@ def start(
     return profile, out, measure, whose(machine, measure, out, profile), figures_dir(out, measure, publish)
 
 
-def header(profile: str, out: Path, machine: str = "this") -> str:
-    """Commit, machine, software and profile of this run, and whose records it draws."""
+def header(profile: str, out: Path, machine: str | None = "this") -> str:
+    """Commit, machine, software and profile of this run, and whose records it draws (None: every machine's)."""
     prov = provenance.provenance("cpu")
     keys = {name: name.replace("-", "_") + "_version" for name in VERSIONS}
     versions = ", ".join(f"{name} {prov[key]}" for name, key in keys.items() if prov[key])
-    drawn = "this machine's records" if machine == "this" else f"the records of {machine}"
+    drawn = (
+        "every machine's records"
+        if machine is None
+        else "this machine's records"
+        if machine == "this"
+        else f"the records of {machine}"
+    )
     return "\n".join(
         [
             f"dlrm-study {prov[col.PACKAGE_VERSION]}, commit {prov[col.GIT_COMMIT]}, {prov[col.TIMESTAMP]}",
@@ -54,12 +60,13 @@ def footer() -> str:
 def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     """The notebook's claims in plain words, each with its verdict per machine with records
     (the claim ledger's rules, as notebook 00 and the README state them)."""
-    table = verdicts(Evidence.load(Path(out), profile))
+    evidence = Evidence.load(Path(out), profile)
+    table = verdicts(evidence)
     lines = []
     for claim in claims:
         lines.append(f"{claim}. {CLAIMS[claim]}")
         for host, verdict in table[claim].items():
-            lines.append(f"    on {host}: {plain(verdict)}")
+            lines.append(f"    on {host}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
         if not table[claim]:
             lines.append("    no machine has records of it yet")
     return "\n".join(lines)
