@@ -170,7 +170,8 @@ def gpu_status(out: Path) -> str:
     first = gpu.iloc[0]
     when = str(gpu[col.TIMESTAMP].min())[:10]
     old = int(old_loop(gpu).sum())
-    said = f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {str(first[col.GIT_COMMIT])[:7]})"
+    commit = str(first[col.GIT_COMMIT])[:7]
+    said = f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {commit})"
     return said + (f"; {old} of them of {OLD_LOOP}." if old else ".")
 
 
