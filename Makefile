@@ -87,10 +87,10 @@ lock: env
 	  | grep -viE '^(torch|torchrec|fbgemm[-_]gpu([-_]cpu)?|dlrm-study)=='; } > requirements/base.txt.new
 	mv requirements/base.txt.new requirements/base.txt
 
-# Caches and build leftovers only: results/ and .venv are never removed here.
-# The GPU session (issue: GPU loop): GPU tests, then the benchmark grid, within 8 minutes on
-# one H200; records in results/gpu-run/ (scripts/merge_records.py adds them to results/). On a GPU machine with only
-# torch and Triton, run `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
+# The GPU session: GPU tests, then the targets and the benchmark grid, at most about 6 minutes a call
+# (scripts/gpu_check.sh: a 290 s budget; a second call resumes) on one H200; records in results/gpu-run/
+# (scripts/merge_records.py adds them to results/). On a GPU machine with only torch and Triton, run
+# `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
 gpu-check:
 	DLRM_STUDY_COMMIT=$$(git rev-parse HEAD) PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run
 
@@ -108,6 +108,7 @@ gpu-wheels:
 	$(PYTHON) -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
 	  --platform manylinux_2_17_x86_64 -d wheels/gpu pyyaml tqdm pytest pandas numpy ninja
 
+# Caches and build leftovers only: results/ and .venv are never removed here.
 clean:
 	rm -rf .pytest_cache .ruff_cache build src/*.egg-info
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

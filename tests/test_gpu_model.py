@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dlrm_study import config
-from dlrm_study.analysis import predictions
+from dlrm_study.analysis import findings, predictions
 from dlrm_study.cli import main as cli
 from dlrm_study.errors import UsageError
 from dlrm_study.perfmodel import gpu as gpu_model
@@ -125,8 +125,10 @@ def test_scoring_against_measured_records(tmp_path) -> None:
     assert (mine["measured"] == inside).all() and (mine["verdict"] == "inside").all()  # the median of repeats
     assert (scored[scored["config_hash"] != row["config_hash"]]["verdict"] == "not yet measured").all()
     assert predictions.verdict(1, 2, 3) == "above" and predictions.verdict(1, 2, 0.5) == "below"
+    counts = predictions.counts(scored)
     measured = int((scored["verdict"] != "not yet measured").sum())
-    assert predictions.summary_lines(scored)[0].endswith(f"{measured} of {len(scored)} measured: {measured} inside")
+    assert int(counts["inside"].sum()) == measured and int(counts["above"].sum()) == 0  # the median: inside
+    assert "each measured point scored once, 1 of 1 inside the model's ranges" in findings.prediction_summary(scored)[0]
 
 
 def test_predict_cli_refuses_bad_input(tmp_path, capsys) -> None:

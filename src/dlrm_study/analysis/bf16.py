@@ -1,4 +1,4 @@
-"""bf16 against fp32 in the optimized loop, operator by operator, per machine (notebook 02, issue S3).
+"""bf16 against fp32 in the optimized loop, operator by operator, per machine (notebook 02, claim S3).
 
 From any records of `optimized-bf16` and `optimized-fp32` measured side by side (a sweep's or
 `dlrm-study compare`'s repeats): per machine and config, the bf16/fp32 ratio of each profiled

@@ -252,6 +252,12 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     return lines
 
 
+def prediction_summary(scored: pd.DataFrame) -> list[str]:
+    """The scored predictions in lines, as the README, notebook 00 and the GPU session's summary print them:
+    how the model's ranges fare against a naive range, then the presets' targets one by one."""
+    return [*predictions_against_naive(scored), *predictions(scored, ("target",), ("gpu-presets",))]
+
+
 def predictions_against_naive(scored: pd.DataFrame) -> list[str]:
     """How the model's ranges score against a constant range of the same width, per quantity (each point once)."""
     table = against_naive(scored)

@@ -285,28 +285,6 @@ def verdict(low: float, high: float, value: float) -> str:
     return "inside" if low <= value <= high else ("below" if value < low else "above")
 
 
-def summary_lines(scored: pd.DataFrame) -> list[str]:
-    """A few lines: how many predictions were scored and where they fell, the headline ones named."""
-    if scored.empty:
-        return ["predictions: none in this results folder (dlrm-study predict writes them)"]
-    done = scored[scored["verdict"].isin(MEASURED_VERDICTS)]
-    commits = ", ".join(sorted({str(c)[:7] for c in scored[col.GIT_COMMIT]}))
-    counts = done["verdict"].value_counts().to_dict()
-    shaky = int(done["flagged_only"].sum()) if "flagged_only" in done else 0
-    lines = [
-        f"predictions (commit {commits}): {len(done)} of {len(scored)} measured: "
-        + (", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "none")
-        + (f" ({shaky} scored on flagged repeats only)" if shaky else "")
-    ]
-    headline = done[(done["claim"].isin(["target", "H4"])) & (done["sweep"].isin(["gpu-presets", "gpu-placements"]))]
-    for row in headline.itertuples():
-        lines.append(
-            f"  {row.grid} {row.variant} {row.quantity}: measured {row.measured:,.3g}, "
-            f"predicted [{row.low:,.3g}, {row.high:,.3g}]: {row.verdict}"
-        )
-    return lines
-
-
 # --- what the notebooks draw and print ----------------------------------------------------------
 
 

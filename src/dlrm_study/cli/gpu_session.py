@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from dlrm_study import config
-from dlrm_study.analysis import predictions
+from dlrm_study.analysis import findings, predictions
 from dlrm_study.config import Placement
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
@@ -155,7 +155,10 @@ def summary(
     if path.exists():
         lines += embedding_lines(store.load(path), dry_run)
     if predicted is not None and (predicted / predictions.PREDICTIONS).exists():
-        lines += predictions.summary_lines(predictions.score(predicted, records=out))
+        scored = predictions.score(predicted, records=out)
+        if not scored.empty:  # the counts and lines the README and notebook 00 print, from the same functions
+            counts = predictions.counts(scored).to_string()
+            lines += ["predictions scored:", counts, *findings.prediction_summary(scored)]
     if dry_run:
         lines.insert(0, "dry run (CPU, tiny sizes): the verdicts below exercise the code, they judge nothing")
     return lines

@@ -131,7 +131,7 @@ def predictions_section(out: Path) -> list[str]:
     counts = predictions.counts(scored)
     head = "| claim | " + " | ".join(counts.columns) + " |"
     rows = [f"| {claim} | " + " | ".join(str(int(n)) for n in row) + " |" for claim, row in counts.iterrows()]
-    lines = [*findings.predictions_against_naive(scored), *findings.predictions(scored, ("target",), ("gpu-presets",))]
+    lines = findings.prediction_summary(scored)
     if predictions.scored_loop_label(out):
         lines.insert(0, f"the GPU records scored here are of {OLD_LOOP}")
     return [head, "| --- |" + " --- |" * len(counts.columns), *rows, "", *(f"- {line}" for line in lines)]

@@ -45,10 +45,12 @@ def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path
     for source in notebooks(repo):
         target = folder / source.name
         print(f"render: {source.name} (measure={measure})", file=sys.stderr, flush=True)
+        wanted = {"profile": profile, "measure": measure, "publish": publish}
+        known = papermill.inspect_notebook(str(source))  # 00 measures nothing: it has no `measure`
         papermill.execute_notebook(
             str(source),
             str(target),
-            parameters={"profile": profile, "measure": measure, "publish": publish},
+            parameters={k: v for k, v in wanted.items() if k in known},
             kernel_name="python3",
             progress_bar=False,
             log_output=measure,  # the measurements' lines (stderr), live

@@ -1,7 +1,7 @@
 """The GPU session's throughput targets: which points they are, measured first, and said missing with why.
 
 A target is a preset at a batch, bf16 on tables in HBM with the step captured (`gpu-hbm`), and the
-samples/s it should reach on an H200 (issues 21 and 31). Its fp32 twin (`gpu-hbm-fp32`) runs in the
+samples/s it should reach on an H200 (this study's targets for the GPU loop). Its fp32 twin (`gpu-hbm-fp32`) runs in the
 same run, so bf16 pairs with fp32 within each repeat; at the presets' own batch (2,048) the eager step
 (`gpu-eager`) too, graph against eager. A dry run stands small YAML configs in for the presets
 (`dry_configs`), one per preset, so its plan has two bases and a batch grid as the real one does.
