@@ -170,7 +170,7 @@ def convergence(records: pd.DataFrame) -> list[str]:
         return ["no reference run recorded"]
     if evals.duplicated([*[k for k in SEED if k in evals], col.VARIANT]).any():
         raise ValueError("two evaluations of one loop and seed in one run")
-    steps = ", ".join(str(int(s)) for s in sorted(evals[col.STEP].unique()))
+    steps = ", ".join(f"{int(s):,}" for s in sorted(evals[col.STEP].unique()))
     lines = [f"preset {preset_of(records)}, {steps} steps, each loop trained from the same seeds and data"]
     gaps = auc_gaps(records).set_index(col.VARIANT)
     for variant in [v for v in ORDER if v in set(evals[col.VARIANT])]:
