@@ -39,7 +39,7 @@ def test_papermill_from_the_repository_root_draws_the_committed_records_and_writ
     papermill.execute_notebook(str(NOTEBOOKS / "07_convergence.ipynb"), str(output), kernel_name="python3",
                                cwd=str(ROOT), progress_bar=False)  # fmt: skip
     text = printed(output)
-    assert "profile quick; records in results;" in text and "this run measured 0 record(s)" in text
+    assert "profile quick; records in results;" in text and "this run measured 0 records" in text
     assert str(ROOT) not in text  # no absolute path of the machine that rendered it
     book = json.loads(output.read_text())
     assert any("image/png" in out.get("data", {}) for cell in book["cells"] for out in cell.get("outputs", []))
@@ -83,7 +83,7 @@ def test_papermill_injects_parameters_and_the_figure_is_saved(tmp_path):
         if cell["cell_type"] == "code"
     )
     assert f"profile smoke; records in {tmp_path / 'res'}" in printed and "2 repeats of 1 warm-up" in printed
-    assert "this run measured 8 record(s) and reused 0" in printed  # the provenance cell counts them
+    assert "this run measured 8 records and reused 0 records" in printed  # the provenance cell counts them
     assert "tiny: embedding backward + update take" in printed
     images = [out for cell in book["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
     assert images  # the figure is shown in the notebook, not only saved

@@ -115,7 +115,7 @@ def test_a_flagged_record_counts_and_is_said():
     assert lines[0].startswith("optimized-fp32: 2,001") and lines[1].startswith(f"reference: {centre:,.0f}")
     assert "(4 repeats)" in lines[1]  # every repeat counts: the flagged fourth too
     assert lines[2].startswith("optimized-fp32 / reference (paired): 2.00x")
-    assert lines[-1].startswith("(1 of 7 repeat(s) flagged")
+    assert lines[-1].startswith("(1 of 7 repeats flagged")
 
 
 def test_a_flag_rules_out_what_it_puts_in_doubt():
@@ -139,8 +139,8 @@ def test_findings_and_figures_survive_every_repeat_flagged(tmp_path):
         for v in ("reference", "optimized-fp32") for r in range(2) for x in (4.0, 13.0)
     ])  # fmt: skip
     said = knobs.knob_findings(frame, "dense_features")
-    assert said[0].startswith("dense features: no finding") and said[-1].startswith("(8 of 8 repeat(s) flagged")
-    assert knobs.base_intervals(frame[frame["x"] == 4.0])[-1].startswith("(4 of 4 repeat(s) flagged")
+    assert said[0].startswith("dense features: no finding") and said[-1].startswith("(8 of 8 repeats flagged")
+    assert knobs.base_intervals(frame[frame["x"] == 4.0])[-1].startswith("(4 of 4 repeats flagged")
     assert not knobs.rates_table(frame).empty  # every repeat counts
     plots.save(plots.sensitivity(frame, "all flagged"), "flagged", tmp_path)
     plots.save(plots.speedup(frame[frame["x"] == 4.0], "reference", "all flagged"), "flagged-speedup", tmp_path)

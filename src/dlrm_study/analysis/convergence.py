@@ -21,8 +21,14 @@ def convergence_records(profile: str, out: Path, machine: str | None = "this") -
         raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
     seeds = range(CONVERGENCE_SEEDS["full"])
     labels = {(config_key(variant_config(profile, v, s)), v): f"seed {s}" for v in CPU_LOOPS for s in seeds}
-    frame = select(labelled(store.load(path), labels, [f"convergence-{profile}"]), machine)
+    frame = select(labelled(own_study(store.load(path), f"convergence-{profile}"), labels), machine)
     return check_cells(frame, (col.MACHINE, col.RUN_ID, col.VARIANT, "train.seed", col.KIND, col.STEP))
+
+
+def own_study(frame: pd.DataFrame, study: str) -> pd.DataFrame:
+    """A study's own records: a loss curve is of the run that trained it (the two studies of this file may
+    train one config, as the smoke profile's do, and a config's key leaves out its step count)."""
+    return frame[frame[col.STUDY] == study] if col.STUDY in frame else frame
 
 
 def accuracy_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
@@ -31,7 +37,7 @@ def accuracy_records(profile: str, out: Path, machine: str | None = "this") -> p
     if not path.exists():
         raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
     labels = {(config_key(cfg), v): f"{cfg.name} seed {s}" for v, s, cfg in accuracy_configs(profile)}
-    frame = select(labelled(store.load(path), labels, [f"accuracy-{profile}"]), machine)
+    frame = select(labelled(own_study(store.load(path), f"accuracy-{profile}"), labels), machine)
     return check_cells(frame, (col.MACHINE, col.RUN_ID, col.POINT, col.VARIANT, col.KIND, col.STEP))
 
 

@@ -157,8 +157,12 @@ def summary(
     if predicted is not None and (predicted / predictions.PREDICTIONS).exists():
         scored = predictions.score(predicted, records=out)
         if not scored.empty:  # the counts and lines the README and notebook 00 print, from the same functions
-            counts = predictions.counts(scored).to_string()
-            lines += ["predictions scored:", counts, *findings.prediction_summary(scored)]
+            counts = predictions.counts(scored).to_string().splitlines()
+            lines += [
+                "predictions scored (per claim):",
+                *(f"  {row}" for row in counts),
+                *findings.prediction_summary(scored),
+            ]
     if dry_run:
         lines.insert(0, "dry run (CPU, tiny sizes): the verdicts below exercise the code, they judge nothing")
     return lines
