@@ -10,9 +10,11 @@ import pytest
 import torch
 from tests.conftest import ROOT
 
-from dlrm_study.analysis import predictions
+from dlrm_study.analysis import predictions, stats
 from dlrm_study.analysis import sensitivity as knobs
+from dlrm_study.analysis.evidence import H1_KNOBS
 from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM
 from dlrm_study.measure import sweep
 from dlrm_study.records import store
 from dlrm_study.report import plots
@@ -153,7 +155,44 @@ def test_the_targets_run_fits_the_first_calls_budget():
     """studies.gpu's docstring: the targets' run, three repeats, ends inside gpu_check's 290 s budget, after the
     tests, the profiler's probes and the embedding benchmark, by the plan's own estimate (studies.gpu_budget)."""
     assert gpu_budget.targets_end_s() < gpu_budget.BUDGET_S
-    assert "The targets' run\nends inside the first call's budget" in gpu_grid.__doc__
+    assert "The targets' run ends inside the first call's budget" in " ".join(gpu_grid.__doc__.split())
+
+
+def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
+    """Every GPU point the H1-H4 rules read (analysis.verdicts, through analysis.evidence's readers) is in a
+    verdict run of VERDICT_REPEATS >= stats.MIN_PAIRS, measured right after the targets, by no earlier run
+    (a resumed point keeps the run, and the repeats, that measured it first); the rest keep REPEATS."""
+    assert gpu_grid.VERDICT_REPEATS >= stats.MIN_PAIRS  # studies may not import analysis: held here
+    assert gpu_grid.DRY_VERDICT_REPEATS > gpu_grid.DRY_REPEATS
+    runs = gpu_grid.runs(tmp_path, dry_run=False)
+    assert [run.claims for run in runs[:3]] == [(), ("H4",), ("H1", "H2", "H3")]
+    assert not any(run.claims for run in runs[3:])
+
+    def measured(run) -> set:  # (config hash, variant): every variant, whatever this CPU runs
+        return {(p.cfg.hash(), p.variant) for spec in run.specs for p in sweep.points(spec)}
+
+    read = {"H4": set(), "H1": set(), "H2/H3": set()}
+    (placements,) = runs[1].specs
+    assert placements.config == ["mlperf-scaled"] and "data.zipf_alpha=1.05" in placements.set
+    read["H4"] = {(h, v) for h, v in measured(runs[1]) if v in (GPU_HBM, GPU_HOST, GPU_UVM, GPU_CACHED)}
+    assert {v for _, v in read["H4"]} == {GPU_HBM, GPU_HOST, GPU_UVM, GPU_CACHED}
+    for knob in H1_KNOBS:  # as analysis.evidence reads them: the CPU study's sweep on the GPU, each end
+        spec = sensitivity_study.on_gpu(sensitivity_study.sensitivity(knob, "quick", tmp_path))
+        points = [p for p in sweep.points(spec) if p.variant == GPU_HBM]
+        xs = {knobs.knob_value(knob, " ".join(p.grid)): p for p in points}
+        read["H1"] |= {(xs[x].cfg.hash(), GPU_HBM) for x in (min(xs), max(xs))}
+    grid = sensitivity_study.on_gpu(sensitivity_study.dense_sparse_grid("quick", tmp_path), host=True)
+    read["H2/H3"] = {(p.cfg.hash(), p.variant) for p in sweep.points(grid)}
+    # (the base is the larger end of both rows and the MLP width: one point)
+    assert len(read["H1"]) == 2 * len(H1_KNOBS) - 1 and len(read["H2/H3"]) == 9 * 3
+    mine = {"H4": runs[1], "H1": runs[2], "H2/H3": runs[2]}
+    for claim, points in read.items():
+        assert points <= measured(mine[claim]), claim
+        assert all(spec.repeats == gpu_grid.VERDICT_REPEATS for spec in mine[claim].specs), claim
+        assert not points & measured(runs[0]), claim  # the targets' run measures none of them
+    for run in runs[3:]:
+        gpu_points = [spec for spec in run.specs if spec.out.endswith(sensitivity_study.GPU_RECORDS)]
+        assert all(spec.repeats == gpu_grid.REPEATS for spec in gpu_points), run.study
 
 
 def test_a_missing_target_is_said_missing_with_why():
