@@ -1,8 +1,10 @@
 """The GPU script runs end to end on the CPU (dry run), and refuses a real run without a GPU."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import papermill
@@ -158,6 +160,20 @@ def test_the_targets_run_fits_the_first_calls_budget():
     assert "The targets' run ends inside the first call's budget" in " ".join(gpu_grid.__doc__.split())
 
 
+def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path):
+    """studies.gpu's docstring: the calls of 290 s (the tests in each) that H4's and H1-H3's runs end in, and
+    the whole plan's, are the estimate's (studies.gpu_budget); and each call begins with its fixed costs."""
+    costs = {c.study: c for c in gpu_budget.estimate(gpu_grid.runs(tmp_path, dry_run=False))}
+    doc = " ".join(gpu_grid.__doc__.split())
+    found = re.search(r"placements \(H4\) end in call (\d+) and the sensitivity run \(H1-H3\) in call (\d+), "
+                      r"and the whole plan needs (\d+) calls of 290 s", doc)  # fmt: skip
+    assert found, "studies.gpu's docstring no longer states the calls"
+    stated = tuple(map(int, found.groups()))
+    assert stated == (costs["gpu-placements"].call, costs["gpu-sensitivity-quick"].call,
+                      gpu_budget.calls(list(costs.values())))  # fmt: skip
+    assert costs["gpu-targets"].call == 1 and all(c.call for c in costs.values())
+
+
 def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
     """Every GPU point the H1-H4 rules read (analysis.verdicts, through analysis.evidence's readers) is in a
     verdict run of VERDICT_REPEATS >= stats.MIN_PAIRS, measured right after the targets, by no earlier run
@@ -193,6 +209,24 @@ def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
     for run in runs[3:]:
         gpu_points = [spec for spec in run.specs if spec.out.endswith(sensitivity_study.GPU_RECORDS)]
         assert all(spec.repeats == gpu_grid.REPEATS for spec in gpu_points), run.study
+
+
+def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path):
+    """gpu_session.whole: from the H200 estimate of each repeat, all of them, one, or none (left whole for a
+    later call); the runner's deadline never has to cut a repeat the estimate let start."""
+    from dlrm_study.cli import gpu_session
+
+    run = next(r for r in gpu_grid.runs(tmp_path, dry_run=True) if r.claims == ("H4",))
+    specs, note = gpu_session.whole(run, time.monotonic(), budget_s=1e6, tests=False)
+    assert [s.repeats for s in specs] == [3] and note == " (repeats 0-2 of 3, whole)"
+    items = [(t.repeat, t.variant, t.cfg) for t in gpu_session.pending(run)]
+    first = gpu_budget.Call(0.0).take(gpu_budget.by_repeat(items)[0], gpu_budget.kept(items))[0]
+    budget = gpu_budget.WHOLE_MARGIN * first + 0.5  # the first repeat, not the second (seconds each)
+    specs, note = gpu_session.whole(run, time.monotonic(), budget_s=budget, tests=False)
+    assert [s.repeats for s in specs] == [1] and note == " (repeat 0 of 3, whole; the rest whole in a later call)"
+    specs, note = gpu_session.whole(run, time.monotonic() - 999.0, budget_s=1000.0, tests=False)
+    assert specs is None and note.startswith("not started") and "repeats 0-2 of 3, whole" in note
+    assert gpu_session.run_sweeps(run, time.monotonic(), lambda r: (None, note)) == f"gpu-placements: {note}"
 
 
 def test_a_missing_target_is_said_missing_with_why():

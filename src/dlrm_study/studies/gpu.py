@@ -26,12 +26,17 @@ Repeats: a verdict word needs `analysis.stats.MIN_PAIRS` pairs (5), so the point
 read (items 2 and 3) are measured in `VERDICT_REPEATS` (a test holds it to MIN_PAIRS; studies
 come before analysis, so it is not imported); the points no rule reads keep `REPEATS` (3). A
 session on the same machine and versions resumes by repeat (`records.store.resume_key`): it
-measures only the repeats the records lack.
+measures only the repeats the records lack, and a verdict run is measured in whole repeats, one
+call's budget at a time (`studies.gpu_budget.whole_repeats`), since a repeat split between two
+calls is measured in two runs, whose halves never pair, and no later call measures it again.
 
 Budget: computed from the plan by `studies.gpu_budget.estimate` (the last H200 session's measured
-costs, the GPU model's step times) and printed by gpu_check before it measures. The targets' run
-ends inside the first call's budget (gpu_check's 290 s, after the tests, the profiler's probes and
-the embedding benchmark; a test checks it); the runs past the budget resume in later calls.
+costs, the GPU model's step times) and printed by gpu_check before it measures, call by call. The
+targets' run ends inside the first call's budget (gpu_check's 290 s, after the tests, the profiler's
+probes and the embedding benchmark; a test checks it); the runs past the budget resume in later
+calls. By that estimate, with the tests in every call, the placements (H4) end in call 2 and the
+sensitivity run (H1-H3) in call 4, and the whole plan needs 7 calls of 290 s (a test holds these
+numbers to the code): two calls reach the targets and H4's five pairs, not H1-H3's.
 """
 
 import dataclasses
@@ -77,7 +82,7 @@ SENSITIVITY_RUN = "gpu-sensitivity-"  # and the profile
 class GpuRun(NamedTuple):
     """One run of the session: its study name, the sweeps measured together, (the targets' run) which
     of their points it measures (`only(variant, config)`; None: all), and the claims whose verdict
-    rules read its points (a verdict run: measured in `VERDICT_REPEATS`)."""
+    rules read its points (a verdict run: measured in `VERDICT_REPEATS`, whole repeats per call)."""
 
     study: str
     specs: list[Sweep]
