@@ -87,6 +87,10 @@ def test_dry_run_writes_every_record(tmp_path):
     listed = [line for line in text.splitlines() if line.startswith("target ")]  # before measuring
     assert len(listed) == 3 and not any("NOT IN THE PLAN" in line for line in listed)
     assert "budget (estimated on an H200" in text
+    # Per claim, the pairs at its verdict points: a dry run measures 3 repeats of them, all paired.
+    for claim in ("H1", "H2", "H3", "H4"):
+        assert f"{claim}: 3 of the 5 pairs a verdict needs at " in text
+    assert text.count("this plan measures 3 repeats") == 4
     for line in ("mlperf-scaled bf16 hbm captured, batch 65,536", "graph/eager", "dispatch-overhead floor, no claim",
                  "hbm lookup bytes / copy bandwidth"):  # fmt: skip
         assert line in text
@@ -229,6 +233,30 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path):
     assert gpu_session.run_sweeps(run, time.monotonic(), lambda r: (None, note)) == f"gpu-placements: {note}"
 
 
+def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, monkeypatch):
+    from dlrm_study.cli import gpu_session
+
+    runs = gpu_grid.runs(tmp_path, dry_run=False)
+    lines = gpu_session.claim_lines(tmp_path, runs)  # nothing measured yet
+    assert [line.split(":")[0] for line in lines] == ["H1", "H2", "H3", "H4"]
+    assert lines[3].startswith("H4: 0 of the 5 pairs a verdict needs at host, uvm and cached with hbm")
+    assert lines[3].endswith(": 25 measurements of gpu-placements left for a later call")
+    assert lines[0].endswith(" measurements of gpu-sensitivity-quick left for a later call")  # (bf16 where native)
+    monkeypatch.setattr(gpu_session, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
+    monkeypatch.setattr(gpu_session, "pending", lambda run: [])  # every repeat measured
+    lines = gpu_session.claim_lines(tmp_path, runs)
+    assert (
+        lines[3]
+        == "H4: 5 pairs at host, uvm and cached with hbm (the fewest of the three): enough for a verdict (5 needed)"
+    )
+    assert lines[1].endswith(
+        ": gpu-sensitivity-quick is measured: a failure, or a repeat split between two calls, left pairs out"
+    )
+    assert gpu_session.claim_lines(tmp_path, runs[:1]) == [
+        f"{claim}: its verdict points are not in this plan" for claim in ("H1", "H2", "H3", "H4")
+    ]
+
+
 def test_a_missing_target_is_said_missing_with_why():
     frame = pd.DataFrame({
         "config_name": ["mlperf-scaled", "mlperf-scaled"], "batch_size": [2048, 65536], "variant": ["gpu-hbm"] * 2,
@@ -272,3 +300,4 @@ def test_a_kernel_that_fails_in_a_dry_run_leaves_its_error_record_and_the_sessio
     text = (tmp_path / "summary.txt").read_text()
     assert "mlperf-scaled bf16 hbm captured, batch 65,536: MISSING: failed: OutOfResources" in text
     assert "dlrm-benchmark bf16 hbm captured, batch 16,384: " in text and "gpu-targets: 14 measurements" in text
+    assert "H4: its verdict points are not in this plan" in text  # (the targets' run alone)
