@@ -30,3 +30,13 @@ def test_seeds_per_loop() -> None:
     evals = pd.DataFrame({"kind": "eval", "variant": ["a", "a", "b"], "train.seed": [0, 1, 0]})
     assert checks.seeds_per_loop(evals[evals["variant"] == "a"], 2)
     assert not checks.seeds_per_loop(evals, 2)  # b trained from one seed
+
+
+def test_a_failed_measurement_turns_the_notebooks_check_false():
+    """An error record is a loop that broke: its reader leaves it out, counts it, and the check says so."""
+    from dlrm_study.analysis.readers import FAILED, leave_out
+
+    frame = pd.DataFrame({"machine": ["m", "m"], "error": [None, "RuntimeError: boom"]})
+    kept = leave_out(frame, frame["error"].isna(), FAILED)
+    assert len(kept) == 1 and not checks.none_failed(kept)
+    assert checks.none_failed(leave_out(frame.iloc[:1], frame.iloc[:1]["error"].isna(), FAILED))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dlrm_study.analysis import sensitivity as knobs
-from dlrm_study.analysis import stats
-from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.analysis import wording
+from dlrm_study.analysis.readers import GONE, left_out, sweep_records
 from dlrm_study.cli.main import main
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
@@ -143,10 +143,12 @@ def test_knob_values_for_the_axis():
 def test_records_hold_only_the_current_points(tmp_path):
     spec = sweep.load(write_spec(tmp_path))
     sweep.run(spec, progress=False, limit=2)
-    stale = {**store.read_rows(Path(spec.out))[1][0], "config_hash": "0123456789ab"}  # a config since changed
+    first = store.read_rows(Path(spec.out))[1][0]
+    stale = {**first, "config_hash": "0123456789ab", "model.dense_features": "99"}  # a config since changed
     store.append(Path(spec.out), stale)
     frame = sweep_records(spec)
     assert len(frame) == 2 and "0123456789ab" not in set(frame["config_hash"])
+    assert left_out(frame) == {GONE: 1}  # left out, and said
 
 
 def knob_sweeps(tmp_path: Path) -> tuple[sweep.Sweep, sweep.Sweep]:
@@ -165,7 +167,7 @@ def test_sweeps_run_together_share_the_base_and_pair_within_one_run(tmp_path):
     frame = store.load(Path(lookups.out))
     assert frame["run_id"].nunique() == 1 and set(frame["study"]) == {"knobs"}
     far = sweep_records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
-    finding = stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x")
+    finding = wording.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x")
     assert finding.all.n == 2  # the far end pairs with the base in each repeat
 
 
@@ -175,7 +177,7 @@ def test_sweeps_run_one_after_the_other_leave_the_shared_base_unpaired(tmp_path)
     sweep.run(lookups, progress=False)
     assert sweep.run(dims, progress=False).skipped == 4
     far = sweep_records(dims).assign(x=lambda f: f["point"].str.contains("embedding_dim=4").astype(int))
-    assert stats.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x").all.n == 0
+    assert wording.paired_finding(far[far["variant"] == "reference"], 1, 0, between="x").all.n == 0
 
 
 def test_sweeps_run_together_need_one_protocol(tmp_path):

@@ -5,12 +5,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
+from dlrm_study.analysis.readers import FAILED, leave_out
 from dlrm_study.config.variants import BF16_PAIR
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
 from dlrm_study.studies.baseline import OLD, STEPS
+
+OTHER_PROFILE = "of another profile's run"
 
 
 def baseline_records(profile: str, out: Path, machine: str | None = None) -> pd.DataFrame:
@@ -22,8 +26,8 @@ def baseline_records(profile: str, out: Path, machine: str | None = None) -> pd.
     if not path.exists():
         return pd.DataFrame()
     frame = store.load(path)
-    frame = select(frame[(frame[col.STUDY] == f"baseline-2020-{profile}") & frame[col.ERROR].isna()], machine)
-    frame = frame.copy()
+    frame = leave_out(frame, frame[col.STUDY] == f"baseline-2020-{profile}", OTHER_PROFILE)
+    frame = select(leave_out(frame, frame[col.ERROR].isna(), FAILED), machine)
     frame["step"] = frame[col.VARIANT].map(STEPS)
     frame[col.THREADS] = frame["train.threads"].astype(int)
     return frame
@@ -31,7 +35,7 @@ def baseline_records(profile: str, out: Path, machine: str | None = None) -> pd.
 
 def factors(frame: pd.DataFrame) -> pd.DataFrame:
     """Each step's samples/s over the 2020 step on torch 1.5.1, paired within repeats, per config and threads."""
-    clean = stats.with_flags(frame)  # every repeat counts
+    clean = flagging.with_flags(frame)  # every repeat counts
     tables = []
     for variant in STEPS:
         if variant == OLD or variant not in set(clean[col.VARIANT]):

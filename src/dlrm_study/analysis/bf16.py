@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats
+from dlrm_study.analysis import stats, wording
 from dlrm_study.config.variants import BF16_PAIR
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -89,7 +89,7 @@ def rate_rows(records: pd.DataFrame, pattern: str, label: str) -> pd.DataFrame:
 
 def explain(table: pd.DataFrame) -> pd.DataFrame:
     """One run's rows as a readable table: quantity, fp32, bf16 and the ratio with its interval."""
-    ratios = [stats.describe(c, lo, hi, "x") for c, lo, hi in table[["center", "low", "high"]].to_numpy()]
+    ratios = [wording.describe(c, lo, hi, "x") for c, lo, hi in table[["center", "low", "high"]].to_numpy()]
     return pd.DataFrame(
         {
             "fp32": table["fp32"].round(2).to_numpy(),
@@ -104,7 +104,7 @@ def explain(table: pd.DataFrame) -> pd.DataFrame:
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per machine, study and config: the loop's bf16/fp32 next to the measured GEMM and gather ratios."""
     shown = table.assign(
-        ratio=[stats.describe(c, lo, hi, "x") for c, lo, hi in table[["center", "low", "high"]].to_numpy()]
+        ratio=[wording.describe(c, lo, hi, "x") for c, lo, hi in table[["center", "low", "high"]].to_numpy()]
     )
     wide = shown[shown["quantity"].isin([LOOP, GEMM, GATHER])].pivot(index=RUN, columns="quantity", values="ratio")
     names = {LOOP: "loop bf16/fp32 (samples/s)", GEMM: "GEMM bf16/fp32", GATHER: "gather bf16/fp32 (bytes/s)"}

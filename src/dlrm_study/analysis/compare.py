@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dlrm_study import config
-from dlrm_study.analysis import stats
+from dlrm_study.analysis import stats, wording
 from dlrm_study.config.variants import (
     BF16_PAIR,
     OPTIMIZED_BF16,
@@ -55,7 +55,7 @@ def report(records: Sequence[dict[str, object]]) -> str:
         for variant in REGISTRY:
             if (preset, variant) in rate.index:
                 r, m = rate.loc[(preset, variant)], ms.loc[(preset, variant)]
-                line = f"  {variant:<16}{stats.describe(r.center, r.low, r.high, digits=0):>32} samples/s"
+                line = f"  {variant:<16}{wording.describe(r.center, r.low, r.high, digits=0):>32} samples/s"
                 line += f"   {m.center:9.1f} ms/it"
                 if col.ROOFLINE_MS in frame:
                     mine = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == variant)]
@@ -68,7 +68,7 @@ def report(records: Sequence[dict[str, object]]) -> str:
             if not ratio.empty:
                 r = ratio.iloc[0]
                 lines.append(
-                    f"  {name:<28}{stats.describe(r.center, r.low, r.high, 'x'):>24}   "
+                    f"  {name:<28}{wording.describe(r.center, r.low, r.high, 'x'):>24}   "
                     f"target >= {target}x: {verdict(r.low, r.high, target)}"
                 )
         lines += bf16_lines(here)
@@ -77,7 +77,7 @@ def report(records: Sequence[dict[str, object]]) -> str:
                 rows = here[here[col.VARIANT] == variant]
                 over = stats.interval(rows[col.MS_MEDIAN] / rows[col.ROOFLINE_MS])
                 lines.append(
-                    f"  {variant + ' time / bound':<28}{stats.describe(*over, 'x'):>24}   "
+                    f"  {variant + ' time / bound':<28}{wording.describe(*over, 'x'):>24}   "
                     f"target <= {ROOFLINE_TARGET}x: {verdict(-over[2], -over[1], -ROOFLINE_TARGET)}"
                 )
     return "\n".join(lines)
@@ -99,7 +99,7 @@ def bf16_lines(records: pd.DataFrame) -> list[str]:
     if ratio.empty:
         return []
     r = ratio.iloc[0]
-    name, shown = "optimized bf16 / fp32", stats.describe(r.center, r.low, r.high, "x")
+    name, shown = "optimized bf16 / fp32", wording.describe(r.center, r.low, r.high, "x")
     bf16 = records[records[col.VARIANT] == OPTIMIZED_BF16]
     if col.NATIVE_BF16 in bf16 and (bf16[col.NATIVE_BF16].astype(str) == "False").any():
         return [f"  {name:<28}{shown:>24}   bf16 (emulated): not judged"]
@@ -130,7 +130,7 @@ def upstream_report(records: pd.DataFrame) -> str:
             if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
                 lines.append(f"  {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")
             elif r.n:
-                shown = stats.describe(r.center, r.low, r.high, "x")
+                shown = wording.describe(r.center, r.low, r.high, "x")
                 judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
                 lines.append(f"  {variant + ' / upstream':<28}{shown:>24}   {judged}{ceiling(runs, variant)}")
     return "\n".join(lines) or "no facebookresearch/dlrm records beside ours (run make compare-upstream)"

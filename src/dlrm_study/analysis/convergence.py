@@ -4,23 +4,31 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
 from dlrm_study.config.variants import CPU_LOOPS
-from dlrm_study.errors import UsageError
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
-from dlrm_study.studies.convergence import variant_config
+from dlrm_study.studies.convergence import RECORDS, accuracy_configs, variant_config
 from dlrm_study.studies.profiles import CONVERGENCE_SEEDS
 
 
 def convergence_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
     """The stored convergence records of a profile, for the variants' current configs, on one machine."""
-    path = out / "convergence.csv"
+    path = out / RECORDS
     if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    frame = store.load(path)
+        raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
     seeds = range(CONVERGENCE_SEEDS["full"])
-    current = {variant_config(profile, v, s).hash() for v in CPU_LOOPS for s in seeds}
-    frame = select(frame[frame[col.CONFIG_HASH].isin(current)], machine)
-    keys = [col.MACHINE, col.VARIANT, "train.seed", col.KIND, col.STEP]
-    return frame.sort_values(col.TIMESTAMP).drop_duplicates(keys, keep="last")
+    labels = {(config_key(variant_config(profile, v, s)), v): f"seed {s}" for v in CPU_LOOPS for s in seeds}
+    frame = select(labelled(store.load(path), labels, [f"convergence-{profile}"]), machine)
+    return check_cells(frame, (col.MACHINE, col.RUN_ID, col.VARIANT, "train.seed", col.KIND, col.STEP))
+
+
+def accuracy_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """S3's accuracy study on the timed presets (`studies.convergence.run_accuracy`), on one machine."""
+    path = out / RECORDS
+    if not path.exists():
+        raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
+    labels = {(config_key(cfg), v): f"{cfg.name} seed {s}" for v, s, cfg in accuracy_configs(profile)}
+    frame = select(labelled(store.load(path), labels, [f"accuracy-{profile}"]), machine)
+    return check_cells(frame, (col.MACHINE, col.RUN_ID, col.POINT, col.VARIANT, col.KIND, col.STEP))

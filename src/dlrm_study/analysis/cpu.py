@@ -4,18 +4,18 @@ import itertools
 
 import pandas as pd
 
-from dlrm_study.analysis import stats
+from dlrm_study.analysis import stats, wording
 from dlrm_study.config.variants import ABLATION, ABLATION_LABELS, REFERENCE
 from dlrm_study.records import columns as col
 
 
 def ablation_steps(records: pd.DataFrame) -> pd.DataFrame:
     """Each step's samples/s over the step before it and over the reference, paired within repeats
-    (all repeats; `word` from both views, `stats.paired_finding`)."""
+    (all repeats; `word` from both views, `wording.paired_finding`)."""
     steps = [v for v in ABLATION if v in set(records[col.VARIANT])]
     rows = []
     for before, step in itertools.pairwise(steps):
-        gain = stats.paired_finding(records, step, before, "faster", "slower")
+        gain = wording.paired_finding(records, step, before, "faster", "slower")
         total = stats.paired_ratio(records, step, REFERENCE)
         rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain.all._asdict(),
                      "word": gain.word, "text": gain.text(),
@@ -28,11 +28,11 @@ def ablation_findings(records: pd.DataFrame) -> list[str]:
     table = ablation_steps(records)
     lines = [
         f"{r.label}: over the step before, {r.text}; "
-        f"{stats.describe(r.total_center, r.total_low, r.total_high, 'x')} the reference"
+        f"{wording.describe(r.total_center, r.total_low, r.total_high, 'x')} the reference"
         for r in table.itertuples()
     ]
     lines = lines or ["ablation: no finding: no step pairs up with the one before it"]
-    return lines + stats.flag_note(records)
+    return lines + wording.flag_note(records)
 
 
 S2_PART = ("embedding_backward_update",)  # S2's claim: embedding backward and update

@@ -11,12 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.baseline import baseline_records
-from dlrm_study.analysis.convergence import convergence_records
+from dlrm_study.analysis.convergence import accuracy_records, convergence_records
 from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
-from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
 from dlrm_study.studies import cpu
@@ -31,6 +30,7 @@ class Evidence:
 
     cpu_loops: pd.DataFrame
     convergence: pd.DataFrame
+    accuracy: pd.DataFrame
     scaling: pd.DataFrame
     remote: pd.DataFrame
     cache: pd.DataFrame
@@ -45,12 +45,13 @@ class Evidence:
         def read(fn, *args) -> pd.DataFrame:
             try:
                 return fn(*args)
-            except (UsageError, FileNotFoundError):
+            except NoRecords:  # nothing measured yet; any other error (two records of one cell) is said
                 return pd.DataFrame()
 
         return cls(
             cpu_loops=read(sweep_records, cpu.cpu_loops(profile, out), None),
             convergence=read(convergence_records, profile, out, None),
+            accuracy=read(accuracy_records, profile, out, None),
             scaling=read(scaling_records, profile, out, None),
             remote=read(remote_vs_local, profile, out, None),
             cache=read(cache_hit_rates, profile, out, None),
@@ -70,12 +71,10 @@ class Evidence:
         return named | {f"gpu_knob:{k}": v for k, v in self.gpu_knobs.items()}
 
     def of(self, machine: str) -> "Evidence":
-        """One machine's part of the evidence."""
-        return dataclasses.replace(
-            self,
-            **{f.name: of(getattr(self, f.name), machine) for f in dataclasses.fields(self) if f.name != "gpu_knobs"},
-            gpu_knobs={k: of(v, machine) for k, v in self.gpu_knobs.items()},
-        )
+        """One machine's part of the evidence; S3's accuracy half is its bf16 class's (`same_class`)."""
+        own = {f.name: of(getattr(self, f.name), machine) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        own["accuracy"] = same_class(self.accuracy, machine)
+        return dataclasses.replace(self, **own, gpu_knobs={k: of(v, machine) for k, v in self.gpu_knobs.items()})
 
     def machines(self) -> list[str]:
         """Every machine with current records: recorded CPU-only hosts, GPU hosts, then unrecorded ones."""
@@ -96,6 +95,15 @@ def gpu_records(out: Path) -> pd.DataFrame:
     path = out / GPU_RECORDS
     frame = store.load(path) if path.exists() else pd.DataFrame()
     return frame[frame[col.DEVICE] == "cuda"] if col.DEVICE in frame else frame
+
+
+def same_class(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
+    """The records of every machine whose CPU does bf16 as `machine`'s does (`Machine.bf16_class`): training's
+    arithmetic, and so its accuracy, is the class's; each seed's gap is still paired on one machine and run."""
+    if col.MACHINE not in frame or frame.empty:
+        return frame.iloc[0:0]
+    mine = Machine.parse(machine).bf16_class
+    return frame[[Machine.parse(m).bf16_class == mine for m in frame[col.MACHINE]]]
 
 
 def of(frame: pd.DataFrame, machine: str) -> pd.DataFrame:

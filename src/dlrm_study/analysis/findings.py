@@ -9,7 +9,7 @@ least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "
 import pandas as pd
 
 from dlrm_study.analysis import baseline as old_stack
-from dlrm_study.analysis import stats
+from dlrm_study.analysis import stats, wording
 from dlrm_study.analysis.cpu import ablation_findings, embedding_share
 from dlrm_study.analysis.predictions import MEASURED_VERDICTS, against_naive
 from dlrm_study.analysis.scaling import measured_efficiency
@@ -28,11 +28,13 @@ def reference_breakdown(records: pd.DataFrame) -> list[str]:
     for name in dict.fromkeys(reference[col.CONFIG_NAME]):
         u, f = update.loc[name], forward.loc[name]
         lines.append(
-            f"{name}: embedding backward + update take {stats.describe(u.center, u.low, u.high, percent=True)} "
-            f"of the reference's profiled iteration, forward {stats.describe(f.center, f.low, f.high, percent=True)}"
+            f"{name}: embedding backward + update take {wording.describe(u.center, u.low, u.high, percent=True)} "
+            f"of the reference's profiled iteration, forward {wording.describe(f.center, f.low, f.high, percent=True)}"
             f" ({u.n:.0f} repeats)"
         )
-    return (lines or ["breakdown: no finding: no profiled reference repeat"]) + stats.flag_note(reference, "breakdown")
+    return (lines or ["breakdown: no finding: no profiled reference repeat"]) + wording.flag_note(
+        reference, "breakdown"
+    )
 
 
 def speedups(records: pd.DataFrame) -> list[str]:
@@ -41,10 +43,10 @@ def speedups(records: pd.DataFrame) -> list[str]:
     for name in sorted(set(records[col.CONFIG_NAME])):
         preset = records[records[col.CONFIG_NAME] == name]
         for variant in sorted(set(preset[col.VARIANT]) - {REFERENCE}):
-            f = stats.paired_finding(preset, variant, REFERENCE, "faster", "slower")
+            f = wording.paired_finding(preset, variant, REFERENCE, "faster", "slower")
             if f.all.n:
                 lines.append(f"{name}: {variant} over the reference {f.text()}")
-    return (lines or ["speedups: no finding: no loop pairs up with the reference"]) + stats.flag_note(records)
+    return (lines or ["speedups: no finding: no loop pairs up with the reference"]) + wording.flag_note(records)
 
 
 def largest_operator(records: pd.DataFrame) -> list[str]:
@@ -55,10 +57,10 @@ def largest_operator(records: pd.DataFrame) -> list[str]:
     for (name, variant), group in clean.groupby([col.CONFIG_NAME, col.VARIANT], sort=True):
         shares = group[ops].div(group[ops].sum(axis=1), axis=0)  # per repeat
         top = shares.median().idxmax()
-        share = stats.describe(*stats.interval(shares[top]), percent=True)
+        share = wording.describe(*stats.interval(shares[top]), percent=True)
         label = col.op_label(top)
         lines.append(f"{name} / {variant}: {label} takes the largest share, {share} ({len(group)} repeats)")
-    return (lines or ["breakdown: no finding: no profiled repeat"]) + stats.flag_note(clean, "breakdown")
+    return (lines or ["breakdown: no finding: no profiled repeat"]) + wording.flag_note(clean, "breakdown")
 
 
 def ablation(records: pd.DataFrame) -> list[str]:
@@ -116,23 +118,25 @@ def policy_gap(lfu, lru) -> str:
 
 def remote(records: pd.DataFrame) -> list[str]:
     """Notebook 05: tables on a parameter server against local tables, paired within repeats."""
-    f = stats.paired_finding(records, "remote", "local", "faster", "slower")
+    f = wording.paired_finding(records, "remote", "local", "faster", "slower")
     waits = records[records[col.VARIANT] == "remote"]["remote_ms_per_step"].median()
     return [
         f"Remote tables over local tables, samples/s: {f.text()}; the trainer waits {waits:.1f} ms per step on "
         "RPC (median)",
-        *stats.flag_note(records),
+        *wording.flag_note(records),
     ]
 
 
 def scaling(records: pd.DataFrame) -> list[str]:
     """Notebook 06: strong and weak scaling from 1 to 2 ranks, measured."""
     eff = measured_efficiency(records)
+    strong = wording.describe(*eff["strong_speedup"], "x")
+    efficiency = wording.describe(*eff["strong_efficiency"], percent=True)
+    weak = wording.describe(*eff["weak_efficiency"], percent=True)
     return [
-        f"Measured, 1 -> 2 ranks (paired within repeats): strong scaling {stats.describe(*eff['strong_speedup'], 'x')}"
-        f", efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}; weak scaling efficiency "
-        f"{stats.describe(*eff['weak_efficiency'], percent=True)}",
-        *stats.flag_note(records),
+        f"Measured, 1 -> 2 ranks (paired within repeats): strong scaling {strong}, efficiency {efficiency}; "
+        f"weak scaling efficiency {weak}",
+        *wording.flag_note(records),
     ]
 
 
@@ -163,14 +167,17 @@ def convergence(records: pd.DataFrame) -> list[str]:
     evals = records[records[col.KIND] == "eval"]
     if REFERENCE not in set(evals[col.VARIANT]):
         return ["no reference run recorded"]
-    wide = evals.pivot_table(index="train.seed", columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
+    seeds = [k for k in (col.MACHINE, col.RUN_ID, "train.seed") if k in evals]  # a seed's loops, trained in one run
+    wide = evals.pivot_table(index=seeds, columns=col.VARIANT, values=col.EVAL_AUC)
+    if evals.duplicated([*seeds, col.VARIANT]).any():
+        raise ValueError("two evaluations of one loop and seed in one run")
     lines = []
     for variant in wide:
         auc = wide[variant].dropna()
         gap = (wide[variant] - wide[REFERENCE]).dropna()
         said = f"{variant}: held-out AUC {auc.median():.4f} (median of {len(auc)} seed(s))"
         if variant != REFERENCE:
-            said += f", {stats.describe_difference(gap)} vs the reference (paired by seed)"
+            said += f", {wording.describe_difference(gap)} vs the reference (paired by seed)"
         lines.append(said)
     return lines
 
@@ -183,7 +190,7 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
     table = old_stack.factors(records)
     lines = []
     for (config, threads), group in table.groupby([col.CONFIG_NAME, col.THREADS], sort=True):
-        parts = [f"{row.step} x{stats.describe(row.center, row.low, row.high)}" for row in group.itertuples()]
+        parts = [f"{row.step} x{wording.describe(row.center, row.low, row.high)}" for row in group.itertuples()]
         lines.append(f"{config}, {threads} thread(s), over the 2020 step on torch 1.5.1: " + "; ".join(parts))
     for config in dict.fromkeys(records[col.CONFIG_NAME]):
         p = old_stack.projection(records, config)
@@ -193,7 +200,7 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
                 f"{p['measured']:.1f}x the 2020 step at 2 threads would be {p['projected']:.0f}x if each side kept "
                 f"its 1-to-2-thread scaling (exponents {p['exponent_best']:.2f} and {p['exponent_2020']:.2f})"
             )
-    return lines + stats.flag_note(records)
+    return lines + wording.flag_note(records)
 
 
 QUANTITIES = {col.SAMPLES_PER_S: "samples/s", "over_hbm": "over hbm", "gpu_over_cpu": "GPU over CPU"}
@@ -217,8 +224,8 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     for row in done[done["sweep"].isin(headline)].itertuples():
         lines.append(
             f"{row.sweep}, {row.grid} {row.variant} {QUANTITIES.get(row.quantity, row.quantity)}: measured "
-            f"{stats.number(row.measured)}, "
-            f"predicted {stats.number(row.mid)} [{stats.number(row.low)}, {stats.number(row.high)}]: {row.verdict}"
+            f"{wording.number(row.measured)}, predicted {wording.number(row.mid)} "
+            f"[{wording.number(row.low)}, {wording.number(row.high)}]: {row.verdict}"
             + (" (flagged repeats)" if row.flagged_only else "")
         )
     return lines

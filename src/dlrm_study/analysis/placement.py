@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.errors import UsageError
+from dlrm_study.analysis.readers import FAILED, NoRecords, check_cells, config_key, labelled, leave_out
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -27,13 +27,12 @@ def placement_records(out: Path, study: str) -> pd.DataFrame:
         return frame
     # The skew sweep leaves out Zipf 1.05: gpu-placements measured that point, the same config.
     studies = {study, "gpu-placements"} if study.endswith("-skew") else {study}
-    frame = frame[frame[col.STUDY].isin(studies) & frame[col.ERROR].isna()].copy()
+    frame = frame[frame[col.STUDY].isin(studies)]
+    frame = leave_out(frame, frame[col.ERROR].isna(), FAILED)
     if study.endswith("-skew"):
         skew = frame[frame[col.STUDY] == study]
         frame = frame[frame["model.table_rows"].isin(set(skew["model.table_rows"]))]
-    frame = frame.sort_values(col.TIMESTAMP).drop_duplicates(
-        [col.VARIANT, col.CONFIG_HASH, col.MACHINE, col.REPEAT], keep="last"
-    )
+    frame = check_cells(frame, (col.MACHINE, col.THREADS, col.RUN_ID, col.CONFIG_HASH, col.VARIANT, col.REPEAT))
     if study.endswith("-skew"):
         frame["x"], frame["knob"] = frame["data.zipf_alpha"], "Zipf exponent of the ids"
     elif study.endswith("-size"):
@@ -46,23 +45,24 @@ def cache_hit_rates(profile: str, out: Path, machine: str | None = "this") -> pd
     """The cache study's steady-state records of the profile's configs (`studies.placement.measure_cache`)."""
     path = out / CACHE_RECORDS
     if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+        raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
     configs = cache_configs(profile)
     frame = store.load(path)
-    frame = frame[frame[col.CONFIG_HASH].isin({cfg.hash() for cfg in configs})]
-    steady = frame[frame[col.VARIANT].isin({steady_variant(cfg) for cfg in configs})]  # not the cold-start records
-    frame = select(steady, machine)
-    return frame.sort_values(col.TIMESTAMP).drop_duplicates([col.CONFIG_HASH, col.MACHINE], keep="last")
+    # The steady-state counts only (earlier records, `cached-lru`, counted a cold cache: left out, counted).
+    frame = labelled(
+        frame, {(config_key(cfg), steady_variant(cfg)): cfg.name for cfg in configs}, [f"cache-hit-rate-{profile}"]
+    )
+    return check_cells(select(frame, machine), (col.MACHINE, col.RUN_ID, col.CONFIG_HASH, col.VARIANT))
 
 
 def remote_vs_local(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
     """Local against remote tables (`studies.placement.measure_remote`), `tables` naming where they were."""
     path = out / REMOTE_RECORDS
     if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
+        raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
     cfg = remote_config(profile)
-    frame = store.load(path)
-    frame = select(frame[(frame[col.CONFIG_HASH] == cfg.hash()) & frame[col.VARIANT].isin(list(TABLES))], machine)
+    frame = labelled(store.load(path), {(config_key(cfg), v): cfg.name for v in TABLES}, [f"remote-vs-local-{profile}"])
+    frame = check_cells(select(frame, machine))
     return frame.assign(tables=frame[col.VARIANT].map(TABLES))
 
 

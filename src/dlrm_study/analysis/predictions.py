@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats
+from dlrm_study.analysis import flags as flagging
+from dlrm_study.analysis import wording
 from dlrm_study.analysis.sensitivity import with_knob
 from dlrm_study.config import Config, Loop, Placement
 from dlrm_study.config.variants import GPU_HBM, REGISTRY, Variant
@@ -233,7 +234,7 @@ def measured(out: Path) -> pd.DataFrame:
     if frame.empty:
         return frame
     keys = [col.CONFIG_HASH, col.VARIANT]
-    clean, _ = stats.without_flagged(frame)
+    clean = frame[~flagging.flagged(frame)]
     every = frame.groupby(keys)[col.SAMPLES_PER_S].median().rename("all")
     kept = clean.groupby(keys)[col.SAMPLES_PER_S].median().rename("clean")
     both = pd.concat([every, kept], axis=1)
@@ -349,9 +350,10 @@ def table(scored: pd.DataFrame, claims: tuple[str, ...]) -> pd.DataFrame:
             col.VARIANT: pick[col.VARIANT],
             "quantity": pick["quantity"],
             "predicted": [
-                f"[{stats.number(lo)}, {stats.number(hi)}]" for lo, hi in zip(pick["low"], pick["high"], strict=True)
+                f"[{wording.number(lo)}, {wording.number(hi)}]"
+                for lo, hi in zip(pick["low"], pick["high"], strict=True)
             ],
-            "measured": [stats.number(m) if m == m else "-" for m in pick["measured"]],
+            "measured": [wording.number(m) if m == m else "-" for m in pick["measured"]],
             "verdict": [
                 v + (" (flagged repeats)" if f else "")
                 for v, f in zip(pick["verdict"], pick["flagged_only"], strict=True)

@@ -1,9 +1,21 @@
-"""The stored records of a sweep's current points, labelled with the sweep's point names."""
+"""Reading a study's records: every record of its current points, nothing dropped without a word.
 
+A record belongs to a point of a study by what it measured (`point_key`: the config, and so its
+config hash, without the timing length: 10 or 20 timed steps measure the same point) and its
+variant. What a reader leaves out it counts, by reason and machine, in the frame's
+`attrs[LEFT_OUT]` (the ledger lists them): failed measurements, and configs or variants the study
+no longer has. Two records of one cell (a repeat of one point and variant in one run, on one
+machine at one thread count) are an error, never a silent choice of one of them.
+"""
+
+import collections
+import hashlib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.config import LATER_FIELDS, Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure.sweep import Sweep, plan
 from dlrm_study.records import columns as col
@@ -11,26 +23,104 @@ from dlrm_study.records import store
 from dlrm_study.records.machine import select
 
 
-def sweep_records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
-    """The stored measurements of the sweep's current points (errors left out), on one machine.
+class NoRecords(UsageError):
+    """A study's records file does not exist yet (nothing measured): read as no evidence, said as such."""
 
-    `machine`: "this" (the default: this machine's key), a key, or None for every machine.
-    Whichever study measured a record, it carries this sweep's `point` label here. Records of
-    a config since changed stay in the file, out of the frame.
-    """
+
+LEFT_OUT = "left_out"  # frame.attrs[LEFT_OUT]: {(machine, reason): records}
+FAILED = "failed (an error record)"
+GONE = "of a config or variant the study no longer measures"
+TIMING_LENGTH = ("train.steps",)  # how long a point is timed, not what it is
+CELL = (col.MACHINE, col.THREADS, col.RUN_ID, col.POINT, col.VARIANT, col.REPEAT)
+
+
+def point_key(flat: Mapping[str, object]) -> str:
+    """12 hex digits naming what a config measures: its flattened fields (`Config.flat`, or a record's config
+    columns) as stored text, without its timing length; a field added later is left out at its default."""
+    items = []
+    for name in sorted(k for k in flat if k.startswith(("model.", "data.", "train.")) and k not in TIMING_LENGTH):
+        value = store.text(flat[name])
+        if name in LATER_FIELDS and value in ("", store.text(LATER_FIELDS[name])):
+            continue
+        items.append(f"{name}={value}")
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:12]
+
+
+def config_key(cfg: Config) -> str:
+    return point_key(cfg.flat())
+
+
+def keys_of(frame: pd.DataFrame) -> pd.Series:
+    """Each record's `point_key`, computed once per distinct config (records written before config columns
+    existed share a config hash with later ones but not their columns, so the columns decide)."""
+    columns = [c for c in frame.columns if c.startswith(("model.", "data.", "train."))]
+    text = frame[columns].map(store.text) if columns else pd.DataFrame(index=frame.index)
+    rows = text.apply(tuple, axis=1) if columns else pd.Series([()] * len(frame), index=frame.index)
+    by_row = {row: point_key(dict(zip(columns, row, strict=True))) for row in set(rows)}
+    return rows.map(by_row)
+
+
+def leave_out(frame: pd.DataFrame, keep: pd.Series, reason: str) -> pd.DataFrame:
+    """`frame[keep]`, the others counted under `reason` per machine in the result's `attrs[LEFT_OUT]`."""
+    counts = collections.Counter(dict(frame.attrs.get(LEFT_OUT, {})))
+    machines = frame.loc[~keep, col.MACHINE] if col.MACHINE in frame else pd.Series("", index=frame.index[~keep])
+    for machine, n in machines.fillna("").value_counts().items():
+        counts[(machine, reason)] += int(n)
+    kept = frame[keep].copy()
+    kept.attrs[LEFT_OUT] = dict(counts)
+    return kept
+
+
+def labelled(frame: pd.DataFrame, labels: Mapping[tuple[str, str], str], studies: Iterable[str] = ()) -> pd.DataFrame:
+    """The records of the points `labels` names ((point key, variant) -> label), with `point`, whichever study
+    measured them; failed ones left out, counted, and so are the records that match no point but are this
+    study's: of one of `studies`, or stored under one of its point labels (a config since changed)."""
+    if frame.empty:
+        return frame
+    keys = list(zip(keys_of(frame), frame[col.VARIANT].astype(str), strict=True))
+    matched = pd.Series([k in labels for k in keys], index=frame.index)
+    own = frame[col.STUDY].isin(list(studies)) if col.STUDY in frame else pd.Series(False, index=frame.index)
+    if col.POINT in frame:
+        own |= frame[col.POINT].isin(set(labels.values()))
+    frame = leave_out(frame.assign(_key=keys), matched | ~own, GONE)  # another study's records are not counted
+    frame = frame[matched.loc[frame.index]]
+    if col.ERROR in frame:
+        frame = leave_out(frame, frame[col.ERROR].isna() | (frame[col.ERROR].astype(str) == ""), FAILED)
+    frame[col.POINT] = frame["_key"].map(labels)
+    return frame.drop(columns="_key")
+
+
+def check_cells(frame: pd.DataFrame, cell: Iterable[str] = CELL) -> pd.DataFrame:
+    """The frame, after refusing two records of one cell (`CELL`) in one run, naming the first such cell."""
+    keys = [k for k in cell if k in frame]
+    doubled = frame.duplicated(keys, keep=False) if keys and not frame.empty else pd.Series(False, index=frame.index)
+    if doubled.any():
+        first = frame[doubled].iloc[0]
+        where = ", ".join(f"{k} {first[k]}" for k in keys)
+        raise UsageError(f"two records of one cell ({where}): a repeat is measured once per run")
+    return frame
+
+
+def left_out(frame: pd.DataFrame, machine: str | None = None) -> dict[str, int]:
+    """What a reader left out of `frame`, by reason (of one machine's records, or of every machine's)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for (who, reason), n in frame.attrs.get(LEFT_OUT, {}).items():
+        if machine is None or who == machine:
+            counts[reason] += n
+    return dict(counts)
+
+
+def sweep_records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
+    """The stored measurements of the sweep's current points on one machine (None: every machine's), labelled
+    with the sweep's `point` (whichever study measured them); failed ones and other configs left out, counted."""
     path = Path(sweep.out)
     if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run the sweep, or measure=True)")
-    labels = {(cfg.hash(), v): label for label, cfgs in plan(sweep, here=False)[0] for v, cfg in cfgs.items()}
+        raise NoRecords(f"no records yet: {path} does not exist (run the sweep, or measure=True)")
     frame = store.load(path)
     if frame.empty:
         return frame
-    pairs = list(zip(frame[col.CONFIG_HASH].astype(str), frame[col.VARIANT].astype(str), strict=True))
-    frame = frame[[pair in labels for pair in pairs]].copy()
-    frame[col.POINT] = [labels[pair] for pair in zip(frame[col.CONFIG_HASH], frame[col.VARIANT], strict=True)]
+    points = plan(sweep, here=False)[0]
+    labels = {(config_key(cfg), v): label for label, cfgs in points for v, cfg in cfgs.items()}
+    frame = labelled(frame, labels, [sweep.name])
     frame[col.GRID] = frame[col.POINT]
-    frame = select(frame, machine)
-    if col.ERROR in frame:
-        frame = frame[frame[col.ERROR].isna()]
-    keys = [col.VARIANT, col.CONFIG_HASH, col.MACHINE, col.REPEAT]
-    return frame.sort_values(col.TIMESTAMP).drop_duplicates(keys, keep="last")
+    return check_cells(select(frame, machine))

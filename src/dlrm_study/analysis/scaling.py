@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
-from dlrm_study.errors import UsageError
+from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
 from dlrm_study.perfmodel import scaling as scaling_model
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -18,22 +19,15 @@ def scaling_records(profile: str, out: Path, machine: str | None = "this") -> pd
     """The study's stored records for its current points, on one machine (one thread per rank)."""
     path = out / "scaling.csv"
     if not path.exists():
-        raise UsageError(f"no records yet: {path} does not exist (run with measure=True)")
-    labels = {(cfg.hash(), v): label for label, cfgs in plan(profile) for v, cfg in cfgs.items()}
-    frame = store.load(path)
-    pairs = list(zip(frame[col.CONFIG_HASH], frame[col.VARIANT].astype(str), strict=True))
-    frame = frame[[pair in labels for pair in pairs]].copy()
-    frame[col.POINT] = [labels[pair] for pair in zip(frame[col.CONFIG_HASH], frame[col.VARIANT], strict=True)]
-    frame = select(frame, machine)
-    return frame.sort_values(col.TIMESTAMP).drop_duplicates(
-        [col.CONFIG_HASH, col.VARIANT, col.MACHINE, col.REPEAT], keep="last"
-    )
+        raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
+    labels = {(config_key(cfg), v): label for label, cfgs in plan(profile) for v, cfg in cfgs.items()}
+    return check_cells(select(labelled(store.load(path), labels, [f"scaling-{profile}"]), machine))
 
 
 def calibration_records(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The single-rank records the model is fitted on: all of them (every repeat counts), said so."""
-    single = stats.with_flags(frame[frame[col.WORLD_SIZE] == 1])
-    flagged = int(stats.flagged(single).sum())
+    single = flagging.with_flags(frame[frame[col.WORLD_SIZE] == 1])
+    flagged = int(flagging.flagged(single).sum())
     return single, f"fitted on all {len(single)} single-rank records ({flagged} flagged)" if flagged else ""
 
 
@@ -42,14 +36,15 @@ def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, fl
 
     From all repeats; NaN where no repeat pairs up.
     """
-    clean = stats.with_flags(frame)
+    clean = flagging.with_flags(frame)
     none = (math.nan, math.nan, math.nan)
     if clean.empty:
         return {"strong_speedup": none, "strong_efficiency": none, "weak_efficiency": none}
     batch = int(frame[col.BATCH_SIZE].max())
     base = clean[clean["data.lookups_per_table"] == frame["data.lookups_per_table"].min()]
     speedup = stats.paired_ratio(base[base[col.BATCH_SIZE] == batch], "2 ranks", "1 rank")[:3]
-    rate = base.pivot_table(index=col.REPEAT, columns=[col.WORLD_SIZE, col.BATCH_SIZE], values=col.SAMPLES_PER_S)
+    cells = [col.MACHINE, col.RUN_ID, col.REPEAT]  # weak scaling pairs 2 ranks with 1 rank in one repeat of one run
+    rate = base.pivot_table(index=cells, columns=[col.WORLD_SIZE, col.BATCH_SIZE], values=col.SAMPLES_PER_S)
     pairs = [(2, batch), (1, batch // 2)]
     weak = (rate[pairs[0]] / (2 * rate[pairs[1]])).dropna() if all(p in rate for p in pairs) else []
     return {
@@ -87,7 +82,7 @@ def model(records: pd.DataFrame) -> dict[str, object]:
         "calibration": calibration,
         "note": note,
         "link": link,
-        "check": scaling_model.check(calibration, stats.with_flags(records), link),
+        "check": scaling_model.check(calibration, flagging.with_flags(records), link),
         "shape": shape,
         "per_rank_batch": per_rank,
         "network": scaling_model.OMNI_PATH_100G,

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats
-from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis.readers import check_cells, sweep_records
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
@@ -54,33 +54,33 @@ def base_intervals(records: pd.DataFrame, device: str | None = None) -> list[str
         records = records[records[col.DEVICE] == device]
     lines = []
     for _, row in stats.summarize(records, ["variant"]).iterrows():
-        described = stats.describe(row.center, row.low, row.high, digits=0)
+        described = wording.describe(row.center, row.low, row.high, digits=0)
         lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)")
     for variant in BF16_PAIR:
         r = stats.paired_ratio(records, variant, "reference")
         if r.n:
             lines.append(
-                f"{variant} / reference (paired): {stats.describe(r.center, r.low, r.high, 'x')}, "
+                f"{variant} / reference (paired): {wording.describe(r.center, r.low, r.high, 'x')}, "
                 f"+-{r.half_width:.1%} ({r.n} pairs)"
             )
-    return lines + stats.flag_note(records)
+    return lines + wording.flag_note(records)
 
 
 def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
     """One sentence per variant: samples/s at the knob's largest value over its smallest, paired within
-    repeats of one run (all repeats, and without the flagged ones: `stats.paired_finding`)."""
+    repeats of one run (all repeats, and without the flagged ones: `wording.paired_finding`)."""
     if records.empty:
         return [f"{KNOBS[knob][2]}: no finding: no records"]
     low_x, high_x = records["x"].min(), records["x"].max()
     lines = []
     for variant in dict.fromkeys(records[col.VARIANT]):
-        f = stats.paired_finding(records[records[col.VARIANT] == variant], high_x, low_x, between="x")
+        f = wording.paired_finding(records[records[col.VARIANT] == variant], high_x, low_x, between="x")
         if not f.all.n:
             continue
         lines.append(f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s {f.text()}")
     if not lines:
-        lines.append(f"{KNOBS[knob][2]}: no finding: {stats.unpaired_reason(records, 'x')}")
-    return lines + stats.flag_note(records)
+        lines.append(f"{KNOBS[knob][2]}: no finding: {wording.unpaired_reason(records, 'x')}")
+    return lines + wording.flag_note(records)
 
 
 def rates_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -89,7 +89,7 @@ def rates_table(records: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     summary = stats.summarize(records, ["x", "variant"])
     summary["k samples/s"] = [
-        stats.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
+        wording.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
     ]
     return summary.pivot(index="x", columns="variant", values="k samples/s")
 
@@ -140,9 +140,10 @@ def gpu_over_cpu_pairs(records: pd.DataFrame) -> tuple[pd.DataFrame, str | None]
     if gpu.empty or best is None:
         return pd.DataFrame(columns=[*keys, "ratio"]), best
 
-    def rates(frame: pd.DataFrame) -> pd.Series:
+    def rates(frame: pd.DataFrame) -> pd.Series:  # one record per cell (two are an error, not a median)
         frame = frame[frame[col.RUN_ID].map(stats.interleaved)]
-        return frame.assign(tables=frame["model.table_rows"].map(grid_tables)).groupby(keys)[col.SAMPLES_PER_S].median()
+        frame = check_cells(frame.assign(tables=frame["model.table_rows"].map(grid_tables)), keys)
+        return frame.set_index(keys)[col.SAMPLES_PER_S]
 
     ratio = (rates(gpu) / rates(cpu[cpu[col.VARIANT] == best])).dropna().rename("ratio").reset_index()
     return ratio, ALIASES[best]

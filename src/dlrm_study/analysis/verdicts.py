@@ -1,40 +1,38 @@
-"""The frozen claim rules (docs/claims.md), applied: a verdict per claim and machine.
+"""The claim rules (docs/claims.md), applied: a verdict per claim and machine.
 
-Outcomes are symmetric: **reproduced** / **not reproduced** when the evidence lies wholly on one
-side of the claim's threshold, **inconclusive** when it spans it, **fragile** when all repeats
-and the flagged-removed repeats give different outcomes (both are shown), **too few repeats**
-when the evidence has fewer than `stats.MIN_PAIRS` pairs; and **not measurable here**, **not
-yet measured**, **unrecorded machine** (records that never said their ISA: not judged).
+Outcomes are symmetric: **reproduced** / **not reproduced** when the evidence lies wholly on one side
+of the claim's threshold, **inconclusive** when it spans it, **too few repeats** when the evidence has
+fewer than `stats.MIN_PAIRS` pairs (or `S3_SEEDS` seeds); and **not measurable here**, **not yet
+measured**, **unrecorded machine** (records that never said their ISA: not judged).
 
-Every rule reads one machine's records only, and pairs within one run of it; nothing here
-depends on the machine running this code. The thresholds below are the rules' numbers; their
-text, and the hash stored in every record measured under them, is docs/claims.md's.
+Every verdict is computed twice (`judge`): over every pair, which decides it, and over the pairs no
+flag doubts, a sensitivity check: **fragile** where that second view (at least `views.MIN_CLEAN`
+pairs in each comparison) reaches the opposite outcome, *robustness not assessable* where too few
+pairs are unflagged. A rule that asks whether any of m comparisons holds takes each interval at
+1 - 0.05 / m (`stats.family`). The records a verdict reads are one machine's, at its most threads,
+and it counts every record of its studies that it did not use, by reason (`Use`).
 """
 
+import collections
 import dataclasses
 import math
 
 import pandas as pd
 
-from dlrm_study.analysis import baseline as old_stack
-from dlrm_study.analysis import cpu as cpu_analysis
-from dlrm_study.analysis import scaling as scaling_analysis
 from dlrm_study.analysis import stats
+from dlrm_study.analysis.baseline import projection
+from dlrm_study.analysis.cpu import embedding_share
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
+from dlrm_study.analysis.flags import flagged, pair_flags
+from dlrm_study.analysis.readers import left_out
+from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
-from dlrm_study.config.variants import (
-    BF16_PAIR,
-    GPU_CACHED,
-    GPU_HBM,
-    GPU_HOST,
-    GPU_UVM,
-    OPTIMIZED_BF16,
-    OPTIMIZED_FP32,
-    REFERENCE,
-)
-from dlrm_study.records import Machine
+from dlrm_study.analysis.views import MIN_CLEAN, side
+from dlrm_study.analysis.wording import describe
+from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
+from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
-from dlrm_study.studies import baseline
+from dlrm_study.studies.baseline import OLD
 from dlrm_study.studies.sensitivity import KNOBS
 
 CLAIMS = {
@@ -47,23 +45,65 @@ CLAIMS = {
     "S3": "BF16 Split-SGD trains up to 1.8x faster than FP32, same accuracy",
     "S4": "hybrid parallelism scales efficiently to 64 sockets",
 }
-H1_FACTOR = 1.5  # "strongly": a model-shape knob moves GPU samples/s by at least this factor
-H4_RECOVERY = 0.5  # "most": the cache wins back more than half of what the best off-GPU placement loses
+H1_FACTOR = 1.5  # "strongly": a model-shape knob moves GPU samples/s by at least this factor, either way
+H4_RECOVERY = 0.5  # "most": the cache wins back more than half of what host memory loses
 S1_FACTOR = 110.0
-S3_FACTOR = 1.8  # "up to 1.8x": drawn as the claim's line; the rule asks bf16 to be faster, not 1.8x
+S1_CORES = 28  # SC20's single socket (a 28-core Xeon): S1 is judged at that size or not at all
 S2_SHARE = 0.5
+S3_FACTOR = 1.8  # "up to 1.8x"
+S3_MARGIN = 0.1  # bf16 reaches the claim when its interval lies above 1.8x less this margin (1.62x)
 S3_AUC_GAP = 0.002
 S3_SEEDS = 3  # held-out AUC over at least this many seeds
-CPU_LOOPS = BF16_PAIR
+S3_PRESETS = ("dlrm-benchmark", "mlperf-scaled")
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+TOO_FEW, NOT_MEASURABLE, NOT_YET = "too few repeats", "not measurable here", "not yet measured"
+NOT_ASSESSABLE = "not assessable"  # only in the flagged-removed view: fewer than MIN_CLEAN pairs left
+OPPOSITE = {REPRODUCED: NOT_REPRODUCED, NOT_REPRODUCED: REPRODUCED}
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     status: str
     evidence: str
+    note: str = ""  # robustness and rules: said after the evidence
+    # Records of the claim's studies this verdict did not use, by reason (the ledger lists them).
+    left_out: dict[str, int] = dataclasses.field(default_factory=dict, compare=False)
 
     def cell(self) -> str:
-        return f"**{self.status}**: {self.evidence}" if self.evidence else f"**{self.status}**"
+        said = f"**{self.status}**: {self.evidence}" if self.evidence else f"**{self.status}**"
+        return f"{said} ({self.note})" if self.note else said
+
+
+class Lens:
+    """How a rule reads its records: every pair (`clean` False) or the unflagged ones, and what it left out."""
+
+    def __init__(self, clean: bool) -> None:
+        self.clean = clean
+        self.short = False  # some comparison had fewer than MIN_CLEAN unflagged pairs
+        self.used: collections.Counter[str] = collections.Counter()
+        self.dropped: collections.Counter[str] = collections.Counter()
+
+    def keep(self, frame: pd.DataFrame, mask: pd.Series, reason: str) -> pd.DataFrame:
+        """`frame[mask]`, counting the records left out under `reason`."""
+        self.dropped[reason] += int((~mask).sum())
+        return frame[mask]
+
+    def ratio(self, found: pd.DataFrame, confidence: float = stats.CONFIDENCE) -> stats.Ratio:
+        """The ratio over `stats.pairs`' rows: every pair, or the unflagged ones (NO_RATIO where too few)."""
+        if self.clean and not found.empty:
+            found = found[~pair_flags(found)]
+            if len(found) < MIN_CLEAN:
+                self.short = True
+                return stats.NO_RATIO
+        return stats.Ratio.of(list(found["ratio"]), confidence) if len(found) else stats.NO_RATIO
+
+    def paired(self, records: pd.DataFrame, variant: object, baseline: object, between: str = col.VARIANT,
+               confidence: float = stats.CONFIDENCE) -> stats.Ratio:  # fmt: skip
+        return self.ratio(stats.pairs(records, variant, baseline, between=between), confidence)
+
+    def enough(self, n: int) -> bool:
+        """The all-pairs view's gate: MIN_PAIRS pairs (the unflagged view has none of its own)."""
+        return self.clean or n >= stats.MIN_PAIRS
 
 
 def verdicts(evidence: Evidence) -> dict[str, dict[str, Verdict]]:
@@ -72,48 +112,80 @@ def verdicts(evidence: Evidence) -> dict[str, dict[str, Verdict]]:
 
 
 def judge(claim: str, evidence: Evidence, machine: str) -> Verdict:
-    """One claim on one machine's evidence: with all repeats and without the flagged ones."""
+    """One claim on one machine's evidence: decided over every pair, checked without the flagged ones."""
     if not Machine.parse(machine).recorded:
         return Verdict("unrecorded machine", "its records never said its ISA: listed, not judged")
-    every, clean = (RULES[claim](evidence, machine, drop_flagged) for drop_flagged in (False, True))
-    if every.status == clean.status:
-        return every
-    return Verdict(
-        "fragile",
-        f"all repeats: {every.status} ({every.evidence}); flagged repeats removed: {clean.status} ({clean.evidence})",
-    )
+    every = RULES[claim](evidence, machine, Lens(False))
+    clean_lens = Lens(True)
+    clean = RULES[claim](evidence, machine, clean_lens)
+    notes = []
+    if every.status in OPPOSITE:
+        if clean_lens.short:
+            notes.append("robustness not assessable: too few unflagged pairs")
+        elif clean.status == OPPOSITE[every.status]:
+            every = dataclasses.replace(every, status="fragile",
+                                        evidence=f"over every pair {every.status} ({every.evidence}); without the "
+                                        f"flagged pairs {clean.status} ({clean.evidence})")  # fmt: skip
+    if predates(evidence, claim):
+        notes.append("records measured before these rules")
+    left = dict(collections.Counter(every.left_out) + collections.Counter(unused(evidence, claim, machine)))
+    return dataclasses.replace(every, note="; ".join(filter(None, [every.note, *notes])), left_out=left)
 
 
-def view(frame: pd.DataFrame, drop_flagged: bool, quantity: str = "throughput") -> pd.DataFrame:
-    """All repeats, or the flagged ones removed."""
-    if frame.empty:
-        return frame
-    return stats.without_flagged(frame, quantity)[0] if drop_flagged else stats.with_flags(frame)
+CLAIM_FRAMES = {  # the evidence each claim reads (for the records it leaves out, and their rules)
+    "H1": ("gpu_knobs",), "H2": ("gpu_grid",), "H3": ("gpu_grid",), "H4": ("gpu_placements", "remote"),
+    "S1": ("baseline", "cpu_loops"), "S2": ("cpu_loops",), "S3": ("cpu_loops", "accuracy"), "S4": ("scaling",),
+}  # fmt: skip
 
 
-def enough(n: int) -> bool:
-    return n >= stats.MIN_PAIRS
+def claim_frames(evidence: Evidence, claim: str) -> list[pd.DataFrame]:
+    frames = []
+    for name in CLAIM_FRAMES[claim]:
+        frames += list(evidence.gpu_knobs.values()) if name == "gpu_knobs" else [getattr(evidence, name)]
+    return frames
 
 
-def few(n: int, what: str = "pairs") -> Verdict:
-    return Verdict("too few repeats", f"{n} {what} < {stats.MIN_PAIRS}")
+def unused(evidence: Evidence, claim: str, machine: str) -> dict[str, int]:
+    """What the readers of the claim's studies left out of this machine's records, by reason."""
+    total: collections.Counter[str] = collections.Counter()
+    for frame in claim_frames(evidence, claim):
+        total.update(left_out(frame, machine))
+    return dict(total)
 
 
-def side(low: float, high: float, threshold: float) -> str:
-    """reproduced above the threshold, not reproduced below it, inconclusive across it."""
-    if low != low:
-        return "inconclusive"
-    if low > threshold:
-        return "reproduced"
-    if high < threshold:
-        return "not reproduced"
-    return "inconclusive"
+def predates(evidence: Evidence, claim: str) -> bool:
+    """Whether any record the claim reads was measured under other rules (or before rules were hashed)."""
+    now = provenance.rules_hash()
+    for frame in claim_frames(evidence, claim):
+        if not frame.empty:
+            hashes = frame[col.RULES_HASH].fillna("").astype(str) if col.RULES_HASH in frame else pd.Series([""])
+            if (hashes != now).any():
+                return True
+    return False
+
+
+def outcome(r: stats.Ratio, low: float, high: float | None = None) -> str:
+    """reproduced above the threshold (or the band), not reproduced below it, inconclusive across it."""
+    where = side(r, low, high)
+    return {"above": REPRODUCED, "below": NOT_REPRODUCED}.get(where, INCONCLUSIVE)
 
 
 def ratio_text(r: stats.Ratio, unit: str = "x") -> str:
     if not r.n:
         return "not paired (0 pairs)"
-    return f"{stats.describe(r.center, r.low, r.high, unit)} ({r.n} pairs)"
+    return f"{describe(r.center, r.low, r.high, unit)} ({r.n} pairs)"
+
+
+def with_left_out(verdict: Verdict, lens: Lens) -> Verdict:
+    return dataclasses.replace(verdict, left_out=dict(lens.dropped))
+
+
+def most_threads(frame: pd.DataFrame, lens: Lens) -> pd.DataFrame:
+    """The records at the machine's most threads (a claim is judged at the machine's size)."""
+    if frame.empty or col.THREADS not in frame:
+        return frame
+    most = frame[col.THREADS].astype(float).max()
+    return lens.keep(frame, frame[col.THREADS].astype(float) == most, "at fewer threads than the machine's most")
 
 
 # --- H1-H4: GPU claims ----------------------------------------------------------------------------
@@ -122,43 +194,43 @@ def ratio_text(r: stats.Ratio, unit: str = "x") -> str:
 def gpu_early(evidence: Evidence, machine: str) -> Verdict | None:
     """The verdict where the machine cannot test a GPU claim or has no GPU records; None where it can."""
     if not Machine.parse(machine).has_gpu:
-        return Verdict("not measurable here", "no GPU")
+        return Verdict(NOT_MEASURABLE, "no GPU")
     if evidence.gpu.empty:
-        return Verdict("not yet measured", "no GPU records of this machine")
+        return Verdict(NOT_YET, "no GPU records of this machine")
     return None
 
 
-def h1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    """Some model-shape knob moves gpu-hbm samples/s by >= H1_FACTOR between its ends, paired in runs."""
+def h1(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    """Some model-shape knob moves gpu-hbm samples/s by more than H1_FACTOR between its ends (either way,
+    intervals at 1 - 0.05/6); every knob within H1_FACTOR both ways refutes it."""
     if (early := gpu_early(evidence, machine)) is not None:
         return early
-    effects = {}
+    family = stats.family(len(H1_KNOBS))
+    effects, strict = {}, {}
     for knob in H1_KNOBS:
-        frame = view(evidence.gpu_knobs.get(knob, pd.DataFrame()), drop_flagged)
+        frame = evidence.gpu_knobs.get(knob, pd.DataFrame())
         if not frame.empty:
-            effects[knob] = stats.paired_ratio(frame, frame["x"].max(), frame["x"].min(), between="x")
-    judged = {k: r for k, r in effects.items() if enough(r.n)}
+            found = stats.pairs(frame, frame["x"].max(), frame["x"].min(), between="x")
+            effects[knob], strict[knob] = lens.ratio(found), lens.ratio(found, family)
+    judged = {k for k, r in effects.items() if r.n and lens.enough(r.n)}
     text = "; ".join(f"{KNOBS[k][2]} {ratio_text(r)}" for k, r in effects.items()) or "no knob sweeps"
-    text = f"gpu-hbm samples/s between each knob's ends, paired within runs: {text}; threshold {H1_FACTOR}x"
+    text = (f"gpu-hbm samples/s between each knob's ends, paired within runs: {text}; beyond {H1_FACTOR}x either "
+            f"way at {family:.1%} each (6 knobs)")  # fmt: skip
     if not judged:
         most = max((r.n for r in effects.values()), default=0)
-        return Verdict("too few repeats", f"{text} (no knob with {stats.MIN_PAIRS} pairs; at most {most})")
-
-    def factor(r: stats.Ratio) -> tuple[float, float]:  # the effect as a factor >= 1, either way
-        return (1 / r.high, 1 / r.low) if r.center < 1 else (r.low, r.high)
-
-    if any(factor(r)[0] > H1_FACTOR for r in judged.values()):
-        return Verdict("reproduced", text)
-    if len(judged) == len(H1_KNOBS) and all(factor(r)[1] < H1_FACTOR for r in judged.values()):
-        return Verdict("not reproduced", text)
-    return Verdict("inconclusive", text)
+        return Verdict(TOO_FEW, f"{text} (no knob with {stats.MIN_PAIRS} pairs; at most {most})")
+    if any(side(strict[k], 1 / H1_FACTOR, H1_FACTOR) in ("above", "below") for k in judged):
+        return Verdict(REPRODUCED, text)
+    if judged == set(H1_KNOBS) and all(side(effects[k], 1 / H1_FACTOR, H1_FACTOR) == "within" for k in judged):
+        return Verdict(NOT_REPRODUCED, text)
+    return Verdict(INCONCLUSIVE, text)
 
 
-def grid_changes(evidence: Evidence, drop_flagged: bool, along: str) -> tuple[list, str | None]:
+def grid_changes(evidence: Evidence, lens: Lens, along: str) -> tuple[list, str | None]:
     """GPU over the fastest CPU loop, paired per repeat within one run on this machine
     (`sensitivity.gpu_over_cpu_pairs`), and its change from the low to the high end of `along` at
-    every value of the other axis: (other, Ratio) pairs."""
-    ratio, best = gpu_over_cpu_pairs(view(evidence.gpu_grid, drop_flagged))
+    every value of the other axis, paired within runs: (other value, Ratio) pairs."""
+    ratio, best = gpu_over_cpu_pairs(evidence.gpu_grid)
     if ratio.empty:
         return [], best
     other = "tables" if along == "model.dense_features" else "model.dense_features"
@@ -166,188 +238,218 @@ def grid_changes(evidence: Evidence, drop_flagged: bool, along: str) -> tuple[li
     changes = []
     for value, part in ratio.groupby(other):
         ends = part[part[along].isin([lo, hi])].assign(end=lambda f: f[along].map({lo: "lo", hi: "hi"}))
-        changes.append((value, stats.paired_ratio(ends.assign(**{col.VARIANT: ends["end"]}), "hi", "lo", "ratio")))
+        ends = ends.assign(**{col.VARIANT: ends["end"], col.SAMPLES_PER_S: ends["ratio"]})
+        changes.append((value, lens.paired(ends.drop(columns="ratio"), "hi", "lo")))
     return changes, best
 
 
-def grid_claim(evidence: Evidence, machine: str, drop_flagged: bool, along: str, grows: bool) -> Verdict:
+def grid_claim(evidence: Evidence, machine: str, lens: Lens, along: str, grows: bool) -> Verdict:
     """H2 (along dense features, grows) and H3 (along tables, shrinks): the change of GPU/CPU between the
     axis's ends, at every value of the other axis, each interval on the claimed side."""
     if (early := gpu_early(evidence, machine)) is not None:
         return early
-    changes, best = grid_changes(evidence, drop_flagged, along)
+    changes, best = grid_changes(evidence, lens, along)
     if not changes:
-        return Verdict("not yet measured", "needs the GPU host's CPU records of the grid, measured in the same run")
+        return Verdict(NOT_YET, "needs the GPU host's CPU records of the grid, measured in the same run")
     name = "dense features" if along == "model.dense_features" else "tables"
     parts = "; ".join(f"at {v}: {ratio_text(r)}" for v, r in changes)
     text = f"change of GPU / {best} (same machine, paired within runs) from the fewest to the most {name}: {parts}"
-    if not all(enough(r.n) for _, r in changes):
-        return Verdict("too few repeats", text)
-    outcomes = {side(r.low, r.high, 1.0) if grows else side(1 / r.high, 1 / r.low, 1.0) for _, r in changes}
-    return Verdict(outcomes.pop() if len(outcomes) == 1 else "inconclusive", text)
+    if not all(r.n and lens.enough(r.n) for _, r in changes):
+        return Verdict(TOO_FEW, text)
+    sides = {side(r, 1.0) for _, r in changes}
+    if sides == {"above" if grows else "below"}:
+        return Verdict(REPRODUCED, text)
+    if sides == {"below" if grows else "above"}:
+        return Verdict(NOT_REPRODUCED, text)
+    return Verdict(INCONCLUSIVE, text)
 
 
-def h2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    return grid_claim(evidence, machine, drop_flagged, "model.dense_features", grows=True)
+def h2(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    return grid_claim(evidence, machine, lens, "model.dense_features", grows=True)
 
 
-def h3(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    return grid_claim(evidence, machine, drop_flagged, "tables", grows=False)
+def h3(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    return grid_claim(evidence, machine, lens, "tables", grows=False)
 
 
-def h4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    """Off-GPU tables (host, uvm) cost throughput, and the cache wins back most of what the better of them loses."""
+def needed(off: float) -> float:
+    """cached/hbm that wins back H4_RECOVERY of what a placement at `off` of hbm loses."""
+    return off + H4_RECOVERY * (1 - off)
+
+
+def h4(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    """Host-memory tables cost throughput against hbm, and the cache of hot rows wins back most of it. The
+    refutation is an OR of two tests, each at 1 - 0.05/2."""
     if not Machine.parse(machine).has_gpu:
-        remote = view(evidence.remote, drop_flagged)
         text = "no GPU for the placements"
-        if not remote.empty:
-            text += f"; remote tables over local tables (a CPU parameter server): {ratio_text(stats.paired_ratio(remote, 'remote', 'local'))}"  # noqa: E501
-        return Verdict("not measurable here", text)
+        if not evidence.remote.empty:
+            remote = ratio_text(lens.paired(evidence.remote, "remote", "local"))
+            text += f"; remote tables over local tables (a CPU parameter server): {remote}"
+        return Verdict(NOT_MEASURABLE, text)
     if (early := gpu_early(evidence, machine)) is not None:
         return early
-    frame = view(evidence.gpu_placements, drop_flagged)
-    off = {"host": GPU_HOST, "uvm": GPU_UVM, "cached": GPU_CACHED}
-    ratios = {where: stats.paired_ratio(frame, name, GPU_HBM) for where, name in off.items()}
-    if not all(r.n for r in ratios.values()):
-        return Verdict("not yet measured", "no GPU placement repeat pairs up with hbm")
+    frame = evidence.gpu_placements
+    found = {name: stats.pairs(frame, variant, GPU_HBM) for name, variant in
+             (("host", GPU_HOST), ("uvm", GPU_UVM), ("cached", GPU_CACHED))}  # fmt: skip
+    ratios = {name: lens.ratio(f) for name, f in found.items()}
+    if not (ratios["host"].n and ratios["cached"].n):
+        return Verdict(NOT_YET, "no host or cached repeat pairs up with hbm")
     text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
         f"{name} {ratio_text(r)}" for name, r in ratios.items()
     )
-    if not all(enough(r.n) for r in ratios.values()):
-        return Verdict("too few repeats", text)
-    best = max(ratios["host"], ratios["uvm"], key=lambda r: r.center)  # the cheaper way off the GPU
-    cached = ratios["cached"]
-
-    def needed(off: float) -> float:  # cached/hbm that wins back H4_RECOVERY of what `off` loses
-        return off + H4_RECOVERY * (1 - off)
-
-    if best.high < 1 and cached.low > needed(best.high):
-        return Verdict("reproduced", text)
-    if best.low > 1 or cached.high < needed(best.low):
-        return Verdict("not reproduced", text)
-    return Verdict("inconclusive", text)
+    text += f"; cached must exceed needed(host) = host + {H4_RECOVERY} (1 - host)"
+    if not all(lens.enough(ratios[name].n) for name in ("host", "cached")):
+        return Verdict(TOO_FEW, text)
+    host, cached = ratios["host"], ratios["cached"]
+    if host.high < 1 and cached.low > needed(host.high):
+        return Verdict(REPRODUCED, text)
+    host2, cached2 = lens.ratio(found["host"], stats.family(2)), lens.ratio(found["cached"], stats.family(2))
+    if host2.low > 1 or cached2.high < needed(host2.low):
+        return Verdict(NOT_REPRODUCED, text)
+    return Verdict(INCONCLUSIVE, text)
 
 
 # --- S1-S4: CPU claims ----------------------------------------------------------------------------
 
 
-def s1(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    """The faster optimized loop over the 2020 reference step (else today's reference), against 110x."""
+def s1(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    """The optimized loop over the 2020 reference step at a full socket's cores (S1_CORES): below that, not
+    measurable here, with what was measured (the 2020 stack to today's, optimization, threads) and any
+    projection, labelled."""
+    m = Machine.parse(machine)
+    loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32  # the one comparison the rule reads
     old = evidence.baseline
-    old = old[old[col.CONFIG_NAME] == "dlrm-benchmark"] if not old.empty else old
+    old = lens.keep(old, old[col.CONFIG_NAME] == "dlrm-benchmark", "of other presets") if not old.empty else old
+    loops = evidence.cpu_loops
+    if not loops.empty:
+        loops = lens.keep(loops, loops[col.CONFIG_NAME] == "dlrm-benchmark", "of other presets")
+        loops = most_threads(loops, lens)
+    parts = []
     if not old.empty:
-        records, against = old[old[col.THREADS] == old[col.THREADS].max()], baseline.OLD
-        what = "the 2020 reference step on torch 1.5.1"
-    else:
-        loops = evidence.cpu_loops
-        records = loops[loops[col.CONFIG_NAME] == "dlrm-benchmark"] if not loops.empty else loops
-        against, what = REFERENCE, "today's PyTorch reference"
-    if records.empty:
-        return Verdict("not yet measured", "")
-    frame = view(records, drop_flagged)
-    ratios = {v: stats.paired_ratio(frame, v, against) for v in CPU_LOOPS}
-    paired = [v for v in CPU_LOOPS if ratios[v].n]
-    if not paired:
-        return Verdict("too few repeats", "no pair of repeats on dlrm-benchmark")
-    best = max(paired, key=lambda v: ratios[v].center)
-    r = ratios[best]
-    threads = "/".join(str(t) for t in sorted(records[col.THREADS].dropna().astype(int).unique()))
-    text = f"{best} over {what}, dlrm-benchmark, {threads} threads: {ratio_text(r)}, against {S1_FACTOR:.0f}x"
-    p = old_stack.projection(records, "dlrm-benchmark") if against == baseline.OLD else None
-    if p:
-        text += f"; projected (a model, not measured) to {p['cores']} cores: {p['projected']:.0f}x"
-    if not enough(r.n):
-        return Verdict("too few repeats", text)
-    return Verdict(side(r.low, r.high, S1_FACTOR - 1e-9), text)
+        for threads, group in old.groupby(col.THREADS):
+            today = lens.paired(group, REFERENCE, OLD)
+            ours = lens.paired(group, loop, OLD)
+            parts.append(f"at {int(threads)} thread(s): today's reference {ratio_text(today)} and {loop} "
+                         f"{ratio_text(ours)} over the 2020 step")  # fmt: skip
+        if p := projection(old, "dlrm-benchmark", S1_CORES):
+            parts.append(f"projected (a model, not measured) to {p['cores']} cores: {p['projected']:.0f}x")
+    if not loops.empty:
+        parts.append(f"{loop} over today's reference at {int(loops[col.THREADS].max())} threads: "
+                     f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
+    if old.empty and loops.empty:
+        return with_left_out(Verdict(NOT_YET, ""), lens)
+    if m.cpus < S1_CORES or old.empty:
+        why = f"{m.cpus} logical CPUs, the claim is of a {S1_CORES}-core socket against the 2020 step"
+        return with_left_out(Verdict(NOT_MEASURABLE, f"{why}; measured: " + "; ".join(parts)), lens)
+    at_most = most_threads(old, lens)
+    r = lens.paired(at_most, loop, OLD)
+    text = f"{loop} over the 2020 step at {int(at_most[col.THREADS].max())} threads: {ratio_text(r)}, against 110x"
+    if not lens.enough(r.n):
+        return with_left_out(Verdict(TOO_FEW, text), lens)
+    return with_left_out(Verdict(outcome(r, S1_FACTOR), text), lens)
 
 
-def s2(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
+def s2(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
     """The share of the reference's profiled dlrm-benchmark iteration in embedding backward + update, against 50%."""
     loops = evidence.cpu_loops
-    ref = (
-        loops[(loops[col.VARIANT] == REFERENCE) & (loops[col.CONFIG_NAME] == "dlrm-benchmark")]
-        if not loops.empty
-        else loops
-    )
-    ref = ref.dropna(subset=[col.op_column("embedding_backward_update")]) if not ref.empty else ref
+    if loops.empty:
+        return Verdict(NOT_YET, "")
+    ref = lens.keep(loops, (loops[col.VARIANT] == REFERENCE) & (loops[col.CONFIG_NAME] == "dlrm-benchmark"),
+                    "of other loops or presets")  # fmt: skip
+    update = col.op_column("embedding_backward_update")
+    profiled = ref[update].notna() if update in ref else pd.Series(False, index=ref.index)
+    ref = lens.keep(ref, profiled, "without a breakdown")
+    ref = most_threads(ref, lens)
     if ref.empty:
-        return Verdict("not yet measured", "")
-    frame = view(ref, drop_flagged, "breakdown")
-    if frame.empty:
-        return few(0, "repeats")
-    s = cpu_analysis.embedding_share(frame).iloc[0]
-    f = cpu_analysis.embedding_share(frame, ("embedding_forward",)).iloc[0]
+        return with_left_out(Verdict(NOT_YET, ""), lens)
+    if lens.clean:
+        doubt = flagged(ref, "breakdown")
+        if (~doubt).sum() < MIN_CLEAN:
+            lens.short = True
+            return with_left_out(Verdict(NOT_ASSESSABLE, ""), lens)
+        ref = ref[~doubt]
+    s = embedding_share(ref).iloc[0]
+    f = embedding_share(ref, ("embedding_forward",)).iloc[0]
     text = (
-        f"embedding backward + update: {stats.describe(s.center, s.low, s.high, percent=True)} of the reference's "
-        f"profiled dlrm-benchmark iteration ({int(s.n)} repeats; forward beside it: "
-        f"{stats.describe(f.center, f.low, f.high, percent=True)}), threshold {S2_SHARE:.0%}"
+        f"embedding backward + update: {describe(s.center, s.low, s.high, percent=True)} of the reference's "
+        f"profiled dlrm-benchmark iteration ({int(s.n)} repeats at {int(ref[col.THREADS].max())} threads; forward "
+        f"beside it: {describe(f.center, f.low, f.high, percent=True)}), threshold {S2_SHARE:.0%}"
     )
-    if not enough(int(s.n)):
-        return Verdict("too few repeats", text)
-    return Verdict(side(s.low, s.high, S2_SHARE), text)
+    if not lens.enough(int(s.n)):
+        return with_left_out(Verdict(TOO_FEW, text), lens)
+    return with_left_out(Verdict(outcome(stats.Ratio(s.center, s.low, s.high, int(s.n), s.half_width), S2_SHARE),
+                                 text), lens)  # fmt: skip
 
 
-def auc_gap(convergence: pd.DataFrame) -> tuple[stats.Ratio | None, int]:
-    """bf16's held-out AUC minus fp32's, per seed (an interval over seeds: mean +- t), and the seeds."""
-    evals = convergence[convergence[col.KIND] == "eval"] if not convergence.empty else convergence
+def auc_gap(accuracy: pd.DataFrame) -> tuple[stats.Ratio | None, int, list[str]]:
+    """bf16's held-out AUC minus fp32's, paired by seed within a run, on each timed preset; the gaps pooled
+    (a t interval over them), how many seeds, and the presets they came from."""
+    evals = accuracy[accuracy[col.KIND] == "eval"] if not accuracy.empty else accuracy
     if evals.empty:
-        return None, 0
-    seed = "train.seed" if "train.seed" in evals else col.REPEAT
-    wide = evals.pivot_table(index=seed, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
+        return None, 0, []
+    index = [col.MACHINE, col.RUN_ID, col.CONFIG_NAME, "train.seed"]
+    wide = evals.pivot_table(index=index, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
     if not {OPTIMIZED_BF16, OPTIMIZED_FP32} <= set(wide):
-        return None, 0
-    mean, low, high, n = stats.mean_interval(wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32])
-    return stats.Ratio(mean, low, high, n, math.nan), n
+        return None, 0, []
+    gaps = (wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32]).dropna()
+    mean, low, high, n = stats.mean_interval(gaps)
+    presets = sorted(set(gaps.index.get_level_values(col.CONFIG_NAME)))
+    return stats.Ratio(mean, low, high, n, math.nan), n, presets
 
 
-def s3(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    """Per hardware class: bf16 over fp32 (faster on a preset) and held-out AUC within 0.002 over >= 3 seeds."""
+def s3(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    """Per hardware class: bf16 over fp32 reaches 1.8x less the margin on a timed preset (intervals at
+    1 - 0.05/2), and the held-out AUC of the timed presets is the same within 0.002 over >= 3 seeds."""
     m = Machine.parse(machine)
     if m.native_bf16 is False:
-        return Verdict("not measurable here", f"{m.bf16_class}: no avx512_bf16 or amx_bf16")
+        return Verdict(NOT_MEASURABLE, f"{m.bf16_class}: no avx512_bf16 or amx_bf16")
     loops = evidence.cpu_loops
     if loops.empty:
-        return Verdict("not yet measured", m.bf16_class)
-    frame = view(loops, drop_flagged)
-    speed = {
-        name: stats.paired_ratio(frame[frame[col.CONFIG_NAME] == name], OPTIMIZED_BF16, OPTIMIZED_FP32)
-        for name in ("dlrm-benchmark", "mlperf-scaled")
-    }
+        return Verdict(NOT_YET, m.bf16_class)
+    loops = lens.keep(loops, loops[col.CONFIG_NAME].isin(S3_PRESETS), "of other presets")
+    loops = lens.keep(loops, loops[col.VARIANT].isin([OPTIMIZED_BF16, OPTIMIZED_FP32]), "of other loops")
+    loops = most_threads(loops, lens)
+    family, reach = stats.family(len(S3_PRESETS)), S3_FACTOR * (1 - S3_MARGIN)
+    speed = {name: lens.paired(loops[loops[col.CONFIG_NAME] == name], OPTIMIZED_BF16, OPTIMIZED_FP32, confidence=family)
+             for name in S3_PRESETS}  # fmt: skip
     parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
     if not parts:
-        return Verdict("not yet measured", f"{m.bf16_class}: no paired bf16 and fp32 repeats")
-    gap, seeds = auc_gap(evidence.convergence)
-    text = f"{m.bf16_class}; bf16 / fp32 samples/s: " + ", ".join(parts)
+        return with_left_out(Verdict(NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), lens)
+    gap, seeds, presets = auc_gap(evidence.accuracy)
+    text = f"{m.bf16_class}; bf16 / fp32 samples/s at {family:.1%} each: " + ", ".join(parts)
+    text += f"; reaches the claim above {reach:.2f}x (1.8x less {S3_MARGIN:.0%})"
     if gap is not None:
-        text += (
-            f"; held-out AUC bf16 - fp32: {gap.center:+.4f}"
-            + (f" [{gap.low:+.4f}, {gap.high:+.4f}]" if gap.low == gap.low else "")
-            + f" ({seeds} seed(s), margin {S3_AUC_GAP})"
-        )
-    judged = [r for r in speed.values() if enough(r.n)]
+        shown = f" [{gap.low:+.4f}, {gap.high:+.4f}]" if gap.low == gap.low else ""
+        text += (f"; held-out AUC bf16 - fp32 on {', '.join(presets)}: {gap.center:+.4f}{shown} ({seeds} seeds, "
+                 f"margin {S3_AUC_GAP})")  # fmt: skip
+    judged = [r for r in speed.values() if r.n and lens.enough(r.n)]
     if not judged:
-        return Verdict("too few repeats", text)
-    if all(r.high < 1 for r in judged) and len(judged) == 2:
-        return Verdict("not reproduced", text + ": slower on both")
-    if gap is not None and seeds >= S3_SEEDS and (gap.low > S3_AUC_GAP or gap.high < -S3_AUC_GAP):
-        return Verdict("not reproduced", text + ": accuracy differs")
+        return with_left_out(Verdict(TOO_FEW, text), lens)
+    fast = any(r.low > reach for r in judged)
+    short = len(judged) == len(S3_PRESETS) and all(r.high < reach for r in judged)
+    same = gap is not None and seeds >= S3_SEEDS and gap.low >= -S3_AUC_GAP and gap.high <= S3_AUC_GAP
+    differs = gap is not None and seeds >= S3_SEEDS and (gap.low > S3_AUC_GAP or gap.high < -S3_AUC_GAP)
+    if short:
+        faster = all(r.low > 1 for r in judged)
+        return with_left_out(Verdict(NOT_REPRODUCED, text + (": faster but short of 1.8x" if faster else
+                                                             ": not faster enough to reach 1.8x")), lens)  # fmt: skip
+    if differs:
+        return with_left_out(Verdict(NOT_REPRODUCED, text + ": accuracy differs"), lens)
     if gap is None or seeds < S3_SEEDS:
-        return Verdict("too few repeats", text + f": accuracy needs {S3_SEEDS} seeds")
-    faster = any(r.low > 1 for r in judged)
-    same = gap.low >= -S3_AUC_GAP and gap.high <= S3_AUC_GAP
-    return Verdict("reproduced" if faster and same else "inconclusive", text)
+        return with_left_out(Verdict(TOO_FEW, text + f": accuracy on the timed presets needs {S3_SEEDS} seeds"), lens)
+    return with_left_out(Verdict(REPRODUCED if fast and same else INCONCLUSIVE, text), lens)
 
 
-def s4(evidence: Evidence, machine: str, drop_flagged: bool) -> Verdict:
-    records = view(evidence.scaling, drop_flagged)
+def s4(evidence: Evidence, machine: str, lens: Lens) -> Verdict:
+    records = evidence.scaling
     if records.empty:
-        return Verdict("not yet measured", "")
-    eff = scaling_analysis.measured_efficiency(records)
+        return Verdict(NOT_YET, "")
+    eff = measured_efficiency(records)
     text = (
-        f"1 to 2 ranks on one machine: strong efficiency {stats.describe(*eff['strong_efficiency'], percent=True)}, "
-        f"weak {stats.describe(*eff['weak_efficiency'], percent=True)}; 64 sockets only as a model's projection"
+        f"1 to 2 ranks on one machine: strong efficiency {describe(*eff['strong_efficiency'], percent=True)}, "
+        f"weak {describe(*eff['weak_efficiency'], percent=True)}; 64 sockets only as a model's projection"
     )
-    return Verdict("not measurable here", text)
+    return Verdict(NOT_MEASURABLE, text)
 
 
 RULES = {"H1": h1, "H2": h2, "H3": h3, "H4": h4, "S1": s1, "S2": s2, "S3": s3, "S4": s4}

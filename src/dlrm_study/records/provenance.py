@@ -100,26 +100,32 @@ def process_run_id() -> str:
 
 
 RULES = Path(dlrm_study.__file__).resolve().parents[2] / "docs" / "claims.md"
-
-
 RULES_BEGIN, RULES_END = "<!-- rules: begin -->", "<!-- rules: end -->"
+# The code that applies the rules: the verdicts, the statistics and flags they rest on, and the readers
+# that decide which records they see. Its source is hashed with the rules' text.
+RULES_CODE = tuple(
+    Path(dlrm_study.__file__).resolve().parent / "analysis" / name
+    for name in ("verdicts.py", "stats.py", "flags.py", "views.py", "readers.py")
+)
 
 
 @functools.cache
-def rules_hash(path: Path = RULES) -> str:
-    """12 hex digits of sha256 over the verdict rules (docs/claims.md between its rules markers).
+def rules_hash(path: Path = RULES, code: tuple[Path, ...] = RULES_CODE) -> str:
+    """12 hex digits of sha256 over the verdict rules (docs/claims.md between its rules markers) and the
+    source of the code that applies them (`RULES_CODE`), so a change to either is a new hash.
 
     Every record carries it, so the ledger can tell records measured under the rules in force
-    from records the rules were written after. "" where the rules file is not beside the package.
+    from records the rules were written after. "" where the rules or their code are not beside the package.
     """
     try:
         text = path.read_text()
+        sources = [part.read_text() for part in code]
     except OSError:
         return ""
     if RULES_BEGIN not in text or RULES_END not in text:
         return ""
-    rules = text.split(RULES_BEGIN, 1)[1].split(RULES_END, 1)[0]
-    return hashlib.sha256(rules.strip().encode()).hexdigest()[:12]
+    rules = text.split(RULES_BEGIN, 1)[1].split(RULES_END, 1)[0].strip()
+    return hashlib.sha256("\n".join([rules, *sources]).encode()).hexdigest()[:12]
 
 
 def versions() -> dict[str, str]:

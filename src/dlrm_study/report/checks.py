@@ -7,6 +7,8 @@ to come out False (a formatting check that holds by construction is no check).
   resume key shares them), so their curves meet at one measurement.
 - `placements_train_alike`: the cached placement trains the numbers the hbm placement trains.
 - `seeds_per_loop`: every loop of the convergence study trained from the profile's seeds.
+- `none_failed`: no measurement a notebook reads failed (an error record is a loop that broke: its
+  reader leaves it out and counts it, and the notebook's check says False).
 """
 
 from typing import NamedTuple
@@ -16,6 +18,7 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.analysis import stats
+from dlrm_study.analysis.readers import FAILED, left_out
 from dlrm_study.config import Loop
 from dlrm_study.data import SyntheticData, make_data
 from dlrm_study.model.kernels import torch_ops
@@ -116,3 +119,8 @@ def split_sgd_exact(steps: int = 3) -> SplitSGDCheck:
         fp32 -= 0.1 * grad.float()
         exact &= torch.equal(torch_ops.join(param.detach().view(torch.int16), optimizer.state[param]["lo"]), fp32)
     return SplitSGDCheck(bool(exact), optimizer.ops.NAME)
+
+
+def none_failed(*frames: pd.DataFrame) -> bool:
+    """Whether no record the frames' readers left out was a failed measurement (`readers.FAILED`)."""
+    return not any(left_out(frame).get(FAILED) for frame in frames)

@@ -15,7 +15,7 @@ from dlrm_study.analysis import scaling as scaling_analysis
 from dlrm_study.analysis.evidence import Evidence, of, primary_machine
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.analysis.verdicts import CLAIMS, judge, verdicts
+from dlrm_study.analysis.verdicts import CLAIMS, Verdict, judge, verdicts
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
@@ -56,19 +56,35 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
         "Not judged: records of " + ", ".join(f"`{m}`" for m in unrecorded) + ", written before machine keys "
         "recorded the ISA (their keys were given once from their own fields by `scripts/migrate_records.py`).",
     ]
-    return "\n".join([head, rule, *rows, *(listed if unrecorded else [])])
+    unused = not_used({claim: {h: table[claim][h] for h in hosts} for claim in CLAIMS})
+    return "\n".join([head, rule, *rows, *(listed if unrecorded else []), *(["", unused] if unused else [])])
 
 
 def rules_line(evidence: Evidence) -> str:
     """The rules' hash, and whether the records were measured under these rules or before them."""
     now = provenance.rules_hash()
     hashes = evidence.rules_hashes()
-    said = f"Verdict rules `{now or 'unhashed'}` (sha256 of docs/claims.md's rules block)."
+    said = f"Verdict rules `{now or 'unhashed'}` (sha256 of docs/claims.md's rules block and the code applying it)."
     if "" in hashes:
         said += " Records measured before the rules were hashed are judged by rules written after them."
     if older := sorted(h for h in hashes if h and h != now):
         said += f" Records measured under earlier rules ({', '.join(older)}) are judged by today's."
     return said
+
+
+def not_used(table: dict[str, dict[str, Verdict]]) -> str:
+    """The records each verdict did not use, by reason, as a Markdown list (nothing left out without a word)."""
+    lines = [
+        f"- {claim} on `{machine}`: " + ", ".join(f"{n} {reason}" for reason, n in sorted(v.left_out.items()))
+        for claim, by_machine in table.items()
+        for machine, v in by_machine.items()
+        if v.left_out
+    ]
+    return (
+        "\n".join(["Records of each claim's studies that its verdict did not use, by reason:", "", *lines])
+        if lines
+        else ""
+    )
 
 
 def at_usual_threads(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
@@ -189,9 +205,11 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             "## Claim ledger",
             "",
             f"Computed from the `{profile}` profile's records in `results/` (machines: {hosts}); the claims and",
-            "their verdict rules are in [docs/claims.md](docs/claims.md). Intervals are 95%; ratios are paired",
-            "within repeats of one run on one machine; every repeat counts, and a verdict that changes when",
-            f"flagged repeats are removed is **fragile**; a verdict word needs {stats.MIN_PAIRS} pairs.",
+            "their verdict rules are in [docs/claims.md](docs/claims.md). Intervals are 95% (a rule that holds",
+            "when any of m comparisons does takes each at 1 - 0.05/m); ratios are paired within repeats of one",
+            "run on one machine, and the runs of a study pooled; every pair counts, and a verdict is **fragile**",
+            "only where the unflagged pairs turn it over; a verdict word needs "
+            f"{stats.MIN_PAIRS} pairs, and S1-S3 read the machine's most threads.",
             "",
             rules_line(evidence),
             "",

@@ -7,6 +7,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter
 
+from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
@@ -31,8 +32,8 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     interval: the profiled operators add up to about it where the breakdown is sound.
     """
     ops = [column for column in col.OP_COLUMNS if column in records]
-    rows = stats.with_flags(records.dropna(subset=ops))
-    rows["doubtful"] = stats.flagged(rows, "breakdown")
+    rows = flagging.with_flags(records.dropna(subset=ops))
+    rows["doubtful"] = flagging.flagged(rows, "breakdown")
     rows["label"] = rows[col.CONFIG_NAME] + (" / " + rows[col.VARIANT] if rows[col.VARIANT].nunique() > 1 else "")
     bars = []
     for label, group in rows.groupby("label", sort=False):
@@ -114,7 +115,7 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
 
     `bands` (variant, config_name, low, high): predicted ranges, drawn as shaded boxes behind the bars.
     """
-    clean = stats.with_flags(records)  # every repeat counts
+    clean = flagging.with_flags(records)  # every repeat counts
     configs = list(dict.fromkeys(records[col.CONFIG_NAME]))
     variants = [v for v in ordered(records[col.VARIANT]) if v != baseline]
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) * max(1, len(variants)) / 2), 4))

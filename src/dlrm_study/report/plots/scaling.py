@@ -5,6 +5,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import add_caption, error_bars, mark_single
@@ -17,7 +18,7 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     and the rest is the cost of the collective calls themselves (DDP's gradient buckets, a
     local all-to-all), drawn apart so it does not read as communication.
     """
-    clean = stats.with_flags(records)  # every repeat counts
+    clean = flagging.with_flags(records)  # every repeat counts
     keys = [col.WORLD_SIZE, col.BATCH_SIZE, "data.lookups_per_table"]
     rows = clean.groupby(keys)[[col.COMPUTE_MS_MEDIAN, "exposed_comm_ms"]].median().reset_index().sort_values(keys)
     steps = stats.summarize(clean, keys, col.MS_MEDIAN).sort_values(keys)

@@ -5,6 +5,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
@@ -28,8 +29,8 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
     (variant, x, low, high): predicted ranges, drawn shaded in the variant's colour and labelled
     as predictions.
     """
-    frame = stats.with_flags(records)
-    frame["doubtful"] = stats.flagged(frame)
+    frame = flagging.with_flags(records)
+    frame["doubtful"] = flagging.flagged(frame)
     series = [
         (v, m)
         for v in ordered(frame[col.VARIANT])

@@ -1,0 +1,116 @@
+"""The words said of the numbers: `1.42x [1.35, 1.49]`, a direction where the interval allows one, and how
+robust it is. One function per kind of sentence, so a quantity reads alike wherever it is printed."""
+
+import typing
+from collections.abc import Iterable
+
+import pandas as pd
+
+from dlrm_study.analysis import stats
+from dlrm_study.analysis.flags import flagged
+from dlrm_study.analysis.views import Views, paired, side
+from dlrm_study.records import columns as col
+
+OPPOSITE = {"above": "below", "below": "above"}
+
+
+def number(value: float) -> str:
+    """Samples/s as whole numbers, ratios with two decimals."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+def describe(center: float, low: float, high: float, unit: str = "", digits: int = 2, percent: bool = False) -> str:
+    """`1.42x [1.35, 1.49]`, `27% [24%, 31%]`, or `1.42x (one repeat: no interval)`."""
+
+    def shown(value: float) -> str:
+        return f"{value:.{max(0, digits - 2)}%}" if percent else f"{value:,.{digits}f}"
+
+    if center != center:
+        return "not measured (no usable repeat)"
+    if low != low:
+        return f"{shown(center)}{unit} (one repeat: no interval)"
+    return f"{shown(center)}{unit} [{shown(low)}, {shown(high)}]"
+
+
+def direction(r: stats.Ratio, up: str = "higher", down: str = "lower", gate: bool = True) -> str:
+    """A directional word only where the interval of a ratio excludes 1 (and, gated, on MIN_PAIRS pairs)."""
+    if gate and r.n < stats.MIN_PAIRS:
+        return f"too few repeats for a verdict ({r.n} < {stats.MIN_PAIRS})"
+    where = side(r, 1.0)
+    if where == "none":
+        return "no interval"
+    return {"above": up, "below": down}.get(where, "no clear effect at this size")
+
+
+def robust_word(views: Views, up: str = "higher", down: str = "lower") -> str:
+    """The all-pairs view's word, then the sensitivity check: `fragile` only where the unflagged pairs (at
+    least `views.MIN_CLEAN`) land on the other side of 1; `robustness not assessable` where too few remain."""
+    word = direction(views.all, up, down)
+    if word not in (up, down) or not views.flagged:
+        return word
+    if not views.assessable:
+        return f"{word} (robustness not assessable: {views.flagged} of {views.all.n} pairs flagged)"
+    if side(views.clean, 1.0) == OPPOSITE[side(views.all, 1.0)]:
+        other = up if word == down else down
+        return f"fragile ({word} over all pairs; {other} without the {views.flagged} flagged)"
+    return word
+
+
+class Finding(typing.NamedTuple):
+    """A paired ratio seen both ways (`Views`) and the one word they support."""
+
+    views: Views
+    word: str
+
+    @property
+    def all(self) -> stats.Ratio:
+        return self.views.all
+
+    def text(self, unit: str = "x") -> str:
+        """`1.42x [1.35, 1.49] (5 pairs): faster`, and the unflagged pairs' view where it differs."""
+        r, v = self.views.all, self.views
+        said = f"{describe(r.center, r.low, r.high, unit)} ({r.n} pairs): {self.word}"
+        if v.flagged and v.clean is not None and v.clean != r:
+            c = v.clean
+            said += f"; without the {v.flagged} flagged pair(s): {describe(c.center, c.low, c.high, unit)} ({c.n})"
+        return said
+
+
+def paired_finding(
+    records: pd.DataFrame,
+    variant: object,
+    baseline: object,
+    up: str = "higher",
+    down: str = "lower",
+    between: str = col.VARIANT,
+    value: str = col.SAMPLES_PER_S,
+) -> Finding:
+    """`variant` over `baseline`, paired, over all pairs and without the flagged ones, and the word for both."""
+    views = paired(records, variant, baseline, between, value)
+    return Finding(views, robust_word(views, up, down))
+
+
+def flag_note(records: pd.DataFrame, quantity: str = "throughput") -> list[str]:
+    """`(3 of 20 repeats flagged: counted)`: what a finding says of its flagged repeats, or nothing."""
+    if records.empty:
+        return []
+    n = int(flagged(records, quantity).sum())
+    return [f"({n} of {len(records)} repeat(s) flagged: counted, and checked without them)"] if n else []
+
+
+def unpaired_reason(records: pd.DataFrame, between: str) -> str:
+    """Why no pair formed between two values of `between` (for a finding that has none)."""
+    run = stats.RUN
+    if between != col.VARIANT and (run not in records or not records[run].map(stats.interleaved).any()):
+        return "the two ends were measured one point after the other, before runs interleaved them: not paired"
+    return "no repeat pairs up at the two ends within one run"
+
+
+def describe_difference(values: Iterable[float], digits: int = 4) -> str:
+    """`+0.0003 [-0.0004, +0.0010]`: the mean of paired differences and its t interval (one: no interval)."""
+    mean, low, high, n = stats.mean_interval(values)
+    if not n:
+        return "no pair"
+    if n < 2:
+        return f"{mean:+.{digits}f} (one pair: no interval)"
+    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
