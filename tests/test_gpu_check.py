@@ -1,8 +1,10 @@
 """The GPU script runs end to end on the CPU (dry run), and refuses a real run without a GPU."""
 
 import os
+import re
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import papermill
@@ -10,9 +12,11 @@ import pytest
 import torch
 from tests.conftest import ROOT
 
-from dlrm_study.analysis import predictions
+from dlrm_study.analysis import predictions, stats
 from dlrm_study.analysis import sensitivity as knobs
+from dlrm_study.analysis.evidence import H1_KNOBS
 from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM
 from dlrm_study.measure import sweep
 from dlrm_study.records import store
 from dlrm_study.report import plots
@@ -83,6 +87,10 @@ def test_dry_run_writes_every_record(tmp_path):
     listed = [line for line in text.splitlines() if line.startswith("target ")]  # before measuring
     assert len(listed) == 3 and not any("NOT IN THE PLAN" in line for line in listed)
     assert "budget (estimated on an H200" in text
+    # Per claim, the pairs at its verdict points: a dry run measures 3 repeats of them, all paired.
+    for claim in ("H1", "H2", "H3", "H4"):
+        assert f"{claim}: 3 of the 5 pairs a verdict needs at " in text
+    assert text.count("this plan measures 3 repeats") == 4
     for line in ("mlperf-scaled bf16 hbm captured, batch 65,536", "graph/eager", "dispatch-overhead floor, no claim",
                  "hbm lookup bytes / copy bandwidth"):  # fmt: skip
         assert line in text
@@ -154,7 +162,100 @@ def test_the_targets_run_fits_the_first_calls_budget():
     """studies.gpu's docstring: the targets' run, three repeats, ends inside gpu_check's 290 s budget, after the
     tests, the profiler's probes and the embedding benchmark, by the plan's own estimate (studies.gpu_budget)."""
     assert gpu_budget.targets_end_s() < gpu_budget.BUDGET_S
-    assert "The targets' run\nends inside the first call's budget" in gpu_grid.__doc__
+    assert "The targets' run ends inside the first call's budget" in " ".join(gpu_grid.__doc__.split())
+
+
+def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path):
+    """studies.gpu's docstring: the calls of 290 s (the tests in each) that H4's and H1-H3's runs end in, and
+    the whole plan's, are the estimate's (studies.gpu_budget); and each call begins with its fixed costs."""
+    costs = {c.study: c for c in gpu_budget.estimate(gpu_grid.runs(tmp_path, dry_run=False))}
+    doc = " ".join(gpu_grid.__doc__.split())
+    found = re.search(r"placements \(H4\) end in call (\d+) and the sensitivity run \(H1-H3\) in call (\d+), "
+                      r"and the whole plan needs (\d+) calls of 290 s", doc)  # fmt: skip
+    assert found, "studies.gpu's docstring no longer states the calls"
+    stated = tuple(map(int, found.groups()))
+    assert stated == (costs["gpu-placements"].call, costs["gpu-sensitivity-quick"].call,
+                      gpu_budget.calls(list(costs.values())))  # fmt: skip
+    assert costs["gpu-targets"].call == 1 and all(c.call for c in costs.values())
+
+
+def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
+    """Every GPU point the H1-H4 rules read (analysis.verdicts, through analysis.evidence's readers) is in a
+    verdict run of VERDICT_REPEATS >= stats.MIN_PAIRS, measured right after the targets, by no earlier run
+    (a resumed point keeps the run, and the repeats, that measured it first); the rest keep REPEATS."""
+    assert gpu_grid.VERDICT_REPEATS >= stats.MIN_PAIRS  # studies may not import analysis: held here
+    assert gpu_grid.DRY_VERDICT_REPEATS > gpu_grid.DRY_REPEATS
+    runs = gpu_grid.runs(tmp_path, dry_run=False)
+    assert [run.claims for run in runs[:3]] == [(), ("H4",), ("H1", "H2", "H3")]
+    assert not any(run.claims for run in runs[3:])
+
+    def measured(run) -> set:  # (config hash, variant): every variant, whatever this CPU runs
+        return {(p.cfg.hash(), p.variant) for spec in run.specs for p in sweep.points(spec)}
+
+    read = {"H4": set(), "H1": set(), "H2/H3": set()}
+    (placements,) = runs[1].specs
+    assert placements.config == ["mlperf-scaled"] and "data.zipf_alpha=1.05" in placements.set
+    read["H4"] = {(h, v) for h, v in measured(runs[1]) if v in (GPU_HBM, GPU_HOST, GPU_UVM, GPU_CACHED)}
+    assert {v for _, v in read["H4"]} == {GPU_HBM, GPU_HOST, GPU_UVM, GPU_CACHED}
+    for knob in H1_KNOBS:  # as analysis.evidence reads them: the CPU study's sweep on the GPU, each end
+        spec = sensitivity_study.on_gpu(sensitivity_study.sensitivity(knob, "quick", tmp_path))
+        points = [p for p in sweep.points(spec) if p.variant == GPU_HBM]
+        xs = {knobs.knob_value(knob, " ".join(p.grid)): p for p in points}
+        read["H1"] |= {(xs[x].cfg.hash(), GPU_HBM) for x in (min(xs), max(xs))}
+    grid = sensitivity_study.on_gpu(sensitivity_study.dense_sparse_grid("quick", tmp_path), host=True)
+    read["H2/H3"] = {(p.cfg.hash(), p.variant) for p in sweep.points(grid)}
+    # (the base is the larger end of both rows and the MLP width: one point)
+    assert len(read["H1"]) == 2 * len(H1_KNOBS) - 1 and len(read["H2/H3"]) == 9 * 3
+    mine = {"H4": runs[1], "H1": runs[2], "H2/H3": runs[2]}
+    for claim, points in read.items():
+        assert points <= measured(mine[claim]), claim
+        assert all(spec.repeats == gpu_grid.VERDICT_REPEATS for spec in mine[claim].specs), claim
+        assert not points & measured(runs[0]), claim  # the targets' run measures none of them
+    for run in runs[3:]:
+        gpu_points = [spec for spec in run.specs if spec.out.endswith(sensitivity_study.GPU_RECORDS)]
+        assert all(spec.repeats == gpu_grid.REPEATS for spec in gpu_points), run.study
+
+
+def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path):
+    """gpu_session.whole: from the H200 estimate of each repeat, all of them, one, or none (left whole for a
+    later call); the runner's deadline never has to cut a repeat the estimate let start."""
+    from dlrm_study.cli import gpu_session
+
+    run = next(r for r in gpu_grid.runs(tmp_path, dry_run=True) if r.claims == ("H4",))
+    specs, note = gpu_session.whole(run, time.monotonic(), budget_s=1e6, tests=False)
+    assert [s.repeats for s in specs] == [3] and note == " (repeats 0-2 of 3, whole)"
+    items = [(t.repeat, t.variant, t.cfg) for t in gpu_session.pending(run)]
+    first = gpu_budget.Call(0.0).take(gpu_budget.by_repeat(items)[0], gpu_budget.kept(items))[0]
+    budget = gpu_budget.WHOLE_MARGIN * first + 0.5  # the first repeat, not the second (seconds each)
+    specs, note = gpu_session.whole(run, time.monotonic(), budget_s=budget, tests=False)
+    assert [s.repeats for s in specs] == [1] and note == " (repeat 0 of 3, whole; the rest whole in a later call)"
+    specs, note = gpu_session.whole(run, time.monotonic() - 999.0, budget_s=1000.0, tests=False)
+    assert specs is None and note.startswith("not started") and "repeats 0-2 of 3, whole" in note
+    assert gpu_session.run_sweeps(run, time.monotonic(), lambda r: (None, note)) == f"gpu-placements: {note}"
+
+
+def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, monkeypatch):
+    from dlrm_study.cli import gpu_session
+
+    runs = gpu_grid.runs(tmp_path, dry_run=False)
+    lines = gpu_session.claim_lines(tmp_path, runs)  # nothing measured yet
+    assert [line.split(":")[0] for line in lines] == ["H1", "H2", "H3", "H4"]
+    assert lines[3].startswith("H4: 0 of the 5 pairs a verdict needs at host, uvm and cached with hbm")
+    assert lines[3].endswith(": 25 measurements of gpu-placements left for a later call")
+    assert lines[0].endswith(" measurements of gpu-sensitivity-quick left for a later call")  # (bf16 where native)
+    monkeypatch.setattr(gpu_session, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
+    monkeypatch.setattr(gpu_session, "pending", lambda run: [])  # every repeat measured
+    lines = gpu_session.claim_lines(tmp_path, runs)
+    assert (
+        lines[3]
+        == "H4: 5 pairs at host, uvm and cached with hbm (the fewest of the three): enough for a verdict (5 needed)"
+    )
+    assert lines[1].endswith(
+        ": gpu-sensitivity-quick is measured: a failure, or a repeat split between two calls, left pairs out"
+    )
+    assert gpu_session.claim_lines(tmp_path, runs[:1]) == [
+        f"{claim}: its verdict points are not in this plan" for claim in ("H1", "H2", "H3", "H4")
+    ]
 
 
 def test_a_missing_target_is_said_missing_with_why():
@@ -200,3 +301,4 @@ def test_a_kernel_that_fails_in_a_dry_run_leaves_its_error_record_and_the_sessio
     text = (tmp_path / "summary.txt").read_text()
     assert "mlperf-scaled bf16 hbm captured, batch 65,536: MISSING: failed: OutOfResources" in text
     assert "dlrm-benchmark bf16 hbm captured, batch 16,384: " in text and "gpu-targets: 14 measurements" in text
+    assert "H4: its verdict points are not in this plan" in text  # (the targets' run alone)

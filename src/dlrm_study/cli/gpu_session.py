@@ -6,36 +6,50 @@ In order: the tests marked `gpu`; the profiler's probes (how it meets CUDA graph
 machine, `measure.graph_profiler`); the GPU's copy bandwidths; the embedding-only benchmark of
 each placement (the kernels' bandwidth targets); then the grid of `studies.gpu`, most valuable
 first: the three throughput targets with their fp32 twins (listed, with the plan's estimated
-cost, before anything is measured), the presets at 2,048, 16,384 and 65,536, kaggle's dispatch
-floor, the placements, the sensitivity sweeps, skew and table size, the host's CPU loops.
-Points run one at a time; a point that fails (any exception: a kernel that does not compile,
-out of resources, out of memory) is recorded with its error and the rest go on; past the time
-budget the rest are left for the next session (every sweep resumes where it stopped).
-`--dry-run` runs it all on the CPU at tiny sizes, which is what CI checks. Records:
-DIR/gpu_sweeps.csv, DIR/gpu_embedding.csv; the verdicts against the targets, a missing target
-said missing with its reason: DIR/summary.txt.
+cost call by call, before anything is measured), then the points the H1-H4 rules read, in the
+repeats a verdict needs: the placements (H4), the sensitivity sweeps and the dense x sparse grid
+with the host's CPU loops (H1-H3); then the presets at 2,048, 16,384 and 65,536, kaggle's
+dispatch floor, skew and table size, the host's CPU loops. Points run one at a time; a point
+that fails (any exception: a kernel that does not compile, out of resources, out of memory) is
+recorded with its error and the rest go on; past the time budget the rest are left for the
+next call (every sweep resumes where it stopped). A verdict run measures whole repeats only,
+as many as the estimate fits in what is left of the budget (`whole`): a repeat split between
+two calls would lose its pairs. `--dry-run` runs it all on the CPU at tiny sizes, which is
+what CI checks. Records: DIR/gpu_sweeps.csv, DIR/gpu_embedding.csv; the verdicts against the
+targets, a missing target said missing with its reason, and per claim H1-H4 the pairs its
+verdict points have against the 5 a verdict needs: DIR/summary.txt.
 """
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from dlrm_study import config
-from dlrm_study.analysis import findings, predictions
+from dlrm_study.analysis import findings, predictions, stats
+from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
+from dlrm_study.analysis.placement import placement_records
+from dlrm_study.analysis.readers import sweep_records
+from dlrm_study.analysis.sensitivity import sensitivity_records
+from dlrm_study.analysis.verdicts import grid_changes
 from dlrm_study.config import Placement
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, graph_profiler, runner, sweep
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
+from dlrm_study.records.machine import machine_key
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import gpu_budget, gpu_targets
-from dlrm_study.studies.gpu import DISPATCH_FLOOR, REPEATS, TARGETS_RUN, GpuRun
+from dlrm_study.studies.gpu import DISPATCH_FLOOR, PLACEMENTS_RUN, REPEATS, TARGETS_RUN, GpuRun
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 # The throughput targets are studies.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
@@ -108,19 +122,62 @@ def embedding_records(out: Path, dry_run: bool) -> None:
     runner.run(tasks, measure, out / "gpu_embedding.csv", "gpu-embedding", progress=False, on_record=say)
 
 
-def run_sweeps(run: GpuRun, deadline: float) -> str:
+Gate = Callable[[GpuRun], tuple[list[sweep.Sweep] | None, str]]
+
+
+def run_sweeps(run: GpuRun, deadline: float, gate: Gate | None = None) -> str:
     """One run's measurements until done or past the deadline; a line saying how far it got.
+    `gate`: a verdict run's sweeps cut to the whole repeats that fit, with a note (`whole`).
 
     A point's failure is its record (`runner.run`); `DeviceLost` (the CUDA context gone) propagates:
     every later point would fail too. Anything else that stops a run stops that run only.
     """
     try:
-        counts = sweep.run_together(run.specs, run.study, progress=False, deadline=deadline, only=run.only)
+        specs, note = gate(run) if gate is not None and run.claims else (run.specs, "")
+        if specs is None:
+            return f"{run.study}: {note}"
+        counts = sweep.run_together(specs, run.study, progress=False, deadline=deadline, only=run.only)
     except runner.DeviceLost:
         raise
     except Exception as err:  # one GPU session is scarce: a run that breaks must not stop the others
         return f"{run.study}: STOPPED by {type(err).__name__}: {first_line(err)}"
-    return f"{run.study}: {counts}"
+    return f"{run.study}: {counts}{note}"
+
+
+def pending(run: GpuRun) -> list[runner.Task]:
+    """The run's measurements its records file lacks, in the runner's order (all its repeats)."""
+    plan, _ = sweep.merged_plan(run.specs, run.only)
+    return runner.pending(runner.schedule(plan, run.specs[0].repeats, runner.machine_of), Path(run.specs[0].out))
+
+
+def whole(run: GpuRun, start: float, budget_s: float, tests: bool) -> tuple[list[sweep.Sweep] | None, str]:
+    """A verdict run's sweeps cut to the whole repeats the H200 estimate fits in what is left of the budget
+    (`gpu_budget.whole_repeats`), and a note; None where not one fits (a later call measures them whole).
+
+    A repeat split between two calls is two runs, whose records never pair, and no later call measures
+    its stored half again: its pairs would be lost for good."""
+    todo = pending(run)
+    if not todo:
+        return run.specs, ""
+    items = [(t.repeat, t.variant, t.cfg) for t in todo]
+    call = gpu_budget.Call(time.monotonic() - start)
+    n = gpu_budget.whole_repeats(items, gpu_budget.kept(items), call, budget_s, tests)
+    left = sorted({t.repeat for t in todo})
+    full = run.specs[0].repeats
+    if not n:
+        return None, (
+            f"not started: by the estimate its next whole repeat would not end inside the budget "
+            f"(a later call measures {repeats_text(left)} of {full}, whole)"
+        )
+    upto = left[n - 1] + 1
+    rest = "; the rest whole in a later call" if upto < full else ""
+    return [dataclasses.replace(spec, repeats=upto) for spec in run.specs], (
+        f" ({repeats_text(left[:n])} of {full}, whole{rest})"
+    )
+
+
+def repeats_text(repeats: list[int]) -> str:
+    return f"repeat {repeats[0]}" if len(repeats) == 1 else f"repeats {repeats[0]}-{repeats[-1]}"
 
 
 def plan_lines(runs: list[GpuRun], dry_run: bool, budget_s: float, tests: bool) -> list[str]:
@@ -129,7 +186,7 @@ def plan_lines(runs: list[GpuRun], dry_run: bool, budget_s: float, tests: bool) 
     targets = next(run for run in runs if run.study == TARGETS_RUN)
     plan, _ = sweep.merged_plan(targets.specs, targets.only)
     lines = [f"{TARGETS_RUN}, first ({targets.specs[0].repeats} repeats):", *gpu_targets.planned(plan, dry_run)]
-    return lines + gpu_budget.lines(gpu_budget.estimate(runs, tests=tests), budget_s)
+    return lines + gpu_budget.lines(gpu_budget.estimate(runs, tests, budget_s), budget_s, tests)
 
 
 def first_line(err: BaseException) -> str:
@@ -149,6 +206,8 @@ def summary(
     targets = next((run for run in runs or [] if run.study == TARGETS_RUN), None)
     plan = sweep.merged_plan(targets.specs, targets.only)[0] if targets else None
     lines += gpu_targets.verdicts(frame, dry_run, plan)
+    if runs:
+        lines += claim_lines(out, runs)
     if frame is not None and col.ERROR in frame:
         lines += throughput_lines(frame[frame[col.ERROR].isna()], dry_run)
     path = out / "gpu_embedding.csv"
@@ -166,6 +225,75 @@ def summary(
     if dry_run:
         lines.insert(0, "dry run (CPU, tiny sizes): the verdicts below exercise the code, they judge nothing")
     return lines
+
+
+CLAIM_POINTS = {  # what each rule pairs (analysis.verdicts), and over what the fewest pairs are counted
+    "H1": "each model-shape knob's two ends (gpu-hbm; the fewest over the knobs)",
+    "H2": "the grid's dense-features ends (GPU over host CPU; the fewest over the table counts)",
+    "H3": "the grid's table-count ends (GPU over host CPU; the fewest over the dense-feature counts)",
+    "H4": "host, uvm and cached with hbm (the fewest of the three)",
+}
+
+
+def claim_lines(out: Path, runs: list[GpuRun]) -> list[str]:
+    """Per claim H1-H4: the pairs its rule (`analysis.verdicts`) counts at its verdict points in `out`'s
+    records of this machine (all repeats), against the `stats.MIN_PAIRS` a verdict word needs; where
+    fewer, why. Pairs only: the verdicts themselves are the claim ledger's (`report.ledger`)."""
+    by_claim = {claim: run for run in runs for claim in run.claims}
+    left: dict[str, int] = {}  # a run's measurements not yet recorded, by study
+    lines = []
+    for claim, what in CLAIM_POINTS.items():
+        run = by_claim.get(claim)
+        if run is None:
+            lines.append(f"{claim}: its verdict points are not in this plan")
+            continue
+        try:
+            n = claim_pairs(claim, out, run)
+            if n < stats.MIN_PAIRS and run.study not in left:
+                left[run.study] = len(pending(run))
+        except Exception as err:  # the summary is the session's record: a count that fails must not stop it
+            lines.append(f"{claim}: its pairs not counted: {type(err).__name__}: {first_line(err)}")
+            continue
+        if n >= stats.MIN_PAIRS:
+            lines.append(f"{claim}: {n} pairs at {what}: enough for a verdict ({stats.MIN_PAIRS} needed)")
+            continue
+        planned = run.specs[0].repeats
+        if planned < stats.MIN_PAIRS:
+            why = f"this plan measures {planned} repeats"
+        elif left[run.study]:
+            why = f"{left[run.study]} measurements of {run.study} left for a later call"
+        else:
+            why = f"{run.study} is measured: a failure, or a repeat split between two calls, left pairs out"
+        lines.append(f"{claim}: {n} of the {stats.MIN_PAIRS} pairs a verdict needs at {what}: {why}")
+    return lines
+
+
+def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
+    """The fewest pairs among the comparisons the claim's rule reads, as the rule pairs them (within one
+    repeat of one run, on this machine); 0 before any record."""
+    if not (out / GPU_RECORDS).exists():
+        return 0
+    if claim == "H4":
+        frame = placement_records(out, PLACEMENTS_RUN)
+        if frame.empty or col.MACHINE not in frame:
+            return 0
+        frame = frame[frame[col.MACHINE] == machine_key()]
+        return min(stats.paired_ratio(frame, v, GPU_HBM).n for v in (GPU_HOST, GPU_UVM, GPU_CACHED))
+    named = {spec.name: spec for spec in run.specs}
+    if claim == "H1":
+        counts = []
+        for knob in H1_KNOBS:
+            spec = next(s for name, s in named.items() if name.startswith(f"gpu-sensitivity-{knob.replace('_', '-')}-"))
+            frame = sensitivity_records(knob, spec)
+            ends = (frame["x"].max(), frame["x"].min()) if not frame.empty else (None, None)
+            counts.append(stats.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
+        return min(counts)
+    grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
+    empty = pd.DataFrame()
+    evidence = Evidence(empty, empty, empty, empty, empty, empty, gpu_grid=sweep_records(grid))
+    along = "model.dense_features" if claim == "H2" else "tables"
+    changes, _ = grid_changes(evidence, False, along)
+    return min((r.n for _, r in changes), default=0)
 
 
 def verdict(ok: bool) -> str:
@@ -266,9 +394,11 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"embedding benchmark: STOPPED by {type(err).__name__}: {first_line(err)}")
             print(lines[-1], flush=True)
         deadline = start + args.budget_s
+        # A verdict run in whole repeats, gated on the H200 estimate (a dry run, on the CPU, measures them all).
+        gate = None if args.dry_run else partial(whole, start=start, budget_s=args.budget_s, tests=not args.skip_tests)
         for run in runs:
             try:
-                line = run_sweeps(run, deadline)
+                line = run_sweeps(run, deadline, gate)
             except runner.DeviceLost as err:
                 line = f"{run.study}: STOPPED, and the runs after it not started: {first_line(err)}"
                 lines.append(line)
