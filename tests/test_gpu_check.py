@@ -83,7 +83,7 @@ def test_dry_run_writes_every_record(tmp_path):
     assert (embedding["embedding_gbps"] > 0).all() and (embedding["copy_gbps"] > 0).all()
     assert (embedding[embedding["placement"] != "cached"]["embedding_forward_gbps"] > 0).all()
     text = (tmp_path / "summary.txt").read_text()
-    assert "dry run" in text and "cached (10%, Zipf 1.05) / hbm" in text
+    assert "dry run" in text and "cached / hbm (Zipf 1.05, 10% of rows cached), paired" in text
     listed = [line for line in text.splitlines() if line.startswith("target ")]  # before measuring
     assert len(listed) == 3 and not any("NOT IN THE PLAN" in line for line in listed)
     assert "budget (estimated on an H200" in text

@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from dlrm_study import config
-from dlrm_study.analysis import findings, predictions, stats
+from dlrm_study.analysis import findings, predictions, stats, wording
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.placement import placement_records
 from dlrm_study.analysis.readers import sweep_records
@@ -57,7 +57,6 @@ PRESET_STUDIES = [TARGETS_RUN, "gpu-presets", "gpu-presets-large"]
 TARGET_BUSY = 0.9  # GPU busy at batches >= 16,384
 TARGET_FORWARD_FRACTION = 0.5  # embedding lookup bytes / copy bandwidth (dlrm-benchmark, hbm)
 TARGET_COPY_FRACTION = 0.3  # lookup + backward + update bytes / copy bandwidth
-TARGET_CACHED_OVER_HBM = 0.7  # Zipf(1.05), 10% of rows cached
 
 
 def run_tests(dry_run: bool) -> str:
@@ -336,15 +335,12 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
         rates = floor.groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
         text = ", ".join(f"{v} {r:,.0f}" for v, r in rates.items())
         lines.append(f"kaggle batch 128 (dispatch-overhead floor, no claim): {text} samples/s")
-    place = ok[ok[col.STUDY] == "gpu-placements"].groupby(col.VARIANT)[col.SAMPLES_PER_S].median()
-    if GPU_HBM in place and GPU_CACHED in place:
-        ratio = place[GPU_CACHED] / place[GPU_HBM]
-        lines.append(
-            f"cached (10%, Zipf 1.05) / hbm: {ratio:.2f} (target 0.70: {verdict(ratio >= TARGET_CACHED_OVER_HBM)})"
-        )
-    for v in (GPU_CACHED_LFU, GPU_UVM, GPU_HOST):
-        if GPU_HBM in place and v in place:
-            lines.append(f"{v.removeprefix('gpu-')} / hbm: {place[v] / place[GPU_HBM]:.2f}")
+    place = ok[ok[col.STUDY] == "gpu-placements"]
+    for v in (GPU_CACHED, GPU_CACHED_LFU, GPU_UVM, GPU_HOST):  # H4's quantity; its verdict is the ledger's alone
+        ratio = stats.paired_ratio(place, v, GPU_HBM)
+        if ratio.n:
+            said = f"{wording.describe(ratio.center, ratio.low, ratio.high, 'x')} ({ratio.n} pairs)"
+            lines.append(f"{v.removeprefix('gpu-')} / hbm (Zipf 1.05, 10% of rows cached), paired: {said}")
     return lines
 
 
