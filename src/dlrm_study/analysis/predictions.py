@@ -15,6 +15,7 @@ import pandas as pd
 
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import gpu_loop, wording
+from dlrm_study.analysis.sensitivity import with_knob
 from dlrm_study.config import Config, Loop, Placement
 from dlrm_study.config.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.errors import UsageError
@@ -24,7 +25,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.record import make_record
 from dlrm_study.studies import gpu
-from dlrm_study.studies.sensitivity import GPU_RECORDS
+from dlrm_study.studies.sensitivity import GPU_RECORDS, on_gpu
 
 PREDICTIONS = "gpu_predictions.csv"
 STUDY = "gpu-predictions"
@@ -286,6 +287,15 @@ def verdict(low: float, high: float, value: float) -> str:
 
 
 # --- what the notebooks draw and print ----------------------------------------------------------
+
+
+def knob_bands(knob: str, cpu_spec: sweep.Sweep, out: Path) -> pd.DataFrame:
+    """The predicted samples/s (variant, x, low, high) at a sensitivity sweep's GPU points."""
+    pred = load(out)
+    if pred.empty:
+        return pred
+    pred = pred[(pred["sweep"] == on_gpu(cpu_spec).name) & (pred["quantity"] == col.SAMPLES_PER_S)]
+    return with_knob(knob, pred.assign(point=pred[col.GRID]))[[col.VARIANT, "x", "low", "high"]]
 
 
 def placement_bands(out: Path, study: str) -> pd.DataFrame:

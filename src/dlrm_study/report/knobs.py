@@ -1,10 +1,14 @@
-"""One knob's section of a sensitivity notebook (03, 04): its figure and its table of rates, of one machine's
-CPU loops. A GPU's records of the knob are of another machine: they are named, never drawn on these axes."""
+"""A sensitivity notebook's sections (03, 04): each knob's figure and table of rates, of one machine's CPU
+loops; and each GPU host's records of the knobs on a figure of their own (another machine: never drawn on
+the CPU's axes)."""
 
 from pathlib import Path
 
+import pandas as pd
+
 from dlrm_study.analysis.gpu_loop import label as loop_label
-from dlrm_study.analysis.sensitivity import gpu_records, rates_table, sensitivity_records
+from dlrm_study.analysis.predictions import knob_bands
+from dlrm_study.analysis.sensitivity import gpu_records, rates_table, sensitivity_records, with_knob
 from dlrm_study.records import columns as col
 from dlrm_study.report import plots
 from dlrm_study.studies.sensitivity import KNOBS, dropped, on_gpu, sensitivity
@@ -25,4 +29,20 @@ def knob_section(knob: str, profile: str, out: Path, machine: str | None, figure
     gpu = gpu_records(on_gpu(spec))
     if not gpu.empty:
         hosts = ", ".join(sorted(set(gpu[col.MACHINE])))
-        print(f"GPU records of this knob: {len(gpu)} on {hosts}{loop_label(gpu)}; not drawn beside this machine's CPU")
+        print(f"GPU records of this knob: {len(gpu)} on {hosts}{loop_label(gpu)}: drawn apart, under GPU")
+
+
+def gpu_knobs(knobs: list[str], profile: str, out: Path, figures: Path | None, name: str) -> None:
+    """Each GPU host's records of the knobs on its own figure (`name`, a panel per knob, with the predicted
+    ranges), titled with the host and, where they are, the old GPU loop's label; nothing where none exists."""
+    frames = {k: with_knob(k, gpu_records(on_gpu(sensitivity(k, profile, out)))) for k in knobs}
+    hosts = sorted({m for f in frames.values() if not f.empty for m in f[col.MACHINE]})
+    if not hosts:
+        print("GPU: no records of these knobs in this results folder (the GPU session measures them)")
+        return
+    bands = {k: knob_bands(k, sensitivity(k, profile, out), out) for k in knobs}
+    for i, host in enumerate(hosts):
+        mine = {k: f[f[col.MACHINE] == host] for k, f in frames.items()}
+        every = pd.concat(list(mine.values()), ignore_index=True)
+        fig = plots.knob_panels(mine, f"On {host}{loop_label(every)}", bands)
+        plots.save(fig, name if i == 0 else f"{name}_{i + 1}", figures)

@@ -10,10 +10,10 @@ from dlrm_study.report.plots.cpu import ablation, breakdown, decomposition, spee
 from dlrm_study.report.plots.placement import hit_rates, placement_sweep, remote_tables
 from dlrm_study.report.plots.predictions import predictions
 from dlrm_study.report.plots.scaling import scaling_breakdown, scaling_projection
-from dlrm_study.report.plots.sensitivity import heatmap, sensitivity
+from dlrm_study.report.plots.sensitivity import heatmap, knob_panels, sensitivity
 
 __all__ = [
-    "ablation", "breakdown", "caption", "convergence", "decomposition", "heatmap", "hit_rates", "ordered",
-    "placement_sweep", "predictions", "remote_tables", "save", "scaling_breakdown", "scaling_projection",
-    "sensitivity", "speedup", "style",
+    "ablation", "breakdown", "caption", "convergence", "decomposition", "heatmap", "hit_rates", "knob_panels",
+    "ordered", "placement_sweep", "predictions", "remote_tables", "save", "scaling_breakdown",
+    "scaling_projection", "sensitivity", "speedup", "style",
 ]  # fmt: skip

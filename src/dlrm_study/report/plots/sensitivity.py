@@ -1,5 +1,7 @@
 """Notebooks 03 and 04's figures: throughput against one knob, and GPU over CPU on the dense x sparse grid."""
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -72,4 +74,45 @@ def heatmap(ratio: pd.DataFrame, title: str, records: pd.DataFrame) -> plt.Figur
     ax.invert_yaxis()
     ax.set_title(title)
     add_caption(fig, records)
+    return fig
+
+
+def knob_panels(
+    frames: dict[str, pd.DataFrame], title: str, bands: dict[str, pd.DataFrame] | None = None
+) -> plt.Figure:
+    """One machine's samples/s against each knob, a panel per knob (`x`, labelled by `knob`), log-log: per
+    variant the geometric mean of all repeats with 95% intervals, each repeat a dot (hollow when flagged),
+    and its predicted range shaded where `bands` has one. The GPU's knobs on their own axes, not a CPU's."""
+    knobs = [k for k, f in frames.items() if not f.empty]
+    fig, axes = plt.subplots(1, len(knobs), figsize=(3.3 * len(knobs) + 1, 3.8), sharey=True, squeeze=False)
+    every = pd.concat([frames[k] for k in knobs], ignore_index=True)
+    variants = ordered(every[col.VARIANT])
+    palette = dict(zip(variants, sns.color_palette(n_colors=len(variants)), strict=True))
+    spans = [every[col.SAMPLES_PER_S]]
+    for ax, knob in zip(axes[0], knobs, strict=True):
+        frame = flagging.with_flags(frames[knob])
+        frame["doubtful"] = flagging.flagged(frame)
+        band = (bands or {}).get(knob, pd.DataFrame())
+        for variant in ordered(frame[col.VARIANT]):
+            color = palette[variant]
+            mine_band = band[band[col.VARIANT] == variant] if not band.empty else band
+            if not mine_band.empty:
+                predicted_band(ax, mine_band, color, f"{variant}: {PREDICTED}")
+                spans += [mine_band["low"], mine_band["high"]]
+            mine = frame[frame[col.VARIANT] == variant]
+            summary = stats.summarize(mine, ["x"])
+            ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3,
+                        color=color, label=f"{variant}: measured")  # fmt: skip
+            mark_single(ax, summary["x"], summary, color)
+            repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
+        ax.set(xscale="log", yscale="log", xlabel=textwrap.fill(str(frame["knob"].iloc[0]), 24))
+        ax.set_xticks(sorted(frame["x"].unique()))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    axes[0][0].set_ylabel("training samples/s")
+    log_ticks(axes[0][0].yaxis, pd.concat(spans, ignore_index=True))
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.98))
+    fig.suptitle(title, y=1.1)
+    add_caption(fig, every)
     return fig
