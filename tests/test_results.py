@@ -52,6 +52,24 @@ def test_killed_writer_leaves_only_whole_rows(tmp_path):
     assert all(r["payload"] == "x" * 2000 for r in rows)
 
 
+TWO_WRITERS = """
+import sys
+from dlrm_study.records import store
+for i in range(int(sys.argv[3])):
+    store.append(sys.argv[1], {"writer": sys.argv[2], "i": i})
+"""
+
+
+def test_two_writers_on_one_csv_lose_nothing(tmp_path):
+    path = tmp_path / "r.csv"
+    writers = [subprocess.Popen([sys.executable, "-c", TWO_WRITERS, str(path), name, "40"]) for name in "ab"]
+    assert [writer.wait(timeout=600) for writer in writers] == [0, 0]  # a hang guard
+    rows = store.read_rows(path)[1]
+    assert len(rows) == 80
+    for name in "ab":  # each writer's records whole and in its order, none lost to the other's rewrite
+        assert [int(row["i"]) for row in rows if row["writer"] == name] == list(range(40))
+
+
 def test_the_launchers_commit_wins(monkeypatch):
     # A GPU machine's copy of the tree may sit in another checkout: the launcher's word counts.
     assert provenance.git_commit() != "abc1234"
