@@ -18,12 +18,17 @@ import torch
 from tests.conftest import CRITEO_SAMPLE
 
 from dlrm_study import config
+from dlrm_study.records import store
+from dlrm_study.records.record import make_record
+from dlrm_study.train import build
+from dlrm_study.train import checkpoint as ckpt
 
 KAGGLE_SMALL = ["--config", "kaggle", "--set", "model.table_rows=26x100", "--set", "train.batch_size=8"]
 TRAIN = ["train", "--no-progress"]
 BENCH = ["bench", "--no-progress", "--repeats", "1", "--steps", "1", "--roofline", "off"]
 
 SWEEP_BASE = "name: s\nconfig: tiny\nsteps: 1\nrepeats: 1\nout: records.csv\n"
+KEPT = ["--out", "records.csv", "--checkpoint", "run.pt"]  # written at the end only: a run that fails keeps them
 
 
 def make_inputs(folder: Path) -> None:
@@ -53,6 +58,7 @@ def make_inputs(folder: Path) -> None:
         "sweep_variants.yaml": b"name: s\nvariants: [turbo]\n",
         "sweep_out.yaml": b"name: s\nout: folder\n",
         "sweep_key.yaml": b"name: s\n7: x\n",
+        "sweep_kept.yaml": SWEEP_BASE.encode() + b"variants: [reference, turbo]\n",
     }
     for name, content in files.items():
         (folder / name).write_bytes(content)
@@ -60,6 +66,13 @@ def make_inputs(folder: Path) -> None:
     torch.save(hollow, folder / "hollow.pt")  # a checkpoint's shape without its state
     (folder / "folder").mkdir()
     (folder / "folder.yaml").mkdir()
+    os.mkfifo(folder / "fifo")  # reading it waits for a writer forever; replacing it loses it
+    # Outputs worth keeping, refused as targets: a valid records CSV and a valid checkpoint (at step 5).
+    records = [make_record("s", {"samples_per_s": 100.0 + r}, repeat=r) for r in (0, 1)]
+    store.append_many(folder / "records.csv", records)
+    run = build(config.preset("tiny"))
+    run.step = 5
+    ckpt.save(run, folder / "run.pt")
 
 
 # (id, argv, what the one line must say)
@@ -140,6 +153,14 @@ CASES = [
     ("checkpoint-folder", [*TRAIN, "--checkpoint", "folder"], "--checkpoint folder is a folder"),
     ("checkpoint-under-file", [*TRAIN, "--checkpoint", "blocker/run.pt"], "blocker is not a folder"),
     ("checkpoint-impossible-parent", [*TRAIN, "--checkpoint", "/proc/nope/ck.pt"], "no file can be made in /proc"),
+    ("out-fifo", [*TRAIN, "--out", "fifo"], "--out fifo is not a regular file"),
+    ("checkpoint-fifo", [*TRAIN, "--checkpoint", "fifo"], "--checkpoint fifo is not a regular file"),
+    # a valid records CSV and a valid checkpoint as the targets of a refused run: byte for byte as they were
+    ("records-kept-bad-config", [*TRAIN, *KEPT, "--set", "model.colour=red"], "unknown config key 'model.colour'"),
+    ("records-kept-past-steps", [*TRAIN, "--resume", "run.pt", "--steps", "2", *KEPT], "run.pt is at step 5"),
+    ("records-kept-bad-line", [*TRAIN, *KAGGLE_SMALL, "--data", "short_line.tsv", *KEPT], "short_line.tsv:21"),
+    ("records-kept-bench", [*BENCH, "--out", "records.csv", "--precision", "fp8"], "'fp8' is not one of"),
+    ("records-kept-sweep", ["sweep", "sweep_kept.yaml"], "unknown variant 'turbo'"),
     # checkpoints
     ("resume-missing", [*TRAIN, "--resume", "missing.pt"], "checkpoint not found: missing.pt"),
     ("resume-garbage", [*TRAIN, "--resume", "garbage.pt"], "garbage.pt is not a dlrm-study checkpoint"),

@@ -39,7 +39,7 @@ from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.placement import placement_records
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.analysis.verdicts import grid_changes
+from dlrm_study.analysis.verdicts import Lens, grid_changes
 from dlrm_study.config import Placement
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
@@ -288,10 +288,11 @@ def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
             counts.append(stats.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
         return min(counts)
     grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
-    empty = pd.DataFrame()
-    evidence = Evidence(empty, empty, empty, empty, empty, empty, gpu_grid=sweep_records(grid))
+    required = [f.name for f in dataclasses.fields(Evidence) if f.default is f.default_factory is dataclasses.MISSING]
+    empty = {name: pd.DataFrame() for name in required}
+    evidence = Evidence(**{**empty, "gpu_grid": sweep_records(grid)})  # the grid alone: what H2 and H3 read
     along = "model.dense_features" if claim == "H2" else "tables"
-    changes, _ = grid_changes(evidence, False, along)
+    changes, _ = grid_changes(evidence, Lens(clean=False), along)  # every pair, as the verdict counts
     return min((r.n for _, r in changes), default=0)
 
 

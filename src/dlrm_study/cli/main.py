@@ -1,11 +1,14 @@
 """`dlrm-study train` and `dlrm-study bench`.
 
-Bad input (a config, an option, a file) ends with one line on stderr and exit code 2.
+Bad input (a config, an option, a file) and faults (a full disk, a folder gone, a kernel build held too
+long) end with one line on stderr and exit code 2, Ctrl-C with one line and exit code 130; so does any other
+failure, in one line (DLRM_STUDY_TRACEBACK=1 shows its traceback instead).
 """
 
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +16,7 @@ from pathlib import Path
 from dlrm_study import config
 from dlrm_study.config import Precision
 from dlrm_study.config.variants import CPU_LOOPS
-from dlrm_study.errors import UsageError
+from dlrm_study.errors import Fault, UsageError
 from dlrm_study.measure import limits as machine_limits
 from dlrm_study.perfmodel import roofline
 from dlrm_study.records import columns as col
@@ -112,6 +115,9 @@ def build_parser() -> Parser:
     compare.add_argument("--steps", type=int, default=10, help="timed steps per bench (default %(default)s)")
     compare.add_argument("--warmup", type=int, default=2)
     compare.add_argument("--out", default="results/bench.csv")
+    compare.add_argument(
+        "--roofline", choices=("full", "quick"), default="full", help="measure the bound first (default full)"
+    )
     compare.add_argument("--no-progress", action="store_true")
 
     readme = commands.add_parser("readme", help="rewrite the README's generated section from the records")
@@ -321,7 +327,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
         raise UsageError("--repeats and --steps must be positive, --warmup not negative")
     check_setup(args)
     out = Path(args.out) if args.out else None
-    records = compare(presets, variants, args.repeats, args.steps, args.warmup, out, not args.no_progress)
+    records = compare(presets, variants, args.repeats, args.steps, args.warmup, out, not args.no_progress,
+                      quick_limits=args.roofline == "quick")  # fmt: skip
     print(report(records))
     if out:
         print(f"{len(records)} records appended to {out}")
@@ -399,13 +406,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             "baseline-2020": cmd_baseline,
         }
         commands[args.command](args)
-    except UsageError as err:
+    except (UsageError, Fault) as err:
         print(f"dlrm-study: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         print("dlrm-study: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # what no layer named: still one line, the file and the cause where it is a file's
+        if os.environ.get("DLRM_STUDY_TRACEBACK"):
+            raise
+        print(f"dlrm-study: error: {unexpected(err)}", file=sys.stderr)
+        return USAGE_ERROR
     return 0
+
+
+def unexpected(err: Exception) -> str:
+    """One line for a failure no layer turned into a UsageError or a Fault."""
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.filename}: {err.strerror or err}"
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else 'no message'} (DLRM_STUDY_TRACEBACK=1 shows where)"
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study import config
 from dlrm_study.config import Config, Loop
-from dlrm_study.errors import UsageError
+from dlrm_study.errors import Fault, UsageError
 from dlrm_study.measure import selfcheck
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
@@ -157,30 +157,32 @@ def run(
     counts.skipped = len(tasks) - len(todo)
     tally(reused=counts.skipped)
     bar = tqdm(todo, desc=study, unit="run", disable=not (progress and emit), leave=False)
-    for i, task in enumerate(bar):
-        if (limit is not None and i >= limit) or (deadline is not None and time.monotonic() > deadline):
-            counts.left = len(todo) - i
-            break
-        if task.pair in failed_pairs:
-            counts.failed += 1  # failed in an earlier repeat of this run: once is enough
-            continue
-        bar.set_postfix_str(f"r{task.repeat} {task.point} {task.variant}"[:60])
-        record = measured(task, measure, study, record_errors, run_id)
-        if record.get(col.ERROR):
-            failed_pairs.add(task.pair)
-            counts.failed += 1
-        counts.ran += 1
-        tally(measured=1)
-        if emit and out:
-            store.append(out, record)
-        if emit and on_record:
-            on_record(record)
-        if emit:
-            say(progress_line(study, i + 1, len(todo), task, record))
-        if record.get(col.ERROR) and device_lost(task.cfg):
-            bar.close()
-            raise DeviceLost(f"the CUDA context is unusable after {record[col.ERROR]} (r{task.repeat} {task.point})")
-    bar.close()
+    try:
+        for i, task in enumerate(bar):
+            if (limit is not None and i >= limit) or (deadline is not None and time.monotonic() > deadline):
+                counts.left = len(todo) - i
+                break
+            if task.pair in failed_pairs:
+                counts.failed += 1  # failed in an earlier repeat of this run: once is enough
+                continue
+            bar.set_postfix_str(f"r{task.repeat} {task.point} {task.variant}"[:60])
+            record = measured(task, measure, study, record_errors, run_id)
+            if record.get(col.ERROR):
+                failed_pairs.add(task.pair)
+                counts.failed += 1
+            counts.ran += 1
+            tally(measured=1)
+            if emit and out:
+                store.append(out, record)
+            if emit and on_record:
+                on_record(record)
+            if emit:
+                say(progress_line(study, i + 1, len(todo), task, record))
+            if record.get(col.ERROR) and device_lost(task.cfg):
+                where = f"r{task.repeat} {task.point}"
+                raise DeviceLost(f"the CUDA context is unusable after {record[col.ERROR]} ({where})")
+    finally:  # interrupted or failed too: the bar is gone before the line that says why
+        bar.close()
     return counts
 
 
@@ -230,6 +232,8 @@ def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_
     labels = {col.VARIANT: task.variant, col.REPEAT: task.repeat, col.POINT: task.point, col.ORDER: task.order}
     try:
         fields = measure(dataclasses.replace(task, cfg=cfg))
+    except Fault:  # the machine failed, not the measurement: not recorded as the variant's error
+        raise
     except Exception as err:  # any failure of the point (Triton's compile and resource errors are no RuntimeError)
         if not record_errors:
             raise

@@ -20,6 +20,8 @@ def check_writable(path: Path, flag: str) -> None:
     """Refuse `path` unless a file can be written there (its parent folders made as needed)."""
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder, not a file")
+    if path.exists() and not path.is_file():  # a device or a pipe: read, it may never end; replaced, it is lost
+        raise UsageError(f"{flag} {path} is not a regular file (a device, a pipe or a socket): not touched")
     existing = path.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dlrm_study import config
 from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
+from dlrm_study.measure import limits as machine_limits
 from dlrm_study.measure import runner
 from dlrm_study.measure.bench import measure_prepared
 from dlrm_study.measure.prepared import Prepared, prepare
@@ -27,17 +28,21 @@ def compare(
     out: Path | None = None,
     progress: bool = True,
     limits: dict[str, float] | None = None,
+    quick_limits: bool = False,
 ) -> list[dict[str, object]]:
     """Bench every variant of every preset in `repeats` interleaved repeats; return the records.
 
-    The machine's limits are measured first (full mode) unless given.
+    The machine's limits are measured first (full mode, or quick) unless given. Not resumed: its ratios pair
+    variants within one run, so a compare killed or interrupted leaves the whole records it made (its run's
+    id marks them) and, run again, measures every cell anew in a run of its own.
     """
     kept, skipped = runnable(variants)
     if skipped:
         print(skip_note(skipped), file=sys.stderr)
     points = [(p, {v: config.load(p, [*REGISTRY[v], f"train.steps={steps}"]) for v in kept}) for p in presets]
     if limits is None:
-        limits = limits.measure_limits(**roofline.needs(*[cfg for _, cfgs in points for cfg in cfgs.values()]))
+        needs = roofline.needs(*[cfg for _, cfgs in points for cfg in cfgs.values()])
+        limits = machine_limits.measure_limits(**needs, quick=quick_limits)
 
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, steps, warmup, profile_steps=0, progress=False, limits=limits)

@@ -6,21 +6,23 @@ dense optimizer keeps is saved too: the fused arch's tables, bf16 halves and Ada
 accumulators are buffers in the model's state dict, Split-SGD's lower halves are its state.
 """
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 
 from dlrm_study.config import Config
-from dlrm_study.errors import UsageError
+from dlrm_study.errors import Fault, UsageError
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
 from dlrm_study.train.run import Run, build
 
 
 def save(run: Run, path: Path) -> None:
-    """Write the checkpoint atomically: a crash mid-write leaves the old one intact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the checkpoint atomically: a crash or a write fault mid-write leaves the old one intact (a `Fault`
+    names the fault), and an interrupted write leaves no temporary file behind."""
     state = {
         "config": run.cfg.to_dict(),
         "step": run.step,
@@ -28,9 +30,48 @@ def save(run: Run, path: Path) -> None:
         "model": run.model.state_dict(),
         "dense_optimizer": run.dense_optimizer.state_dict(),
     }
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            write(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        kept = "the last one saved is as it was" if path.exists() else "none saved"
+        raise Fault(f"cannot write the checkpoint {path}: {err.strerror or err}; {kept}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+class Watched:
+    """A file whose write errors are kept: torch.save reports a failed write as a RuntimeError without its cause."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f, self.error = f, None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as err:
+            self.error = err
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+def write(state: dict, f: BinaryIO) -> None:
+    """torch.save into `f`; a failed write raises the OSError that failed it (a full disk says so)."""
+    watched = Watched(f)
+    try:
+        torch.save(state, watched)
+    except RuntimeError:
+        if watched.error is not None:
+            raise watched.error from None
+        raise
 
 
 def load(path: Path, device: str | None = None, make_arch: Callable[..., SparseArch] = make_sparse_arch) -> Run:
