@@ -1,36 +1,29 @@
 """Roofline: this machine's measured limits, one iteration's work, and the lower bound they imply.
 
-Limits (`measure_limits`) are measured with torch on the CPU, on torch's current thread
-count, as medians over repeats after a warm-up (GEMMs: the best repeat, since on a shared
-machine another job halves a compute-bound GEMM, and a limit is what the cores can do),
-memory rates in one buffer of at least 1 GB and 4x the last-level cache, so random rows
-are not cache-resident (512 MB in quick mode):
+Limits (`measure_limits`) are measured on the CPU, on torch's current thread count, after a
+warm-up, as the best of their repeats (on a shared machine another job only adds time, and a
+limit is what the machine can do), and kept between runs (`limits_cache`: once per machine,
+threads, torch and measuring code):
 
-- streaming bandwidth: copying one half of the buffer into the other (read + write bytes);
-- random-row gather: `embedding_bag` sums of random rows (the pooled forward; a small
-  output, where `index_select` would mostly time writing its output), or the optimized
-  loop's own fused forward kernel over the same rows where it is faster;
-- random-row read-modify-write (the fused backward+update): the faster of `index_add_` and
-  gather + add + `index_copy_` into random rows (read + write bytes);
-- the same two in bf16 rows (`gather_bf16_*`, `update_bf16_*`: a bf16 table, torch's bf16
-  kernels), beside the fp32-word rates above;
+- random-row gather and update rates (`membench`): the embedding kernels' memory traffic alone,
+  in C++ beside them, in a buffer of the tables' own size, uniform random rows, with the fused
+  kernels' software prefetch: rows summed in bags (the forward: whole fp32 rows, or the first half
+  of each [hi | lo] bf16 Split-SGD row) and rows read and written back (the fused update: whole rows);
 - GEMM rates at the model's own layer shapes: for each MLP layer (batch, fan_in, fan_out), its
   forward (`F.linear`, the `aten::addmm` nn.Linear runs) and its two backward GEMMs (the input
   gradient `grad @ W` and the weight gradient `x.T @ grad`, as autograd computes them), in fp32
   and, where the CPU has native bf16, in bf16 with bf16 weights (as the optimized bf16 loop holds
   them); plus one square GEMM (`gemm_*_gflops`), for reference only.
 
-Quick mode also uses fewer lookups and repeats: rougher, and optimistic on CPUs whose L3
-holds much of its table. Torch's scatter ops carry per-row overhead, so a hand-written
-fused update kernel beats the measured update rate: the bound charges the update as the
-larger of reading its rows at the gather rate and moving its bytes at the streaming rate.
+Quick mode uses fewer ids and repeats: rougher. No rate depends on which path a torch op takes,
+and no buffer on the cache size a VM reports: each is as large as the bound needs.
 
 Work (`iteration_work`) counts the bytes and FLOPs of one training step; `bound_ms`
 divides them by the limits. Assumptions:
 
 - Memory-bound embedding phases and compute-bound MLP phases do not overlap on the same
   cores, so their times add; each runs at the best measured rate of its kind.
-- Every looked-up id is one random row access (hot rows of skewed ids that stay in cache
+- Every looked-up id is one uniform random row access (hot rows of skewed ids that stay in cache
   would cost less); gradient, pooled-output and index traffic is left out, and so is the
   dense parameters' SGD update (about 12 bytes per MLP weight, a few percent at most).
 - Row-wise Adagrad's per-row fp32 state is charged like the row's own bytes, as if it came
@@ -42,118 +35,85 @@ divides them by the limits. Assumptions:
 """
 
 import functools
-import statistics
+import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from dlrm_study import results
 from dlrm_study.config import Config
-from dlrm_study.embeddings import hugepages, kernels
+from dlrm_study.measure import limits_cache, membench
+from dlrm_study.measure.membench import Access
 from dlrm_study.records import columns as col
 
-# Row sizes measured by default: fp32 rows of dim 4..128 and bf16 rows of dim 8..256 (all presets).
-ROW_BYTES = (16, 32, 64, 128, 256, 512)
 GEMM_SHAPE = (2048, 1024, 1024)  # M, K, N: one square-ish GEMM, reported beside the layer rates
 GEMM_PASSES = ("forward", "grad_input", "grad_weight")
-BAG = 100  # ids per bag in the gather measurement, as in dlrm-benchmark
-CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
-UPDATE_CHUNK = 2**14  # rows of gradient per index_add_ call: keeps the gradient cache-resident
+IDS = {True: 2**18, False: 2**21}  # random rows per timed membench call, quick and full
 
 
 def measure_limits(
-    row_bytes: list[int] | None = None,
+    accesses: list[Access] | None = None,
     quick: bool = False,
-    bf16_row_bytes: list[int] | None = None,
     layers: list[tuple[int, int, int]] | None = None,
+    fresh: bool = False,
 ) -> dict[str, float]:
-    """Measured limits of this machine, flat, units in the key names (cached per process).
+    """Measured limits of this machine, flat, units in the key names: each measured once, then cached.
 
-    `row_bytes`: fp32-word row sizes (default ROW_BYTES); `bf16_row_bytes`: bf16 row sizes;
-    `layers`: (batch, fan_in, fan_out) whose GEMMs to time. `needs(cfg)` gives all three.
+    `accesses`: the random-row accesses whose rates to measure (`membench.Access`); `layers`:
+    (batch, fan_in, fan_out) whose GEMMs to time. `needs(cfg)` gives both. `fresh`: measure them
+    all now (the cache keeps the higher of each rate).
     """
-    sizes = tuple(sorted(set(row_bytes or ROW_BYTES)))
-    for size in sizes:
-        if size <= 0 or size % 4:
-            raise ValueError(f"row size {size} B is not a positive multiple of 4 bytes")
-    bf16_sizes = tuple(sorted(set(bf16_row_bytes or ())))
-    for size in bf16_sizes:
-        if size <= 0 or size % 2:
-            raise ValueError(f"bf16 row size {size} B is not a positive multiple of 2 bytes")
-    shapes = tuple(sorted(set(layers or ())))
-    # A copy: callers may not edit the cache.
-    return dict(_measure(sizes, bf16_sizes, shapes, quick, torch.get_num_threads()))
+    accesses, shapes = sorted(set(accesses or ())), sorted(set(layers or ()))
+    threads, repeats = torch.get_num_threads(), 3 if quick else 7
+    have = {} if fresh else limits_cache.load(threads, quick) | _measured.get((threads, quick), {})
+    squares = [f"gemm_{name}_gflops" for name in gemm_dtypes()]
+    layer_keys = {s: [layer_key(p, s, g) for p in gemm_dtypes() for g in GEMM_PASSES] for s in shapes}
+    new = membench.measure([a for a in accesses if a.key not in have], IDS[quick], repeats)
+    if any(key not in have for key in squares):
+        new |= gemm_limits(repeats)
+    new |= layer_gemm_limits(tuple(s for s in shapes if any(k not in have for k in layer_keys[s])), repeats)
+    limits_cache.store(threads, quick, new)
+    _measured.setdefault((threads, quick), {}).update(new)
+    have |= new
+    if fresh:  # the best of now and before
+        have |= {key: v for key, v in limits_cache.load(threads, quick).items() if v > have.get(key, 0.0)}
+    wanted = [a.key for a in accesses] + squares + [k for keys in layer_keys.values() for k in keys]
+    reused = sum(key not in new for key in wanted)
+    if reused:
+        print(f"dlrm-study: {reused} of {len(wanted)} machine limits reused, measured earlier "
+              f"({limits_cache.path() or 'in this process'})", file=sys.stderr)  # fmt: skip
+    return {col.THREADS: float(threads), **{key: have[key] for key in wanted}}
+
+
+_measured: dict[tuple[int, bool], dict[str, float]] = {}  # this process's measurements (the cache may be off)
 
 
 def needs(*cfgs: Config) -> dict[str, list]:
     """What `measure_limits` must measure for these configs' bounds and rates (its keyword arguments)."""
     return {
-        "row_bytes": sorted({size for cfg in cfgs for size in row_sizes(cfg)}),
-        "bf16_row_bytes": sorted({2 * cfg.model.embedding_dim for cfg in cfgs}),
+        "accesses": sorted({access for cfg in cfgs for access in accesses(cfg).values()}),
         "layers": sorted({layer for cfg in cfgs for layer in layer_shapes(cfg)}),
     }
 
 
-def row_sizes(cfg: Config) -> list[int]:
-    """fp32-word row sizes (bytes) that `bound_ms` and `rates` need for this config."""
-    return sorted({measured_row_bytes(cfg), 4 * cfg.model.embedding_dim})
+def accesses(cfg: Config) -> dict[str, Access]:
+    """The random-row accesses `bound_ms` and `rates` charge, over all tables stacked: the forward's
+    gather in fp32 rows and in bf16 Split-SGD rows ([hi | lo], as wide as fp32's: forward reads the
+    first half, an odd dim's rounded up to whole 4-byte words), and the update (whole rows, both)."""
+    dim, rows = cfg.model.embedding_dim, sum(cfg.model.table_rows)
+    return {
+        "gather_fp32": Access("gather", 4 * dim, 4 * dim, rows),
+        "gather_bf16": Access("gather", -(-2 * dim // 4) * 4, 4 * dim, rows),
+        "update": Access("update", 4 * dim, 4 * dim, rows),
+    }
 
 
 def layer_shapes(cfg: Config) -> list[tuple[int, int, int]]:
     """(batch, fan_in, fan_out) of every MLP layer, bottom then top (repeats kept)."""
     m, batch = cfg.model, cfg.train.batch_size
     return [(batch, fan_in, fan_out) for fan_in, fan_out in m.bottom_layers + m.top_layers]
-
-
-def measured_row_bytes(cfg: Config) -> int:
-    """The row size whose measured rates stand for this config's rows: rounded up to 4 bytes
-    (an odd bf16 dimension has 2-byte-aligned rows; the measurement gathers fp32 words)."""
-    return -(-embedding_row_bytes(cfg) // 4) * 4
-
-
-@functools.cache
-def _measure(sizes: tuple[int, ...], bf16_sizes: tuple[int, ...], shapes: tuple[tuple[int, int, int], ...],
-             quick: bool, threads: int) -> dict[str, float]:  # fmt: skip
-    repeats = 3 if quick else 7
-    return {
-        col.THREADS: float(threads),
-        **memory_limits(sizes, quick, repeats, bf16_sizes),
-        **gemm_limits(repeats),
-        **layer_gemm_limits(shapes, repeats),
-    }
-
-
-def memory_limits(
-    sizes: tuple[int, ...], quick: bool, repeats: int, bf16_sizes: tuple[int, ...] = ()
-) -> dict[str, float]:
-    """Streaming bandwidth, and random-row gather and update rates at each row size (fp32 words, bf16)."""
-    # One buffer serves every measurement: first-touch page faults cost more than the copies.
-    # Server L3s reach hundreds of MB, so the full table is at least 4x the last-level cache.
-    # On huge pages where the OS allows, as the optimized tables are: the machine at its best.
-    buffer = hugepages.empty((2**29 if quick else min(max(2**30, 4 * last_level_cache_bytes()), 2**33)) // 4)
-    buffer.fill_(1.0)
-    src, dst = buffer.chunk(2)
-    limits = {"stream_gbps": 2 * src.numel() * 4 / median_s(lambda: dst.copy_(src), repeats) / 1e9}
-    lookups = UPDATE_CHUNK if quick else 2**20  # quick: few parallel ops, each costly on busy cores
-    for size in sizes:
-        dim = size // 4
-        table = buffer[: buffer.numel() // dim * dim].view(-1, dim)
-        gather, update = row_seconds(table, lookups, repeats)
-        limits[f"gather_rows_per_s_{size}B"] = lookups / gather
-        limits[f"gather_gbps_{size}B"] = lookups * size / gather / 1e9
-        limits[f"update_rows_per_s_{size}B"] = lookups / update
-        limits[f"update_gbps_{size}B"] = 2 * lookups * size / update / 1e9  # each row read and written
-    halves = buffer.view(torch.bfloat16)
-    for size in bf16_sizes:
-        dim = size // 2
-        table = halves[: halves.numel() // dim * dim].view(-1, dim)
-        gather, update = row_seconds(table, lookups, repeats)
-        limits[f"gather_bf16_gbps_{size}B"] = lookups * size / gather / 1e9
-        limits[f"update_bf16_gbps_{size}B"] = 2 * lookups * size / update / 1e9
-    return limits
 
 
 def gemm_dtypes() -> dict[str, torch.dtype]:
@@ -200,62 +160,6 @@ def layer_gemm_limits(shapes: tuple[tuple[int, int, int], ...], repeats: int) ->
     return limits
 
 
-def last_level_cache_bytes() -> int:
-    """Size of the largest CPU cache (Linux sysfs writes e.g. `491520K`), 0 where unknown."""
-    try:
-        sizes = [int(f.read_text().strip().rstrip("K")) * 1024 for f in CACHES.glob("index*/size")]
-    except (OSError, ValueError):
-        return 0
-    return max(sizes, default=0)
-
-
-def row_seconds(table: torch.Tensor, lookups: int, repeats: int) -> tuple[float, float]:
-    """Seconds to gather-and-pool, and to read-modify-write, `lookups` random rows of `table`.
-
-    The update takes the faster of two torch ways (which wins depends on the row size):
-    `index_add_`, and gather + add + `index_copy_` (races on repeated ids do not matter here).
-    """
-    ids = torch.randint(table.shape[0], (lookups,))
-    offsets = torch.arange(0, lookups, BAG)
-    grad = torch.full((UPDATE_CHUNK, table.shape[1]), 1e-6, dtype=table.dtype)
-    rows = torch.empty_like(grad)
-
-    def index_add() -> None:
-        for chunk in ids.split(UPDATE_CHUNK):
-            table.index_add_(0, chunk, grad[: len(chunk)])
-
-    def gather_add_copy() -> None:
-        for chunk in ids.split(UPDATE_CHUNK):
-            torch.index_select(table, 0, chunk, out=rows[: len(chunk)])
-            table.index_copy_(0, chunk, rows[: len(chunk)].add_(grad[: len(chunk)]))
-
-    gather = median_s(lambda: F.embedding_bag(ids, table, offsets, mode="sum"), repeats)
-    fused = fused_gather(table, ids, offsets)
-    if fused is not None:
-        gather = min(gather, median_s(fused, repeats))
-    return gather, min(median_s(index_add, repeats), median_s(gather_add_copy, repeats))
-
-
-def fused_gather(table: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor) -> Callable[[], object] | None:
-    """The optimized loop's own pooled forward over the same rows (None without the C++ kernels).
-
-    It prefetches rows ahead and can gather faster than `embedding_bag`; a bound that charged
-    the slower of the two would sit above what the loop reaches.
-    """
-    ops = kernels.load()
-    if ops is None:
-        return None
-    bag_starts = torch.cat([offsets, torch.tensor([len(ids)])])
-    if table.dtype == torch.bfloat16:
-        return functools.partial(ops.forward_bf16, table.view(torch.int16), ids, bag_starts, len(offsets), 1)
-    return functools.partial(ops.forward_fp32, table, ids, bag_starts, len(offsets), 1)
-
-
-def median_s(fn: Callable[[], object], repeats: int) -> float:
-    """Median seconds of `fn` over `repeats` calls after one warm-up call."""
-    return statistics.median(seconds(fn, repeats))
-
-
 def best_s(fn: Callable[[], object], repeats: int) -> float:
     """Fewest seconds of `fn` over `repeats` calls after one warm-up call."""
     return min(seconds(fn, repeats))
@@ -278,10 +182,9 @@ def mean_lookups(cfg: Config) -> float:
 
 
 def embedding_row_bytes(cfg: Config) -> int:
-    """Bytes of each random row access: the fp32 row, or one 2-byte half of a Split-SGD bf16 row.
+    """Bytes the forward reads of each row: the fp32 row, or the upper (bf16) half of a Split-SGD row.
 
-    The bf16 forward reads the upper halves only; the update reads and writes both halves,
-    which live in two arrays: two accesses of this size per id.
+    The update reads and writes the whole [hi | lo] row, as many bytes as an fp32 row.
     """
     return cfg.model.embedding_dim * (2 if cfg.train.precision == "bf16" else 4)
 
@@ -290,7 +193,7 @@ def iteration_work(cfg: Config) -> dict[str, float]:
     """Ids, embedding bytes and FLOPs of one training step (forward, backward, update).
 
     Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD:
-    both 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one fp32
+    the [hi | lo] row of two 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one fp32
     state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
     (input and weight gradients), for the MLPs and, separately, the interaction's bmm
     (B x F x F x D MACs for F = tables + 1 features). The CPU bound charges the GEMMs one by one
@@ -346,25 +249,12 @@ def fastest_fp32_gemm(limits: dict[str, float]) -> float:
     return max(value for key, value in limits.items() if key.startswith("gemm_fp32_gflops"))
 
 
-def gather_gbps(cfg: Config, limits: dict[str, float]) -> float:
-    """The best measured random-row gather rate for this config's rows (fp32 words; bf16 rows too for bf16)."""
-    best = rate(limits, f"gather_gbps_{measured_row_bytes(cfg)}B")
-    if cfg.train.precision == "bf16":
-        best = max(best, limits.get(f"gather_bf16_gbps_{embedding_row_bytes(cfg)}B", 0.0))
-    return best
-
-
 def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
-    """Lower bound on ms per iteration: embedding bytes at the row rates + each GEMM at its shape's rate."""
-    work = iteration_work(cfg)
-    gather = gather_gbps(cfg, limits)
-    forward = work["embedding_forward_bytes"] / gather / 1e6
-
-    # A random read-modify-write cannot beat reading its rows at the gather rate, nor moving
-    # all its bytes at the streaming rate. (Torch's scatter ops, the measured `update_gbps`,
-    # are slower than the fused kernel, so they would not bound it from below.)
-    update_bytes = work["embedding_update_bytes"]
-    update = max(update_bytes / 2 / gather, update_bytes / rate(limits, "stream_gbps")) / 1e6
+    """Lower bound on ms per iteration: embedding bytes at their access's rate + each GEMM at its shape's rate."""
+    work, rows = iteration_work(cfg), accesses(cfg)
+    gather = rows["gather_bf16" if cfg.train.precision == "bf16" else "gather_fp32"]
+    forward = work["embedding_forward_bytes"] / rate(limits, gather.key) / 1e6
+    update = work["embedding_update_bytes"] / rate(limits, rows["update"].key) / 1e6
     mlp = mlp_gemm_ms(cfg, limits, gemm_precision(cfg, limits))
     mlp += work["interaction_flops"] / fastest_fp32_gemm(limits) / 1e6  # fp32 in every loop
     return {
@@ -381,32 +271,33 @@ def rates(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
 
     `roofline_gemm_<p>_gflops`: the config's MLP GEMMs at their measured per-shape rates, as one
     rate (their FLOPs over their summed times); bf16 only where measured (native bf16).
-    Gather and update: random rows of the config's dim, as fp32 rows and as bf16 rows.
+    Gather and update: random rows of the config's tables, as fp32 rows and as bf16 Split-SGD rows
+    (whose update moves an fp32 row's bytes: the same rate).
     """
-    dim = cfg.model.embedding_dim
+    rows = accesses(cfg)
     flops = sum(f for _, _, f in gemm_work(cfg))
     fields = {}
     for precision in ("fp32", "bf16"):
         if precision == "fp32" or "gemm_bf16_gflops" in limits:
             fields[f"roofline_gemm_{precision}_gflops"] = flops / mlp_gemm_ms(cfg, limits, precision) / 1e6
-    for kind in ("gather", "update"):
-        fields[f"roofline_{kind}_fp32_gbps"] = rate(limits, f"{kind}_gbps_{4 * dim}B")
-        fields[f"roofline_{kind}_bf16_gbps"] = rate(limits, f"{kind}_bf16_gbps_{2 * dim}B")
+    for precision in ("fp32", "bf16"):
+        fields[f"roofline_gather_{precision}_gbps"] = rate(limits, rows[f"gather_{precision}"].key)
+        fields[f"roofline_update_{precision}_gbps"] = rate(limits, rows["update"].key)
     return fields
 
 
 def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
     """A few human-readable lines: the limits used, the work, the bound."""
-    work, ms = iteration_work(cfg), bound_ms(cfg, limits)
-    size = measured_row_bytes(cfg)
+    work, ms, rows = iteration_work(cfg), bound_ms(cfg, limits), accesses(cfg)
+    gather = rows["gather_bf16" if cfg.train.precision == "bf16" else "gather_fp32"]
     gemm = gemm_precision(cfg, limits)
     layers = rates(cfg, limits)[f"roofline_gemm_{gemm}_gflops"]
     t = cfg.train
     return "\n".join(
         [
-            f"machine ({limits.get(col.THREADS, 0):.0f} threads): stream {limits['stream_gbps']:.1f} GB/s, "
-            f"{size} B rows: gather {limits[f'gather_gbps_{size}B']:.2f} GB/s, "
-            f"update {limits[f'update_gbps_{size}B']:.2f} GB/s; "
+            f"machine ({limits.get(col.THREADS, 0):.0f} threads), {gather.rows:,} random rows of {gather.stride} B: "
+            f"gather {limits[gather.key]:.2f} GB/s ({gather.read} B of each), "
+            f"update {limits[rows['update'].key]:.2f} GB/s (read + written); "
             f"GEMM {gemm} {layers:.0f} GFLOP/s at the layers' shapes ({limits[f'gemm_{gemm}_gflops']:.0f} square)",
             f"work per iteration ({cfg.name}, {t.precision}, {t.optimizer}, batch {t.batch_size}): "
             f"{work['ids_per_iteration'] / 1e6:.3g} M ids, {work['embedding_forward_bytes'] / 1e6:.4g} MB forward, "
