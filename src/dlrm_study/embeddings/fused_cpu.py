@@ -18,7 +18,7 @@ The kernels are C++ when a compiler is present, PyTorch otherwise (`kernel_path`
 import torch
 
 from dlrm_study.embeddings import hugepages, kernels
-from dlrm_study.embeddings.base import FusedLookup, SparseArch, batched_ids, uniform_table
+from dlrm_study.embeddings.base import FusedLookup, SparseArch, StagedBatch, batched_ids, uniform_table
 from dlrm_study.embeddings.kernels import torch_ops
 
 ADAGRAD_EPS = 1e-8
@@ -74,6 +74,10 @@ class FusedCPUSparseArch(SparseArch):
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         ids, bag_starts = batched_ids(indices, offsets, self.table_starts.tolist())
         return FusedLookup.apply(self.anchor, self, ids, bag_starts, offsets[0].numel())
+
+    def staged(self, batch: StagedBatch) -> torch.Tensor:
+        """Pooled embeddings of a batch staged when it was made (a benchmark's ring): ids stacked and checked."""
+        return FusedLookup.apply(self.anchor, self, batch.ids, batch.bag_starts, batch.size)
 
     def set_rows(self, start: int, weights: torch.Tensor) -> None:
         """Write fp32 master weights into rows start, start + 1, ..."""

@@ -1,11 +1,13 @@
 """The benchmark of one run: time training steps, break them down per operator.
 
 Timed span = one training step (forward, loss, backward, update), the span
-facebookresearch/dlrm reports as ms/it; making the batch is timed beside it as input
-time. After the timed steps a few more run under the profiler, whose `dlrm:*` scopes
-and autograd node names give the per-operator breakdown (profiled steps are never
-part of the timing). The gpu loop is measured by `measure.gpu.measure_training` instead:
-blocks of many steps over batches already on the device, one event pair per block.
+facebookresearch/dlrm reports as ms/it; taking the next batch is timed beside it as input
+time. Synthetic batches come from a ring made before the timing (`data.ring`), Criteo
+batches are read as a stream; records say which (`input`). After the timed steps a few
+more run under the profiler, whose `dlrm:*` scopes and autograd node names give the
+per-operator breakdown (profiled steps are never part of the timing). The gpu loop is
+measured by `measure.gpu.measure_training` instead: blocks of many steps over batches
+already on the device, one event pair per block.
 """
 
 import contextlib
@@ -21,10 +23,12 @@ import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study.config import Config
-from dlrm_study.data import Batch, make_data
+from dlrm_study.data import Batch, StagedBatch, make_data, ring, stage
+from dlrm_study.data.batch import ids_capacity
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
 from dlrm_study.records import columns as col
+from dlrm_study.train.gpu_step import takes_staged
 from dlrm_study.train.loop import Run, build, native_bf16, place, precision_label, train_step
 
 BACKWARD = "autograd::engine::evaluate_function: "
@@ -41,14 +45,30 @@ class Prepared:
     # first measurement and reused by the repeats (measure.gpu.measure_training).
     gpu_step: object | None = None
     ring: list | None = None
+    input: str = "stream"  # `ring`: the CPU loops' synthetic batches, made up front (`data.ring`)
+    ring_batches: int | None = None
 
     def close(self) -> None:
         self.run.model.sparse_arch.close()
 
 
 def prepare(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) -> Prepared:
-    """Build the config's run (validated, fitted, initialised) and its synthetic or Criteo batches."""
-    return Prepared(cfg, build(cfg, make_arch), make_data(cfg).batches())
+    """Build the config's run (validated, fitted, initialised) and its batches: a ring of synthetic
+    batches made now (`data.ring`), or the Criteo stream; the gpu loop makes its own ring on the device."""
+    run, batches = build(cfg, make_arch), make_data(cfg).batches()
+    if cfg.data.source != "synthetic" or cfg.train.loop == "gpu":
+        return Prepared(cfg, run, batches)
+    count = ring.ring_batches(cfg)
+    batches = ring.make_ring(batches, count, lambda batch: as_read(run, batch))
+    return Prepared(cfg, run, batches, input="ring", ring_batches=count)
+
+
+def as_read(run: Run, batch: Batch) -> Batch | StagedBatch:
+    """The batch on the run's device, staged where its sparse arch reads staged batches (ids checked now)."""
+    if takes_staged(run.model.sparse_arch):
+        m, t = run.cfg.model, run.cfg.train
+        batch = stage(batch, m.table_rows, ids_capacity(t.batch_size, m.table_rows, run.cfg.data.lookups_per_table))
+    return place(run, batch)
 
 
 def bench(
@@ -119,6 +139,8 @@ def measure_prepared(
         col.WARMUP: warmup,
         **times,
         col.INPUT_MS_MEDIAN: statistics.median(input_ms),
+        "input": prepared.input,
+        "ring_batches": prepared.ring_batches,
         **counters,
         **col.Breakdown(operators).fields(),
         **peak_memory(run.device),

@@ -101,6 +101,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         "block_steps": block,
         "ms_block_min": min(block_ms),
         "ms_block_max": max(block_ms),
+        "input": "ring",
         "ring_batches": len(ring),
         col.INPUT_MS_MEDIAN: math.nan,  # batches come from the ring on the device: input is not timed
         **profiled,

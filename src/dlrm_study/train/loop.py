@@ -101,10 +101,12 @@ def precision_label(precision: str, device: torch.device) -> str:
     return "bf16 (emulated)" if precision == "bf16" and not native_bf16(device) else precision
 
 
-def place(run: Run, batch: Batch) -> Batch:
+def place(run: Run, batch: Batch | StagedBatch) -> Batch | StagedBatch:
     """The batch on the run's device, its ids where the sparse arch wants them (pinned, async on a GPU)."""
     if run.device.type == "cuda":
         batch = batch.pin_memory()
+    if isinstance(batch, StagedBatch):  # read by a kernel arch, ids and all, on the run's device
+        return batch.to(run.device, non_blocking=True)
     return batch.to(run.device, ids_device=run.model.sparse_arch.ids_device, non_blocking=True)
 
 

@@ -63,14 +63,19 @@ def forward_fp32(weight, ids, offsets, batch: int, tables: int) -> torch.Tensor:
 
 def forward_bf16(hi, ids, offsets, batch: int, tables: int) -> torch.Tensor:
     """`hi`: bf16 bits (rows, dim), a plain table or a Split-SGD table's `upper` view."""
-    rows = hi[ids].view(torch.bfloat16).float()
+    rows = hi[real_ids(ids, offsets)].view(torch.bfloat16).float()
     pooled = torch.zeros(len(offsets) - 1, hi.shape[1]).index_add_(0, bags(offsets), rows)
     return to_sample_major(pooled, batch, tables)
 
 
+def real_ids(ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """The ids in bags: a staged batch's padding past the last bag is never read."""
+    return ids[: int(offsets[-1])]
+
+
 def summed_rows(ids, offsets, grad) -> tuple[torch.Tensor, torch.Tensor]:
     """Distinct rows touched and each one's gradient summed over its repeats."""
-    rows, inverse = torch.unique(ids, return_inverse=True)
+    rows, inverse = torch.unique(real_ids(ids, offsets), return_inverse=True)
     per_id = grad_per_bag(grad)[bags(offsets)]
     return rows, torch.zeros(len(rows), grad.shape[-1], device=grad.device).index_add_(0, inverse, per_id)
 
