@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
+from dlrm_study import fused_mlp
 from dlrm_study.config import Config
 from dlrm_study.data import Batch, StagedBatch, make_data, ring, stage
 from dlrm_study.data.batch import ids_capacity
@@ -156,6 +157,7 @@ def what_ran(run: Run) -> dict[str, object]:
         col.SPARSE_ARCH: arch.name,
         col.PLACEMENT: arch.placement,
         col.KERNEL_PATH: arch.kernel_path,
+        "mlp_kernels": fused_mlp.kernels(run.model),
         "optimizer": cfg.train.optimizer,
         col.PRECISION: cfg.train.precision,  # what ran: build() refuses rather than changes it
         col.NATIVE_BF16: native_bf16(run.device) if cfg.train.precision == "bf16" else None,

@@ -16,7 +16,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.nn import functional as F
 
-from dlrm_study import results
+from dlrm_study import fused_mlp, results
 from dlrm_study.config import Config, check_fits, resolve_placement, validate
 from dlrm_study.data import Batch, StagedBatch
 from dlrm_study.data.loader import Prefetcher, device_feed
@@ -81,6 +81,8 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == "bf16")
     if cfg.train.precision == "bf16":  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
         optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
+        if fused_mlp.available() and native_bf16(device):  # bias and ReLU inside the GEMM, bit for bit the same
+            fused_mlp.fuse(model.bottom_mlp), fused_mlp.fuse(model.top_mlp)
     else:
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
     return Run(cfg, model, optimizer, device)
