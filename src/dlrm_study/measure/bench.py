@@ -28,6 +28,7 @@ from dlrm_study.data import Batch, StagedBatch, make_data, ring, stage
 from dlrm_study.data.batch import ids_capacity
 from dlrm_study.embeddings import SparseArch, make_sparse_arch
 from dlrm_study.measure import roofline
+from dlrm_study.measure.operator_bounds import operator_bounds
 from dlrm_study.records import columns as col
 from dlrm_study.train.gpu_step import takes_staged
 from dlrm_study.train.loop import Run, build, native_bf16, place, precision_label, train_step
@@ -133,7 +134,7 @@ def measure_prepared(
     bound = roofline.bound_ms(cfg, limits) if limits else {}
     if bound:
         bound["roofline_fraction"] = bound[col.ROOFLINE_MS] / times[col.MS_MEDIAN]
-        bound |= roofline.rates(cfg, limits)
+        bound |= roofline.rates(cfg, limits) | operator_bounds(cfg, limits)
     return {
         **what_ran(run),
         col.STEPS: steps,
