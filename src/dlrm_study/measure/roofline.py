@@ -11,10 +11,10 @@ threads, torch and measuring code):
   of each [hi | lo] bf16 Split-SGD row) and rows read and written back (the fused update: whole rows);
 - GEMM rates at the model's own layer shapes: for each MLP layer (batch, fan_in, fan_out), its
   forward (`F.linear`, the `aten::addmm` nn.Linear runs, or the fused layers' oneDNN matmul where
-  it is faster) and its two backward GEMMs (the input
-  gradient `grad @ W` and the weight gradient `x.T @ grad`, as autograd computes them), in fp32
-  and, where the CPU has native bf16, in bf16 with bf16 weights (as the optimized bf16 loop holds
-  them); plus one square GEMM (`gemm_*_gflops`), for reference only.
+  it is faster) and its two backward GEMMs (the input gradient `grad @ W` and the weight gradient
+  `x.T @ grad`, as autograd computes them), in fp32 and, where the CPU has native bf16, in bf16
+  with bf16 weights (as the optimized bf16 loop holds them); plus one square GEMM
+  (`gemm_*_gflops`), for reference only.
 
 Quick mode uses fewer ids and repeats: rougher. No rate depends on which path a torch op takes,
 and no buffer on the cache size a VM reports: each is as large as the bound needs.
@@ -197,9 +197,9 @@ def embedding_row_bytes(cfg: Config) -> int:
 def iteration_work(cfg: Config) -> dict[str, float]:
     """Ids, embedding bytes and FLOPs of one training step (forward, backward, update).
 
-    Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD:
-    the [hi | lo] row of two 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one fp32
-    state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
+    Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD: the
+    [hi | lo] row of two 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one
+    fp32 state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
     (input and weight gradients), for the MLPs and, separately, the interaction's bmm
     (B x F x F x D MACs for F = tables + 1 features). The CPU bound charges the GEMMs one by one
     (`gemm_work`, without the first layer's input gradient); `mlp_flops` is the GPU model's count.
