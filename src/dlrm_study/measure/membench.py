@@ -26,7 +26,7 @@ import torch
 from dlrm_study.embeddings import hugepages, kernels
 
 BAG = 100  # ids per bag in the gather, as in dlrm-benchmark
-DISTANCES = (0, 8, 16, 32, 64)  # prefetch distances (ids ahead) tried; the best is the limit
+DISTANCES = (0, 8, 16, 32, 64, 128)  # prefetch distances (ids ahead) tried; the best is the limit
 CHUNK = 2**14  # ids per torch call in the fallback: its temporaries stay in cache
 MIN_IDS, MAX_IDS = 2**16, 2**21  # ids per timed call: long enough to time, short enough to repeat
 VERSION = 1  # of what is measured: part of the limits cache's key
