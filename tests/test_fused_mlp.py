@@ -1,4 +1,4 @@
-"""The optimized bf16 loop's MLPs: bias and ReLU fused into oneDNN's GEMM, bit for bit nn.Linear + nn.ReLU."""
+"""The optimized loop's MLPs on oneDNN, bias and ReLU fused in: bf16 bit for bit nn.Linear + nn.ReLU, fp32 close."""
 
 import copy
 
@@ -12,12 +12,12 @@ from dlrm_study.measure.bench import bench
 from dlrm_study.model import mlp
 from dlrm_study.train import build, train_step
 
-pytestmark = pytest.mark.skipif(
-    not (fused_mlp.available() and results.native_bf16()), reason="needs oneDNN and a CPU with native bf16"
-)
+needs_onednn = pytest.mark.skipif(not fused_mlp.available(), reason="needs torch's oneDNN")
+needs_bf16 = pytest.mark.skipif(not (fused_mlp.available() and results.native_bf16()), reason="needs native bf16")
 
 
-def test_fused_layers_are_bit_for_bit_linear_and_relu():
+@needs_bf16
+def test_fused_bf16_layers_are_bit_for_bit_linear_and_relu():
     generator = torch.Generator().manual_seed(0)
     plain = mlp([(100, 256), (256, 256), (256, 1)], generator, last_relu=False).bfloat16()
     fused = fused_mlp.fuse(copy.deepcopy(plain))
@@ -36,12 +36,34 @@ def test_fused_layers_are_bit_for_bit_linear_and_relu():
         assert torch.equal(p.grad, q.grad)
 
 
-def test_first_layer_takes_no_input_gradient():
-    layer = fused_mlp.FusedLinear(nn.Linear(8, 4).bfloat16(), relu=True)
-    layer(torch.randn(3, 8).bfloat16()).sum().backward()  # data: no input gradient asked for, none computed
+@needs_onednn
+def test_fused_fp32_layers_compute_what_linear_and_relu_do():
+    """fp32 runs all three GEMMs on oneDNN (MKL's differ by float rounding): the same values, 1e-5."""
+    generator = torch.Generator().manual_seed(1)
+    plain = mlp([(100, 256), (256, 256), (256, 1)], generator, last_relu=False)
+    fused = fused_mlp.fuse(copy.deepcopy(plain))
+    x = torch.randn(64, 100, generator=generator)
+    inputs = [x.clone().requires_grad_(), x.clone().requires_grad_()]
+    outputs = [plain(inputs[0]), fused(inputs[1])]
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=1e-5)
+    weights = torch.randn(outputs[0].shape, generator=generator)
+    for out in outputs:
+        (out * weights).sum().backward()
+    torch.testing.assert_close(inputs[0].grad, inputs[1].grad, rtol=0, atol=1e-5)
+    for p, q in zip(plain.parameters(), fused.parameters(), strict=True):
+        assert p.grad.shape == q.grad.shape
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_first_layer_takes_no_input_gradient(dtype):
+    layer = fused_mlp.FusedLinear(nn.Linear(8, 4).to(dtype), relu=True)
+    layer(torch.randn(3, 8).to(dtype)).sum().backward()  # data: no input gradient asked for, none computed
     assert layer.weight.grad is not None and layer.bias.grad is not None
 
 
+@needs_bf16
 def test_the_optimized_bf16_loop_runs_fused_mlps_and_trains_as_before(small):
     small.train.loop, small.train.precision = "optimized", "bf16"
     fused, plain = build(small), build(small)
@@ -62,8 +84,14 @@ def test_the_optimized_bf16_loop_runs_fused_mlps_and_trains_as_before(small):
         assert torch.equal(p, q)
 
 
-def test_records_say_which_mlp_kernels_ran(tiny):
-    tiny.train.loop = "optimized"
-    assert bench(tiny, steps=1, warmup=0, profile_steps=0, progress=False)["mlp_kernels"] == "aten"
-    tiny.train.precision = "bf16"
+@needs_bf16
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_records_say_which_mlp_kernels_ran(tiny, precision):
+    tiny.train.loop, tiny.train.precision = "optimized", precision
     assert bench(tiny, steps=1, warmup=0, profile_steps=0, progress=False)["mlp_kernels"] == "onednn-fused"
+    tiny.train.fused_interaction = False  # the fused dense path off: bmm and nn.Linear (the ablation's steps)
+    assert bench(tiny, steps=1, warmup=0, profile_steps=0, progress=False)["mlp_kernels"] == "aten"
+
+
+def test_only_the_optimized_loop_fuses_its_mlps(tiny):
+    assert fused_mlp.kernels(build(tiny).model) == "aten"  # the reference: nn.Linear, as dlrm

@@ -10,10 +10,10 @@ threads, torch and measuring code):
   kernels' software prefetch: rows summed in bags (the forward: whole fp32 rows, or the first half
   of each [hi | lo] bf16 Split-SGD row) and rows read and written back (the fused update: whole rows);
 - GEMM rates at the model's own layer shapes: for each MLP layer (batch, fan_in, fan_out), its
-  forward (`F.linear`, the `aten::addmm` nn.Linear runs, or the fused layers' oneDNN matmul where
-  it is faster) and its two backward GEMMs (the input gradient `grad @ W` and the weight gradient
-  `x.T @ grad`, as autograd computes them), in fp32 and, where the CPU has native bf16, in bf16
-  with bf16 weights (as the optimized bf16 loop holds them); plus one square GEMM
+  forward (`F.linear`, the `aten::addmm` nn.Linear runs) and its two backward GEMMs (the input
+  gradient `grad @ W` and the weight gradient `x.T @ grad`, as autograd computes them), each also
+  as the fused layers' oneDNN matmul where it is faster, in fp32 and, where the CPU has native
+  bf16, in bf16 with bf16 weights (as the optimized bf16 loop holds them); plus one square GEMM
   (`gemm_*_gflops`), for reference only.
 
 Quick mode uses fewer ids and repeats: rougher. No rate depends on which path a torch op takes,
@@ -139,16 +139,19 @@ def layer_key(precision: str, layer: tuple[int, int, int], gemm_pass: str) -> st
 
 
 def layer_gemms(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, grad: torch.Tensor) -> dict[str, list]:
-    """One Linear layer's three GEMMs, through the ops the loops run (see the module docstring); the forward
-    also as the fused layers' oneDNN matmul (`fused_mlp`), where it is there: the faster of the two counts."""
-    forward = [functools.partial(F.linear, x, weight, bias)]  # aten::addmm
-    if fused_mlp.available():
-        forward.append(functools.partial(torch.ops.mkldnn._linear_pointwise, x, weight, bias, "none", [], ""))
-    return {
-        "forward": forward,
+    """One Linear layer's three GEMMs, through the ops the loops run (see the module docstring): torch's
+    (nn.Linear's addmm, autograd's mm) and, where oneDNN is there, the fused layers' matmuls (`fused_mlp`;
+    in fp32 torch's GEMMs are MKL's, at half oneDNN's rate on AMD CPUs): the faster counts."""
+    gemms = {
+        "forward": [functools.partial(F.linear, x, weight, bias)],  # aten::addmm
         "grad_input": [functools.partial(torch.mm, grad, weight)],
         "grad_weight": [functools.partial(torch.mm, x.t(), grad)],  # autograd's mat1.t().mm(grad)
     }
+    if fused_mlp.available():
+        gemms["forward"].append(functools.partial(torch.ops.mkldnn._linear_pointwise, x, weight, bias, "none", [], ""))
+        gemms["grad_input"].append(functools.partial(fused_mlp.matmul, grad, weight.t()))
+        gemms["grad_weight"].append(functools.partial(fused_mlp.matmul, grad.t(), x.t()))
+    return gemms
 
 
 def layer_gemm_limits(shapes: tuple[tuple[int, int, int], ...], repeats: int) -> dict[str, float]:

@@ -81,11 +81,19 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == "bf16")
     if cfg.train.precision == "bf16":  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
         optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
-        if fused_mlp.available() and native_bf16(device):  # bias and ReLU inside the GEMM, bit for bit the same
-            fused_mlp.fuse(model.bottom_mlp), fused_mlp.fuse(model.top_mlp)
     else:
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
+    if fuses_mlp(cfg, device):  # oneDNN's matmuls, bias and ReLU inside them (`fused_mlp`)
+        fused_mlp.fuse(model.bottom_mlp), fused_mlp.fuse(model.top_mlp)
     return Run(cfg, model, optimizer, device)
+
+
+def fuses_mlp(cfg: Config, device: torch.device) -> bool:
+    """Whether the run's MLP layers are oneDNN matmuls: the optimized loop's fused dense path, switched with
+    the fused interaction (`train.fused_interaction`), where oneDNN is there and bf16, if asked, is native."""
+    t = cfg.train
+    native = t.precision == "fp32" or native_bf16(device)
+    return t.loop == "optimized" and t.fused_interaction and device.type == "cpu" and native and fused_mlp.available()
 
 
 def native_bf16(device: torch.device) -> bool:
