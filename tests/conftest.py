@@ -1,6 +1,7 @@
 """Shared fixtures: small configs and the Criteo sample."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,12 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from dlrm_study import config
+# Machine limits the tests measure are cached for this session only, never in the user's cache
+# (`measure.limits_cache`); commands the tests run inherit it.
+LIMITS = Path(tempfile.mkdtemp(prefix="dlrm-study-limits-")) / "limits.json"
+os.environ.setdefault("DLRM_STUDY_LIMITS_CACHE", str(LIMITS))
+
+from dlrm_study import config  # noqa: E402  (after the environment above)
 
 ROOT = Path(__file__).resolve().parents[1]
 CRITEO_SAMPLE = ROOT / "data" / "criteo_sample.tsv"

@@ -52,9 +52,11 @@ def test_forward_pools_each_bag(ops):
     torch.testing.assert_close(ops.forward_fp32(weight, ids, offsets, batch, tables), want)
     hi, _ = torch_ops.split(weight)
     truncated = hi.view(torch.bfloat16).float()
-    torch.testing.assert_close(
-        ops.forward_bf16(hi, ids, offsets, batch, tables), expected_pooled(truncated, ids, offsets, batch, tables)
-    )
+    want = expected_pooled(truncated, ids, offsets, batch, tables)
+    torch.testing.assert_close(ops.forward_bf16(hi, ids, offsets, batch, tables), want)
+    # A Split-SGD table's upper halves, a strided view of its [hi | lo] rows: the same sums.
+    torch.testing.assert_close(ops.forward_bf16(torch_ops.upper(torch_ops.interleave(weight)), ids, offsets, batch,
+                                                tables), want)  # fmt: skip
 
 
 @pytest.mark.parametrize("ops", PATHS)
@@ -72,14 +74,65 @@ def test_sgd_sums_repeated_ids(ops):
 @pytest.mark.parametrize("ops", PATHS)
 def test_split_sgd_reassembles_exactly_to_fp32_sgd(ops):
     weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=1)
-    hi, lo = torch_ops.split(weight)
-    assert torch.equal(torch_ops.join(hi, lo), weight)
+    table = torch_ops.interleave(weight)
+    assert table.shape == (len(weight), 2 * weight.shape[1]) and table.dtype == torch.int16
+    assert torch.equal(torch_ops.master(table), weight)
     for _ in range(3):
         ops.sgd_fp32(weight, ids, offsets, grad, 0.05, batch, tables)
-        ops.sgd_split_bf16(hi, lo, ids, offsets, grad, 0.05, batch, tables)
-        assert torch.equal(torch_ops.join(hi, lo), weight)  # bit for bit
+        ops.sgd_split_bf16(table, ids, offsets, grad, 0.05, batch, tables)
+        assert torch.equal(torch_ops.master(table), weight)  # bit for bit
     truncated = (weight.view(torch.int32) & ~0xFFFF).view(torch.float32)
-    assert torch.equal(hi.view(torch.bfloat16).float(), truncated)  # the bf16 weight is the upper half
+    assert torch.equal(torch_ops.upper(table).view(torch.bfloat16).float(), truncated)  # the bf16 weight: first half
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_split_rowwise_adagrad_reassembles_exactly_to_fp32(ops):
+    weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=6)
+    table, momentum, split_momentum = torch_ops.interleave(weight), torch.zeros(len(weight)), torch.zeros(len(weight))
+    for _ in range(3):
+        ops.rowwise_adagrad_fp32(weight, momentum, ids, offsets, grad, 0.1, 1e-8, batch, tables)
+        ops.rowwise_adagrad_split_bf16(table, split_momentum, ids, offsets, grad, 0.1, 1e-8, batch, tables)
+        assert torch.equal(torch_ops.master(table), weight) and torch.equal(split_momentum, momentum)
+
+
+def test_interleaved_rows_round_trip():
+    """[hi | lo] per row: the first half is the bf16 weight, the second the low bits; joined, the fp32 value."""
+    weight = torch.randn(7, 5)
+    table = torch_ops.interleave(weight)
+    hi, lo = torch_ops.split(weight)
+    assert torch.equal(table[:, :5], hi) and torch.equal(table[:, 5:], lo)
+    assert torch.equal(torch_ops.master(table), weight)
+    assert torch_ops.upper(table).data_ptr() == table.data_ptr()  # a view: forward reads the table itself
+
+
+@pytest.mark.skipif(CPP is None, reason="no compiler")
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
+def test_cpp_prefetch_changes_no_bit(precision, optimizer):
+    """The kernels prefetch rows ahead; at any distance (0: none) forward and update give the same bits."""
+    outputs = []
+    for ahead in (0, 1, 100, 8192, 10**6):  # bytes of rows ahead: none, one row, a few, the default, the most
+        weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=7, rows=40)
+        table = torch_ops.interleave(weight) if precision == "bf16" else weight
+        previous = CPP.set_prefetch_bytes(ahead)
+        try:
+            if precision == "bf16":
+                pooled = CPP.forward_bf16(torch_ops.upper(table), ids, offsets, batch, tables)
+            else:
+                pooled = CPP.forward_fp32(table, ids, offsets, batch, tables)
+            momentum = torch.zeros(len(weight))
+            if optimizer == "sgd":
+                update = CPP.sgd_split_bf16 if precision == "bf16" else CPP.sgd_fp32
+                update(table, ids, offsets, grad, 0.1, batch, tables)
+            else:
+                update = CPP.rowwise_adagrad_split_bf16 if precision == "bf16" else CPP.rowwise_adagrad_fp32
+                update(table, momentum, ids, offsets, grad, 0.1, 1e-8, batch, tables)
+        finally:
+            CPP.set_prefetch_bytes(previous)
+        outputs.append((pooled, table, momentum))
+    for pooled, table, momentum in outputs[1:]:
+        assert torch.equal(pooled, outputs[0][0]) and torch.equal(table, outputs[0][1])
+        assert torch.equal(momentum, outputs[0][2])
 
 
 @pytest.mark.parametrize("ops", PATHS)

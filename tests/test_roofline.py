@@ -1,12 +1,11 @@
 import math
 
 import pytest
-import torch
-import torch.nn.functional as F
 
 from dlrm_study import config
 from dlrm_study.measure import limits as machine_limits
 from dlrm_study.perfmodel import roofline
+from dlrm_study.perfmodel.roofline import Access
 
 # dlrm-benchmark: batch 2048, 8 tables, 100 ids per bag (fixed), dim 64.
 BENCH_IDS = 2048 * 8 * 100
@@ -39,13 +38,10 @@ def test_dlrm_benchmark_bytes() -> None:
 
 def fake_limits(cfg: config.Config, scale: float = 1.0, layer_gflops: float = 100.0) -> dict[str, float]:
     """Limits for `cfg`: square GEMMs at 1 GFLOP/s (never the bound's), every layer GEMM at
-    `layer_gflops` (4x that in bf16)."""
-    limits = {"stream_gbps": 10.0, "gemm_fp32_gflops": 1.0, "gemm_bf16_gflops": 1.0}
-    for size in machine_limits.ROW_BYTES:
-        limits[f"gather_gbps_{size}B"] = size / 64
-        limits[f"update_gbps_{size}B"] = size / 128
-        limits[f"gather_bf16_gbps_{size}B"] = size / 80
-        limits[f"update_bf16_gbps_{size}B"] = size / 160
+    `layer_gflops` (4x that in bf16); gathers at read bytes / 64 GB/s, updates at 2 GB/s."""
+    limits = {"gemm_fp32_gflops": 1.0, "gemm_bf16_gflops": 1.0}
+    for access in roofline.accesses(cfg).values():
+        limits[access.key] = access.read / 64 if access.kind == "gather" else 2.0
     for layer in roofline.layer_shapes(cfg):
         for gemm_pass in roofline.GEMM_PASSES:
             limits[roofline.layer_key("fp32", layer, gemm_pass)] = layer_gflops
@@ -110,16 +106,31 @@ def test_rates_are_the_layers_rates_fp32_beside_bf16() -> None:
     fields = roofline.rates(cfg, fake_limits(cfg))
     assert fields["roofline_gemm_fp32_gflops"] == pytest.approx(100.0)
     assert fields["roofline_gemm_bf16_gflops"] == pytest.approx(400.0)
-    assert fields["roofline_gather_fp32_gbps"] == 256 / 64 and fields["roofline_gather_bf16_gbps"] == 128 / 80
-    assert fields["roofline_update_fp32_gbps"] == 256 / 128 and fields["roofline_update_bf16_gbps"] == 128 / 160
+    assert fields["roofline_gather_fp32_gbps"] == 256 / 64 and fields["roofline_gather_bf16_gbps"] == 128 / 64
+    assert fields["roofline_update_fp32_gbps"] == fields["roofline_update_bf16_gbps"] == 2.0  # one [hi | lo] row
     no_bf16 = {k: v for k, v in fake_limits(cfg).items() if not k.startswith("gemm_bf16")}
     assert "roofline_gemm_bf16_gflops" not in roofline.rates(cfg, no_bf16)  # emulated: not measured
 
 
-def test_bound_needs_the_row_size() -> None:
-    cfg = config.load("tiny", ["model.embedding_dim=12", "model.bottom_mlp=16-12"])  # 48 B rows
-    assert roofline.row_sizes(cfg) == [48]
-    limits = fake_limits(cfg)
+def test_accesses_are_the_tables_rows() -> None:
+    """dlrm-benchmark: 8M rows of 64 dims; bf16 Split-SGD rows are [hi | lo], as wide as fp32's."""
+    cfg = config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=bf16"])
+    rows = roofline.accesses(cfg)
+    assert rows["gather_fp32"] == Access("gather", 256, 256, 8_000_000)
+    assert rows["gather_bf16"] == Access("gather", 128, 256, 8_000_000)  # forward reads the upper halves
+    assert rows["update"] == Access("update", 256, 256, 8_000_000)  # one row read and written, both halves
+    assert rows["gather_bf16"].key == "gather_gbps_128B_of_256B_8000000rows"
+    odd = roofline.accesses(config.load("tiny", ["model.embedding_dim=7", "model.bottom_mlp=16-7"]))
+    assert odd["gather_bf16"].read == 16  # 14 bytes of bf16, in whole 4-byte words
+
+
+def test_bound_charges_each_access_at_its_rate() -> None:
+    cfg = config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=bf16"])
+    limits, work = fake_limits(cfg), roofline.iteration_work(cfg)
+    bound = roofline.bound_ms(cfg, limits)
+    assert bound["roofline_embedding_forward_ms"] == pytest.approx(work["embedding_forward_bytes"] / 2.0 / 1e6)
+    assert bound["roofline_embedding_update_ms"] == pytest.approx(work["embedding_update_bytes"] / 2.0 / 1e6)
+    del limits[roofline.accesses(cfg)["update"].key]
     with pytest.raises(ValueError, match="needs"):
         roofline.bound_ms(cfg, limits)
 
@@ -127,27 +138,13 @@ def test_bound_needs_the_row_size() -> None:
 def test_measure_limits_quick() -> None:
     tiny = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
     needs = roofline.needs(tiny)
-    assert needs["row_bytes"] == [16, 32] and needs["bf16_row_bytes"] == [16]  # dim 8: bf16 rows, fp32 rows
+    assert needs["accesses"] == sorted(roofline.accesses(tiny).values())
     limits = machine_limits.measure_limits(quick=True, **needs)
-    expected = ["stream_gbps", "gemm_fp32_gflops"]
-    expected += [f"{kind}_{size}B" for size in (16, 32) for kind in ("gather_gbps", "update_gbps")]
-    expected += [f"{kind}_bf16_gbps_16B" for kind in ("gather", "update")]  # dim 8
+    expected = ["gemm_fp32_gflops", *[access.key for access in needs["accesses"]]]
     expected += [roofline.layer_key("fp32", layer, p) for layer, p, _ in roofline.gemm_work(tiny)]
     assert set(expected) <= set(limits)
     for key, value in limits.items():
         assert math.isfinite(value) and value > 0, key
-    limits["stream_gbps"] = -1.0  # a copy: the per-process cache is untouched
-    assert machine_limits.measure_limits(quick=True)["stream_gbps"] > 0
+    limits["gemm_fp32_gflops"] = -1.0  # a copy: the per-process cache is untouched
+    assert machine_limits.measure_limits(quick=True)["gemm_fp32_gflops"] > 0
     assert roofline.bound_ms(tiny, limits)["roofline_ms"] > 0 and roofline.rates(tiny, limits)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_fused_gather_pools_the_same_rows_as_embedding_bag(dtype) -> None:
-    """The roofline's second gather (the loop's own kernel) times the same work as embedding_bag."""
-    table = torch.randn(1000, 8).to(dtype)
-    ids, offsets = torch.randint(1000, (500,)), torch.arange(0, 500, machine_limits.BAG)
-    fused = machine_limits.fused_gather(table, ids, offsets)
-    if fused is None:
-        pytest.skip("no C++ kernels here")
-    expected = F.embedding_bag(ids, table.float(), offsets, mode="sum")
-    assert torch.allclose(fused().reshape(expected.shape), expected, atol=1e-4)

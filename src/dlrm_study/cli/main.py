@@ -98,7 +98,9 @@ def build_parser() -> Parser:
     # A study that launches this process reads one repeat's fields back from this file.
     bench.add_argument("--fields-json", type=Path, help=argparse.SUPPRESS)
 
-    roof = commands.add_parser("roofline", help="measure this machine's limits and a config's lower bound")
+    roof = commands.add_parser(
+        "roofline", help="measure this machine's limits (anew: the cache keeps the best) and a config's lower bound"
+    )
     roof.add_argument("--config", help="preset or YAML file (default: tiny)")
     roof.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     roof.add_argument("--loop", help=f"training loop ({', '.join(config.LOOPS)})")
@@ -302,7 +304,7 @@ def bench_one(args: argparse.Namespace, cfg: config.Config, make_arch=None) -> N
 def cmd_roofline(args: argparse.Namespace) -> None:
     check_setup(args)
     cfg = load_config(args)
-    limits = machine_limits.measure_limits(**roofline.needs(cfg), quick=args.quick)
+    limits = machine_limits.measure_limits(**roofline.needs(cfg), quick=args.quick, fresh=True)
     print(roofline.roofline_report(cfg, limits))
     if args.out:
         fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}

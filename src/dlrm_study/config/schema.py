@@ -125,7 +125,9 @@ class TrainConfig:
     # The optimized loop's techniques, each on by default; notebook 02's ablation adds them one at a time.
     table_batching: bool = True  # one kernel call for all tables (false: one call per table)
     huge_pages: bool = True  # tables on transparent huge pages where the OS allows
-    fused_interaction: bool = True  # the fused dot-interaction kernel (false: bmm, as the reference)
+    # The fused dense path: the dot-interaction kernel and the MLP layers as oneDNN matmuls with bias and ReLU
+    # fused in (false: bmm and nn.Linear, as the reference).
+    fused_interaction: bool = True
 
     def __post_init__(self) -> None:
         for name, kind in CHOICES.items():  # a config made from text (a checkpoint, a test) holds members too

@@ -14,6 +14,7 @@ from dlrm_study.measure import cpu, gpu, runner
 from dlrm_study.measure.prepared import Prepared, prepare
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
 from dlrm_study.perfmodel import roofline
+from dlrm_study.perfmodel.operator_bounds import operator_bounds
 from dlrm_study.records import columns as col
 
 
@@ -101,9 +102,9 @@ def measure_prepared(
 
 def bound_fields(cfg: Config, limits: dict[str, float] | None, ms: float) -> dict[str, float]:
     """The roofline's bound on a step of `cfg` and the share of it a step of `ms` achieved; on the CPU
-    also the rates the bound used (none without measured limits)."""
+    also the rates the bound used and its split by operator (none without measured limits)."""
     if not limits:
         return {}
     bound = roofline.bound_ms(cfg, limits)
     bound["roofline_fraction"] = bound[col.ROOFLINE_MS] / ms
-    return bound if cfg.train.loop == Loop.GPU else bound | roofline.rates(cfg, limits)
+    return bound if cfg.train.loop == Loop.GPU else bound | roofline.rates(cfg, limits) | operator_bounds(cfg, limits)

@@ -1,7 +1,8 @@
 """The CPU loops' benchmark: one training step timed at a time, then a few profiled for the breakdown.
 
 Timed span = one training step (forward, loss, backward, update), the span facebookresearch/dlrm
-reports as ms/it; making the batch is timed beside it as input time. After the timed steps a few
+reports as ms/it; taking the next batch is timed beside it as input time (synthetic batches come from
+a ring made before the timing, `data.ring`; Criteo batches are read as a stream). After the timed steps a few
 more run under the profiler, whose `dlrm:*` scopes and autograd node names give the per-operator
 breakdown (profiled steps are never part of the timing).
 """
@@ -109,11 +110,13 @@ def measure_steps(
     operators = breakdown(run, batches, profile_steps, bar)
     bar.close()
     return {
-        **what_ran(cfg, run.model.sparse_arch, run.device),
+        **what_ran(cfg, run.model.sparse_arch, run.device, run.model),
         col.STEPS: steps,
         col.WARMUP: warmup,
         **step_times(step_ms, cfg.train.batch_size),
         col.INPUT_MS_MEDIAN: statistics.median(input_ms),
+        "input": prepared.input,
+        "ring_batches": prepared.ring_batches,
         **counts,
         **col.Breakdown(operators).fields(),
         **peak_memory(run.device),

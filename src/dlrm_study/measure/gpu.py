@@ -101,7 +101,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         PROFILED[key] = profile_window(one, PROFILE_STEPS if on_gpu else max(profile_steps, 1), run.device)
     profiled = PROFILED[key]
     return {
-        **what_ran(cfg, run.model.sparse_arch, run.device),
+        **what_ran(cfg, run.model.sparse_arch, run.device, run.model),
         col.STEPS: block * BLOCKS,
         col.WARMUP: warmed,
         **times,
@@ -112,6 +112,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         "block_steps": block,
         "ms_block_min": min(block_ms),
         "ms_block_max": max(block_ms),
+        "input": "ring",
         "ring_batches": len(ring),
         col.INPUT_MS_MEDIAN: math.nan,  # batches come from the ring on the device: input is not timed
         **judged(profiled, times[col.MS_MEDIAN], enqueue, run.device),

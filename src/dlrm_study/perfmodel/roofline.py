@@ -1,36 +1,24 @@
-"""Roofline: this machine's measured limits, one iteration's work, and the lower bound they imply.
+"""Roofline: one iteration's work and the lower bound a machine's limits imply (pure arithmetic).
 
-Limits (`measure_limits`) are measured with torch on the CPU, on torch's current thread
-count, as medians over repeats after a warm-up (GEMMs: the best repeat, since on a shared
-machine another job halves a compute-bound GEMM, and a limit is what the cores can do),
-memory rates in one buffer of at least 1 GB and 4x the last-level cache, so random rows
-are not cache-resident (512 MB in quick mode):
+The limits are measured by `measure.limits` (on the CPU, on torch's current thread count, best of
+repeats after a warm-up, kept between runs per machine, threads, torch and measuring code):
 
-- streaming bandwidth: copying one half of the buffer into the other (read + write bytes);
-- random-row gather: `embedding_bag` sums of random rows (the pooled forward; a small
-  output, where `index_select` would mostly time writing its output), or the optimized
-  loop's own fused forward kernel over the same rows where it is faster;
-- random-row read-modify-write (the fused backward+update): the faster of `index_add_` and
-  gather + add + `index_copy_` into random rows (read + write bytes);
-- the same two in bf16 rows (`gather_bf16_*`, `update_bf16_*`: a bf16 table, torch's bf16
-  kernels), beside the fp32-word rates above;
+- random-row gather and update rates (`measure.membench`): the embedding kernels' memory traffic
+  alone, in C++ beside them, in a buffer of the tables' own size, uniform random rows, with the
+  fused kernels' software prefetch: rows summed in bags (the forward: whole fp32 rows, or the first
+  half of each [hi | lo] bf16 Split-SGD row) and rows read and written back (the fused update:
+  whole rows). Which accesses a config needs is `accesses` (an `Access` each);
 - GEMM rates at the model's own layer shapes: for each MLP layer (batch, fan_in, fan_out), its
-  forward (`F.linear`, the `aten::addmm` nn.Linear runs) and its two backward GEMMs (the input
-  gradient `grad @ W` and the weight gradient `x.T @ grad`, as autograd computes them), in fp32
-  and, where the CPU has native bf16, in bf16 with bf16 weights (as the optimized bf16 loop holds
-  them); plus one square GEMM (`gemm_*_gflops`), for reference only.
-
-Quick mode also uses fewer lookups and repeats: rougher, and optimistic on CPUs whose L3
-holds much of its table. Torch's scatter ops carry per-row overhead, so a hand-written
-fused update kernel beats the measured update rate: the bound charges the update as the
-larger of reading its rows at the gather rate and moving its bytes at the streaming rate.
+  forward and its two backward GEMMs (the input gradient `grad @ W` and the weight gradient
+  `x.T @ grad`), each the faster of torch's op and the fused layers' oneDNN matmul, in fp32 and,
+  where the CPU has native bf16, in bf16; plus one square GEMM (`gemm_*_gflops`), for reference.
 
 Work (`iteration_work`) counts the bytes and FLOPs of one training step; `bound_ms`
 divides them by the limits. Assumptions:
 
 - Memory-bound embedding phases and compute-bound MLP phases do not overlap on the same
   cores, so their times add; each runs at the best measured rate of its kind.
-- Every looked-up id is one random row access (hot rows of skewed ids that stay in cache
+- Every looked-up id is one uniform random row access (hot rows of skewed ids that stay in cache
   would cost less); gradient, pooled-output and index traffic is left out, and so is the
   dense parameters' SGD update (about 12 bytes per MLP weight, a few percent at most).
 - Row-wise Adagrad's per-row fp32 state is charged like the row's own bytes, as if it came
@@ -41,36 +29,67 @@ divides them by the limits. Assumptions:
   are left out.
 """
 
+import dataclasses
+
 from dlrm_study.config import Config, Precision
 from dlrm_study.records import columns as col
 
 GEMM_PASSES = ("forward", "grad_input", "grad_weight")
 
 
+@dataclasses.dataclass(frozen=True, order=True)
+class Access:
+    """Random rows of a table: `read` bytes touched of rows `stride` bytes apart, `rows` rows.
+
+    What `measure.membench` measures and the bound charges; here, below both, so the bound names
+    its rates without importing the measuring code.
+    """
+
+    kind: str  # "gather" or "update"
+    read: int
+    stride: int
+    rows: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("gather", "update"):
+            raise ValueError(f"access kind {self.kind!r} is neither gather nor update")
+        if not (0 < self.read <= self.stride and self.read % 4 == 0 and self.stride % 4 == 0 and self.rows > 0):
+            raise ValueError(f"{self}: read and stride must be multiples of 4 bytes, 0 < read <= stride, rows > 0")
+
+    @property
+    def key(self) -> str:
+        """The limit's name: `gather_gbps_128B_of_256B_8000000rows`."""
+        return f"{self.kind}_gbps_{self.read}B_of_{self.stride}B_{self.rows}rows"
+
+    @property
+    def table_bytes(self) -> int:
+        return self.rows * self.stride
+
+
 def needs(*cfgs: Config) -> dict[str, list]:
     """What `measure_limits` must measure for these configs' bounds and rates (its keyword arguments)."""
     return {
-        "row_bytes": sorted({size for cfg in cfgs for size in row_sizes(cfg)}),
-        "bf16_row_bytes": sorted({2 * cfg.model.embedding_dim for cfg in cfgs}),
+        "accesses": sorted({access for cfg in cfgs for access in accesses(cfg).values()}),
         "layers": sorted({layer for cfg in cfgs for layer in layer_shapes(cfg)}),
     }
 
 
-def row_sizes(cfg: Config) -> list[int]:
-    """fp32-word row sizes (bytes) that `bound_ms` and `rates` need for this config."""
-    return sorted({measured_row_bytes(cfg), 4 * cfg.model.embedding_dim})
+def accesses(cfg: Config) -> dict[str, Access]:
+    """The random-row accesses `bound_ms` and `rates` charge, over all tables stacked: the forward's
+    gather in fp32 rows and in bf16 Split-SGD rows ([hi | lo], as wide as fp32's: forward reads the
+    first half, an odd dim's rounded up to whole 4-byte words), and the update (whole rows, both)."""
+    dim, rows = cfg.model.embedding_dim, sum(cfg.model.table_rows)
+    return {
+        "gather_fp32": Access("gather", 4 * dim, 4 * dim, rows),
+        "gather_bf16": Access("gather", -(-2 * dim // 4) * 4, 4 * dim, rows),
+        "update": Access("update", 4 * dim, 4 * dim, rows),
+    }
 
 
 def layer_shapes(cfg: Config) -> list[tuple[int, int, int]]:
     """(batch, fan_in, fan_out) of every MLP layer, bottom then top (repeats kept)."""
     m, batch = cfg.model, cfg.train.batch_size
     return [(batch, fan_in, fan_out) for fan_in, fan_out in m.bottom_layers + m.top_layers]
-
-
-def measured_row_bytes(cfg: Config) -> int:
-    """The row size whose measured rates stand for this config's rows: rounded up to 4 bytes
-    (an odd bf16 dimension has 2-byte-aligned rows; the measurement gathers fp32 words)."""
-    return -(-embedding_row_bytes(cfg) // 4) * 4
 
 
 def layer_key(precision: str, layer: tuple[int, int, int], gemm_pass: str) -> str:
@@ -86,10 +105,9 @@ def mean_lookups(cfg: Config) -> float:
 
 
 def embedding_row_bytes(cfg: Config) -> int:
-    """Bytes of each random row access: the fp32 row, or one 2-byte half of a Split-SGD bf16 row.
+    """Bytes the forward reads of each row: the fp32 row, or the upper (bf16) half of a Split-SGD row.
 
-    The bf16 forward reads the upper halves only; the update reads and writes both halves,
-    which live in two arrays: two accesses of this size per id.
+    The update reads and writes the whole [hi | lo] row, as many bytes as an fp32 row.
     """
     return cfg.model.embedding_dim * (2 if cfg.train.precision == Precision.BF16 else 4)
 
@@ -97,9 +115,9 @@ def embedding_row_bytes(cfg: Config) -> int:
 def iteration_work(cfg: Config) -> dict[str, float]:
     """Ids, embedding bytes and FLOPs of one training step (forward, backward, update).
 
-    Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD:
-    both 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one fp32
-    state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
+    Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD: the
+    [hi | lo] row of two 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one
+    fp32 state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
     (input and weight gradients), for the MLPs and, separately, the interaction's bmm
     (B x F x F x D MACs for F = tables + 1 features). The CPU bound charges the GEMMs one by one
     (`gemm_work`, without the first layer's input gradient); `mlp_flops` is the GPU model's count.
@@ -154,25 +172,12 @@ def fastest_fp32_gemm(limits: dict[str, float]) -> float:
     return max(value for key, value in limits.items() if key.startswith("gemm_fp32_gflops"))
 
 
-def gather_gbps(cfg: Config, limits: dict[str, float]) -> float:
-    """The best measured random-row gather rate for this config's rows (fp32 words; bf16 rows too for bf16)."""
-    best = rate(limits, f"gather_gbps_{measured_row_bytes(cfg)}B")
-    if cfg.train.precision == Precision.BF16:
-        best = max(best, limits.get(f"gather_bf16_gbps_{embedding_row_bytes(cfg)}B", 0.0))
-    return best
-
-
 def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
-    """Lower bound on ms per iteration: embedding bytes at the row rates + each GEMM at its shape's rate."""
-    work = iteration_work(cfg)
-    gather = gather_gbps(cfg, limits)
-    forward = work["embedding_forward_bytes"] / gather / 1e6
-
-    # A random read-modify-write cannot beat reading its rows at the gather rate, nor moving
-    # all its bytes at the streaming rate. (Torch's scatter ops, the measured `update_gbps`,
-    # are slower than the fused kernel, so they would not bound it from below.)
-    update_bytes = work["embedding_update_bytes"]
-    update = max(update_bytes / 2 / gather, update_bytes / rate(limits, "stream_gbps")) / 1e6
+    """Lower bound on ms per iteration: embedding bytes at their access's rate + each GEMM at its shape's rate."""
+    work, rows = iteration_work(cfg), accesses(cfg)
+    gather = rows["gather_bf16" if cfg.train.precision == Precision.BF16 else "gather_fp32"]
+    forward = work["embedding_forward_bytes"] / rate(limits, gather.key) / 1e6
+    update = work["embedding_update_bytes"] / rate(limits, rows["update"].key) / 1e6
     mlp = mlp_gemm_ms(cfg, limits, gemm_precision(cfg, limits))
     mlp += work["interaction_flops"] / fastest_fp32_gemm(limits) / 1e6  # fp32 in every loop
     return {
@@ -189,32 +194,33 @@ def rates(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
 
     `roofline_gemm_<p>_gflops`: the config's MLP GEMMs at their measured per-shape rates, as one
     rate (their FLOPs over their summed times); bf16 only where measured (native bf16).
-    Gather and update: random rows of the config's dim, as fp32 rows and as bf16 rows.
+    Gather and update: random rows of the config's tables, as fp32 rows and as bf16 Split-SGD rows
+    (whose update moves an fp32 row's bytes: the same rate).
     """
-    dim = cfg.model.embedding_dim
+    rows = accesses(cfg)
     flops = sum(f for _, _, f in gemm_work(cfg))
     fields = {}
     for precision in (Precision.FP32, Precision.BF16):
         if precision == Precision.FP32 or "gemm_bf16_gflops" in limits:
             fields[f"roofline_gemm_{precision}_gflops"] = flops / mlp_gemm_ms(cfg, limits, precision) / 1e6
-    for kind in ("gather", "update"):
-        fields[f"roofline_{kind}_fp32_gbps"] = rate(limits, f"{kind}_gbps_{4 * dim}B")
-        fields[f"roofline_{kind}_bf16_gbps"] = rate(limits, f"{kind}_bf16_gbps_{2 * dim}B")
+    for precision in ("fp32", "bf16"):
+        fields[f"roofline_gather_{precision}_gbps"] = rate(limits, rows[f"gather_{precision}"].key)
+        fields[f"roofline_update_{precision}_gbps"] = rate(limits, rows["update"].key)
     return fields
 
 
 def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
     """A few human-readable lines: the limits used, the work, the bound."""
-    work, ms = iteration_work(cfg), bound_ms(cfg, limits)
-    size = measured_row_bytes(cfg)
+    work, ms, rows = iteration_work(cfg), bound_ms(cfg, limits), accesses(cfg)
+    gather = rows["gather_bf16" if cfg.train.precision == Precision.BF16 else "gather_fp32"]
     gemm = gemm_precision(cfg, limits)
     layers = rates(cfg, limits)[f"roofline_gemm_{gemm}_gflops"]
     t = cfg.train
     return "\n".join(
         [
-            f"machine ({limits.get(col.THREADS, 0):.0f} threads): stream {limits['stream_gbps']:.1f} GB/s, "
-            f"{size} B rows: gather {limits[f'gather_gbps_{size}B']:.2f} GB/s, "
-            f"update {limits[f'update_gbps_{size}B']:.2f} GB/s; "
+            f"machine ({limits.get(col.THREADS, 0):.0f} threads), {gather.rows:,} random rows of {gather.stride} B: "
+            f"gather {limits[gather.key]:.2f} GB/s ({gather.read} B of each), "
+            f"update {limits[rows['update'].key]:.2f} GB/s (read + written); "
             f"GEMM {gemm} {layers:.0f} GFLOP/s at the layers' shapes ({limits[f'gemm_{gemm}_gflops']:.0f} square)",
             f"work per iteration ({cfg.name}, {t.precision}, {t.optimizer}, batch {t.batch_size}): "
             f"{work['ids_per_iteration'] / 1e6:.3g} M ids, {work['embedding_forward_bytes'] / 1e6:.4g} MB forward, "

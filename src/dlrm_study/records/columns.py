@@ -52,6 +52,11 @@ def op_column(name: str) -> str:
     return f"{_OP_PREFIX}{name}{_OP_SUFFIX}"
 
 
+def bound_column(name: str) -> str:
+    """`embedding_forward` -> `roofline_op_embedding_forward_ms`: the operator's share of the roofline bound."""
+    return f"roofline_{op_column(name)}"
+
+
 def op_name(column: str) -> str | None:
     """`op_embedding_forward_ms` -> `embedding_forward`; None for a column that is no operator's."""
     if column.startswith(_OP_PREFIX) and column.endswith(_OP_SUFFIX):

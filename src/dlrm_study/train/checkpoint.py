@@ -4,6 +4,10 @@ Batches are a pure function of (seed, index), so the step number is all the data
 state there is; plain SGD keeps no optimizer state, but whatever a sparse arch or the
 dense optimizer keeps is saved too: the fused arch's tables, bf16 halves and Adagrad
 accumulators are buffers in the model's state dict, Split-SGD's lower halves are its state.
+
+The file carries its format (`FORMAT`): 2 since bf16 tables are one [hi | lo] matrix. A
+checkpoint without one (format 1, two arrays) loads, its tables converted; a newer one is
+refused in one line.
 """
 
 import contextlib
@@ -19,11 +23,14 @@ from dlrm_study.errors import Fault, UsageError
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
 from dlrm_study.train.run import Run, build
 
+FORMAT = 2
+
 
 def save(run: Run, path: Path) -> None:
     """Write the checkpoint atomically: a crash or a write fault mid-write leaves the old one intact (a `Fault`
     names the fault), and an interrupted write leaves no temporary file behind."""
     state = {
+        "format": FORMAT,
         "config": run.cfg.to_dict(),
         "step": run.step,
         "losses": run.losses,
@@ -83,6 +90,9 @@ def load(path: Path, device: str | None = None, make_arch: Callable[..., SparseA
         cfg = Config.from_dict(state["config"])
     except Exception as err:  # a truncated or foreign file: say which, not how torch failed
         raise UsageError(f"{path} is not a dlrm-study checkpoint ({type(err).__name__})") from None
+    version = state.get("format", 1)  # format 1 wrote none
+    if not isinstance(version, int) or not 1 <= version <= FORMAT:
+        raise UsageError(f"{path}: checkpoint format {version!r}, this dlrm-study reads formats 1 to {FORMAT}")
     if device:
         cfg.train.device = device
     run = build(cfg, make_arch)

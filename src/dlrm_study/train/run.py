@@ -19,6 +19,7 @@ from dlrm_study import platform
 from dlrm_study.config import Config, Loop, Placement, Precision, check_fits, resolve_placement, validate
 from dlrm_study.data import Batch, StagedBatch
 from dlrm_study.errors import UsageError
+from dlrm_study.model import fused_mlp
 from dlrm_study.model.dlrm import DLRM
 from dlrm_study.model.interaction import interaction_for
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
@@ -79,7 +80,19 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
     else:
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
+    if fuses_mlp(cfg, device):  # oneDNN's matmuls, bias and ReLU inside them (`fused_mlp`)
+        fused_mlp.fuse(model.bottom_mlp), fused_mlp.fuse(model.top_mlp)
     return Run(cfg, model, optimizer, device)
+
+
+def fuses_mlp(cfg: Config, device: torch.device) -> bool:
+    """Whether the run's MLP layers are oneDNN matmuls: the optimized loop's fused dense path, switched with
+    the fused interaction (`train.fused_interaction`), where oneDNN is there and bf16, if asked, is native."""
+    t = cfg.train
+    native = t.precision == Precision.FP32 or native_bf16(device)
+    return (
+        t.loop == Loop.OPTIMIZED and t.fused_interaction and device.type == "cpu" and native and fused_mlp.available()
+    )
 
 
 def native_bf16(device: torch.device) -> bool:
@@ -102,7 +115,7 @@ def place(run: Run, batch: Batch | StagedBatch) -> Batch | StagedBatch:
     bags has its ids where the sparse arch wants them."""
     if run.device.type == "cuda":
         batch = batch.pin_memory()
-    if isinstance(batch, StagedBatch):
+    if isinstance(batch, StagedBatch):  # read by a kernel arch, ids and all, on the run's device
         return batch.to(run.device, non_blocking=True)
     return batch.to(run.device, ids_device=run.model.sparse_arch.ids_device, non_blocking=True)
 

@@ -18,6 +18,13 @@
 // Precisions: fp32 weights, or Split-SGD bf16: the fp32 master weight is kept as
 // its upper 16 bits `hi` (the bf16 weight forward and backward use) and its lower
 // 16 bits `lo`; an update reassembles the fp32 value, applies, and splits again.
+// A bf16 table is one int16 matrix of rows [hi | lo] (dim halves each): forward reads
+// the first half of a row, an update reads and writes the whole row, so each id is one
+// random access (two arrays would be two random streams of half the size).
+//
+// Software prefetch: every kernel that walks random rows asks for the row a few ids ahead
+// (as fbgemm's EmbeddingSpMDM does), only the bytes it will touch, with write intent where
+// it will write. Prefetching changes no result.
 
 #include <torch/extension.h>
 
@@ -27,16 +34,22 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
 namespace {
 
-// How far ahead to prefetch, in bytes of rows: random gathers are latency-bound, but
-// more lines in flight than the core can track are dropped (16 rows of 256 B here).
-constexpr int64_t kPrefetchBytes = 4096;
+// How far ahead to prefetch, in bytes of the rows a kernel touches: random rows are
+// latency-bound, a row asked for too late stalls the loop, too early is evicted before
+// use. 8 KiB (32 rows of 256 B, 64 half rows of 128 B) was the fastest here for the
+// forward and the update alike; 0 switches prefetching off.
+int64_t prefetch_bytes = 8192;
 
-inline int64_t rows_ahead(int64_t row_bytes) { return std::max<int64_t>(2, kPrefetchBytes / row_bytes); }
+// Ids ahead for rows of which `touched` bytes are read or written (0: no prefetching).
+inline int64_t rows_ahead(int64_t touched) {
+  return prefetch_bytes ? std::clamp<int64_t>(prefetch_bytes / touched, 1, 256) : 0;
+}
 
 inline float bf16_to_float(int16_t hi) {
   uint32_t bits = static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16;
@@ -87,8 +100,9 @@ inline void prefetch_row(const void* row, int64_t bytes, int write = 0) {
   }
 }
 
+// `stride`: bytes from one row to the next; `read`: bytes of each row the sum reads.
 template <typename Load>
-torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64_t row_bytes) {
+torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64_t stride, int64_t read) {
   // Not zero-filled up front: each bag's row is zeroed by its thread just before it sums
   // into it, while the row is in cache (a separate fill of a large output costs a pass).
   auto out = torch::empty({l.batch, l.tables, l.dim}, torch::kFloat32);
@@ -100,12 +114,12 @@ torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64
     // which matters when bags hold one id (pooling factor 1).
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
     const int64_t first = l.bags * me / threads, last = l.bags * (me + 1) / threads;
-    const int64_t end = l.offsets[last], ahead = rows_ahead(row_bytes);
+    const int64_t end = l.offsets[last], ahead = rows_ahead(read);
     for (int64_t bag = first; bag < last; ++bag) {
       float* acc = o + out_row(l, bag) * l.dim;
       std::fill(acc, acc + l.dim, 0.0f);
       for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
-        if (j + ahead < end) prefetch_row(table + l.ids[j + ahead] * row_bytes, row_bytes);
+        if (ahead && j + ahead < end) prefetch_row(table + l.ids[j + ahead] * stride, read);
         load(acc, l.ids[j]);
       }
     }
@@ -113,46 +127,73 @@ torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64
   return out;
 }
 
-// The (row, bag) pairs whose row this thread owns, in bag order: one cheap pass over
+struct Pair {
+  int64_t row, grad;  // a looked-up row, and where its bag's gradient starts
+};
+
+struct Owned {
+  const Pair* pairs;
+  int64_t size;
+};
+
+// The (row, gradient) pairs whose row this thread owns, in bag order: one cheap pass over
 // the ids, so the update loop below touches only its own rows and can prefetch them.
-std::vector<std::pair<int64_t, int64_t>> owned_pairs(const Layout& l, int64_t me, int64_t threads) {
-  const int64_t first = l.rows * me / threads, last = l.rows * (me + 1) / threads;
-  std::vector<std::pair<int64_t, int64_t>> mine;
-  mine.reserve(l.offsets[l.bags] / threads + 1024);
-  for (int64_t bag = 0; bag < l.bags; ++bag)
-    for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j)
-      if (l.ids[j] >= first && l.ids[j] < last) mine.emplace_back(l.ids[j], bag);
-  return mine;
+// Branch-free (a thread owns a random half of the ids: a branch would mispredict on every
+// other one), into a buffer the thread keeps between calls (no page faults, no zero-fill),
+// with each bag's gradient row found once per bag (a division), not once per id.
+Owned owned_pairs(const Layout& l, int64_t me, int64_t threads) {
+  static thread_local std::unique_ptr<Pair[]> buffer;
+  static thread_local int64_t capacity = 0;
+  const uint64_t first = l.rows * me / threads, span = l.rows * (me + 1) / threads - first;
+  const int64_t n = l.offsets[l.bags];
+  if (capacity < n + 1) {
+    buffer.reset(new Pair[n + 1]);
+    capacity = n + 1;
+  }
+  Pair* out = buffer.get();
+  int64_t count = 0;
+  for (int64_t bag = 0; bag < l.bags; ++bag) {
+    const int64_t g = out_row(l, bag) * l.dim;
+    for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
+      out[count] = {l.ids[j], g};
+      count += static_cast<uint64_t>(l.ids[j]) - first < span;  // one unsigned compare: first <= id < last
+    }
+  }
+  return {out, count};
 }
 
-// Calls update(row, grad_row) for every looked-up id, on the thread that owns the row.
+// Calls update(row, grad_row) for every looked-up id, on the thread that owns the row
+// (`touched`: the bytes of a row the update reads and writes).
 template <typename Prefetch, typename Update>
-void owned_rows_update(const Layout& l, const float* grad, int64_t row_bytes, Prefetch prefetch, Update update) {
+void owned_rows_update(const Layout& l, const float* grad, int64_t touched, Prefetch prefetch, Update update) {
 #pragma omp parallel
   {
-    const auto mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
-    const int64_t n = static_cast<int64_t>(mine.size()), ahead = rows_ahead(row_bytes);
+    const Owned mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    const int64_t n = mine.size, ahead = rows_ahead(touched);
     for (int64_t k = 0; k < n; ++k) {
-      if (k + ahead < n) prefetch(mine[k + ahead].first);
-      update(mine[k].first, grad + out_row(l, mine[k].second) * l.dim);
+      if (ahead && k + ahead < n) prefetch(mine.pairs[k + ahead].row);
+      update(mine.pairs[k].row, grad + mine.pairs[k].grad);
     }
   }
 }
 
 // Row-wise Adagrad needs each row's gradient summed over its repeats first: every
-// thread sorts its own (row, bag) pairs and updates each distinct row once.
-template <typename Update>
-void owned_rows_summed_update(const Layout& l, const float* grad, Update update) {
+// thread sorts its own (row, gradient) pairs and updates each distinct row once.
+template <typename Prefetch, typename Update>
+void owned_rows_summed_update(const Layout& l, const float* grad, int64_t touched, Prefetch prefetch, Update update) {
 #pragma omp parallel
   {
-    auto mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
-    std::stable_sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    const Owned owned = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    std::vector<Pair> mine(owned.pairs, owned.pairs + owned.size);
+    std::stable_sort(mine.begin(), mine.end(), [](const Pair& a, const Pair& b) { return a.row < b.row; });
     std::vector<float> sum(l.dim);
+    const size_t ahead = rows_ahead(touched);
     for (size_t k = 0; k < mine.size();) {
-      const int64_t row = mine[k].first;
+      const int64_t row = mine[k].row;
+      if (ahead && k + ahead < mine.size()) prefetch(mine[k + ahead].row);
       std::fill(sum.begin(), sum.end(), 0.0f);
-      for (; k < mine.size() && mine[k].first == row; ++k) {
-        const float* g = grad + out_row(l, mine[k].second) * l.dim;
+      for (; k < mine.size() && mine[k].row == row; ++k) {
+        const float* g = grad + mine[k].grad;
         for (int64_t d = 0; d < l.dim; ++d) sum[d] += g[d];
       }
       update(row, sum.data());
@@ -179,6 +220,7 @@ void check_grad(const torch::Tensor& grad, const Layout& l) {
 torch::Tensor forward_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, int64_t batch,
                            int64_t tables) {
   const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
+  TORCH_CHECK(weight.is_contiguous(), "weight must be contiguous");
   const float* w = weight.data_ptr<float>();
   const int64_t dim = l.dim;
   return pooled_forward(
@@ -187,89 +229,168 @@ torch::Tensor forward_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tenso
         const float* r = w + row * dim;
         for (int64_t d = 0; d < dim; ++d) acc[d] += r[d];
       },
-      w, dim * sizeof(float));
+      w, dim * sizeof(float), dim * sizeof(float));
 }
 
+// `hi`: (rows, dim) bf16 bits, rows `hi.stride(0)` apart: a plain table, or the upper
+// halves of a Split-SGD table ([hi | lo] rows, `table[:, :dim]`), whose lower halves
+// forward never reads (nor prefetches).
 torch::Tensor forward_bf16(torch::Tensor hi, torch::Tensor ids, torch::Tensor offsets, int64_t batch,
                            int64_t tables) {
   const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
+  TORCH_CHECK(hi.dtype() == torch::kInt16 && hi.stride(1) == 1, "hi must be int16 with contiguous rows");
   const int16_t* h = hi.data_ptr<int16_t>();
-  const int64_t dim = l.dim;
+  const int64_t dim = l.dim, stride = hi.stride(0);
   return pooled_forward(
       l,
       [=](float* acc, int64_t row) {
-        const int16_t* r = h + row * dim;
+        const int16_t* r = h + row * stride;
         for (int64_t d = 0; d < dim; ++d) acc[d] += bf16_to_float(r[d]);
       },
-      h, dim * sizeof(int16_t));
+      h, stride * sizeof(int16_t), dim * sizeof(int16_t));
 }
 
 void sgd_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, torch::Tensor grad, double lr,
               int64_t batch, int64_t tables) {
   const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
+  TORCH_CHECK(weight.is_contiguous(), "weight must be contiguous");
   check_grad(grad, l);
   float* w = weight.data_ptr<float>();
   const float step = static_cast<float>(lr);
   const int64_t dim = l.dim;
   const auto prefetch = [=](int64_t row) { prefetch_row(w + row * dim, dim * sizeof(float), 1); };
-  owned_rows_update(l, grad.data_ptr<float>(), dim * sizeof(float), prefetch, [=](int64_t row, const float* __restrict__ g) {
+  const auto update = [=](int64_t row, const float* __restrict__ g) {
     float* __restrict__ r = w + row * dim;
     for (int64_t d = 0; d < dim; ++d) r[d] -= step * g[d];
-  });
+  };
+  owned_rows_update(l, grad.data_ptr<float>(), dim * sizeof(float), prefetch, update);
 }
 
-void sgd_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tensor ids, torch::Tensor offsets,
-                    torch::Tensor grad, double lr, int64_t batch, int64_t tables) {
-  const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
+// A Split-SGD table: (rows, 2 * dim) int16, each row [hi | lo].
+int64_t split_dim(const torch::Tensor& table) {
+  TORCH_CHECK(table.dtype() == torch::kInt16 && table.is_contiguous() && table.size(1) % 2 == 0,
+              "a Split-SGD table is contiguous int16 (rows, 2 * dim): [hi | lo] per row");
+  return table.size(1) / 2;
+}
+
+void sgd_split_bf16(torch::Tensor table, torch::Tensor ids, torch::Tensor offsets, torch::Tensor grad, double lr,
+                    int64_t batch, int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, split_dim(table), table.size(0));
   check_grad(grad, l);
-  int16_t* h = hi.data_ptr<int16_t>();
-  int16_t* o = lo.data_ptr<int16_t>();
+  int16_t* w = table.data_ptr<int16_t>();
   const float step = static_cast<float>(lr);
   const int64_t dim = l.dim;
-  // The upper and lower halves are two random streams: prefetch both.
-  const auto prefetch = [=](int64_t row) {
-    prefetch_row(h + row * dim, dim * sizeof(int16_t), 1);
-    prefetch_row(o + row * dim, dim * sizeof(int16_t), 1);
-  };
-  // Both halves together are as many bytes as an fp32 row.
-  owned_rows_update(l, grad.data_ptr<float>(), dim * sizeof(float), prefetch, [=](int64_t row, const float* __restrict__ g) {
-    int16_t* __restrict__ rh = h + row * dim;
-    int16_t* __restrict__ rl = o + row * dim;
+  // One row holds both halves: one random access, as many bytes as an fp32 row.
+  const auto prefetch = [=](int64_t row) { prefetch_row(w + row * 2 * dim, 2 * dim * sizeof(int16_t), 1); };
+  const auto update = [=](int64_t row, const float* __restrict__ g) {
+    int16_t* __restrict__ rh = w + row * 2 * dim;
+    int16_t* __restrict__ rl = rh + dim;
     for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - step * g[d], rh[d], rl[d]);
-  });
+  };
+  owned_rows_update(l, grad.data_ptr<float>(), 2 * dim * sizeof(int16_t), prefetch, update);
 }
 
 void rowwise_adagrad_fp32(torch::Tensor weight, torch::Tensor momentum, torch::Tensor ids, torch::Tensor offsets,
                           torch::Tensor grad, double lr, double eps, int64_t batch, int64_t tables) {
   const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
+  TORCH_CHECK(weight.is_contiguous(), "weight must be contiguous");
   check_grad(grad, l);
   float* w = weight.data_ptr<float>();
   float* m = momentum.data_ptr<float>();
   const float step = static_cast<float>(lr), epsilon = static_cast<float>(eps);
   const int64_t dim = l.dim;
-  owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
+  const auto prefetch = [=](int64_t row) {
+    prefetch_row(w + row * dim, dim * sizeof(float), 1);
+    prefetch_row(m + row, sizeof(float), 1);
+  };
+  const auto update = [=](int64_t row, const float* g) {
     const float scale = adagrad_scale(m[row], g, dim, step, epsilon);
     float* r = w + row * dim;
     for (int64_t d = 0; d < dim; ++d) r[d] -= scale * g[d];
-  });
+  };
+  owned_rows_summed_update(l, grad.data_ptr<float>(), dim * sizeof(float), prefetch, update);
 }
 
-void rowwise_adagrad_split_bf16(torch::Tensor hi, torch::Tensor lo, torch::Tensor momentum, torch::Tensor ids,
-                                torch::Tensor offsets, torch::Tensor grad, double lr, double eps, int64_t batch,
-                                int64_t tables) {
-  const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
+void rowwise_adagrad_split_bf16(torch::Tensor table, torch::Tensor momentum, torch::Tensor ids, torch::Tensor offsets,
+                                torch::Tensor grad, double lr, double eps, int64_t batch, int64_t tables) {
+  const auto l = layout(ids, offsets, batch, tables, split_dim(table), table.size(0));
   check_grad(grad, l);
-  int16_t* h = hi.data_ptr<int16_t>();
-  int16_t* o = lo.data_ptr<int16_t>();
+  int16_t* w = table.data_ptr<int16_t>();
   float* m = momentum.data_ptr<float>();
   const float step = static_cast<float>(lr), epsilon = static_cast<float>(eps);
   const int64_t dim = l.dim;
-  owned_rows_summed_update(l, grad.data_ptr<float>(), [=](int64_t row, const float* g) {
+  const auto prefetch = [=](int64_t row) {
+    prefetch_row(w + row * 2 * dim, 2 * dim * sizeof(int16_t), 1);
+    prefetch_row(m + row, sizeof(float), 1);
+  };
+  const auto update = [=](int64_t row, const float* g) {
     const float scale = adagrad_scale(m[row], g, dim, step, epsilon);
-    int16_t* rh = h + row * dim;
-    int16_t* rl = o + row * dim;
+    int16_t* rh = w + row * 2 * dim;
+    int16_t* rl = rh + dim;
     for (int64_t d = 0; d < dim; ++d) split(join(rh[d], rl[d]) - scale * g[d], rh[d], rl[d]);
-  });
+  };
+  owned_rows_summed_update(l, grad.data_ptr<float>(), 2 * dim * sizeof(int16_t), prefetch, update);
+}
+
+// The memory traffic of the embedding kernels alone, for the roofline (`measure/membench.py`):
+// the same random rows, the same prefetching, no arithmetic beyond one integer add per
+// 4-byte word (no float rounding, denormals or conversions to wait on).
+//
+// Gather: for each bag of `bag` ids, sum `read` bytes of each of its rows (rows `stride`
+// bytes apart) into a small accumulator, as the pooled forward does. Returns a checksum
+// (so the reads cannot be optimised away).
+int64_t membench_gather(torch::Tensor buffer, torch::Tensor ids, int64_t stride, int64_t read, int64_t bag,
+                        int64_t ahead) {
+  TORCH_CHECK(ids.dtype() == torch::kInt64 && ids.is_contiguous() && bag > 0, "ids: contiguous int64, bag > 0");
+  TORCH_CHECK(read % 4 == 0 && read > 0 && read <= stride && read <= 4096, "read: 4..4096 bytes, within a row");
+  const char* base = static_cast<const char*>(buffer.data_ptr());
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const int64_t n = ids.numel(), bags = (n + bag - 1) / bag, words = read / 4;
+  uint64_t sum = 0;
+#pragma omp parallel reduction(+ : sum)
+  {
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t end = std::min(n, bags * (me + 1) / threads * bag);
+    std::vector<uint32_t> acc(words);
+    for (int64_t b = bags * me / threads; b < bags * (me + 1) / threads; ++b) {
+      std::fill(acc.begin(), acc.end(), 0u);
+      for (int64_t j = b * bag; j < std::min(n, (b + 1) * bag); ++j) {
+        if (ahead && j + ahead < end) prefetch_row(base + id[j + ahead] * stride, read);
+        const uint32_t* r = reinterpret_cast<const uint32_t*>(base + id[j] * stride);
+        for (int64_t d = 0; d < words; ++d) acc[d] += r[d];
+      }
+      sum += acc[0];
+    }
+  }
+  return static_cast<int64_t>(sum);
+}
+
+// Ids are not checked (a pass over them would be timed): the caller draws them within the buffer.
+//
+// Update: read-modify-write `bytes` of each row (one integer add per word), ids split
+// evenly over the threads (a race on a repeated row changes the sum, not the traffic).
+void membench_update(torch::Tensor buffer, torch::Tensor ids, int64_t stride, int64_t bytes, int64_t ahead) {
+  TORCH_CHECK(ids.dtype() == torch::kInt64 && ids.is_contiguous(), "ids: contiguous int64");
+  TORCH_CHECK(bytes % 4 == 0 && bytes > 0 && bytes <= stride && bytes <= 4096, "bytes: 4..4096, within a row");
+  char* base = static_cast<char*>(buffer.data_ptr());
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const int64_t n = ids.numel(), words = bytes / 4;
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    const int64_t first = n * me / threads, last = n * (me + 1) / threads;
+    for (int64_t j = first; j < last; ++j) {
+      if (ahead && j + ahead < last) prefetch_row(base + id[j + ahead] * stride, bytes, 1);
+      uint32_t* __restrict__ r = reinterpret_cast<uint32_t*>(base + id[j] * stride);
+      for (int64_t d = 0; d < words; ++d) r[d] += static_cast<uint32_t>(d | 1);
+    }
+  }
+}
+
+// The kernels' prefetch distance (bytes of rows ahead, 0: off); returns the previous one. For tests and tuning.
+int64_t set_prefetch_bytes(int64_t bytes) {
+  TORCH_CHECK(bytes >= 0, "prefetch distance must be >= 0");
+  return std::exchange(prefetch_bytes, bytes);
 }
 
 // Fused dot interaction: for each sample, the dots of every pair of distinct features
@@ -369,6 +490,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("rowwise_adagrad_fp32", &rowwise_adagrad_fp32);
   m.def("rowwise_adagrad_split_bf16", &rowwise_adagrad_split_bf16);
   m.def("split_sgd_dense", &split_sgd_dense);
+  m.def("membench_gather", &membench_gather);
+  m.def("membench_update", &membench_update);
+  m.def("set_prefetch_bytes", &set_prefetch_bytes);
   m.def("interaction_forward", &interaction_forward);
   m.def("interaction_backward", &interaction_backward);
 }

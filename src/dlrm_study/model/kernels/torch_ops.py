@@ -24,6 +24,22 @@ def split(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (bits >> 16).to(torch.int16), (bits & 0xFFFF).to(torch.int16)
 
 
+def interleave(value: torch.Tensor) -> torch.Tensor:
+    """A Split-SGD table from fp32 weights (rows, dim): int16 rows [hi | lo], one random access per id."""
+    return torch.cat(split(value), dim=1)
+
+
+def upper(table: torch.Tensor) -> torch.Tensor:
+    """The bf16 weights (int16 bits) of a Split-SGD table: the first half of each row, a view."""
+    return table[:, : table.shape[1] // 2]
+
+
+def master(table: torch.Tensor) -> torch.Tensor:
+    """The fp32 master weights of a Split-SGD table's rows."""
+    dim = table.shape[1] // 2
+    return join(table[:, :dim], table[:, dim:])
+
+
 def bags(offsets: torch.Tensor) -> torch.Tensor:
     """The bag of every id, from the T*B+1 bag starts."""
     return torch.repeat_interleave(torch.arange(len(offsets) - 1, device=offsets.device), offsets.diff())
@@ -48,14 +64,20 @@ def forward_fp32(weight, ids, offsets, batch: int, tables: int) -> torch.Tensor:
 
 
 def forward_bf16(hi, ids, offsets, batch: int, tables: int) -> torch.Tensor:
-    rows = hi[ids].view(torch.bfloat16).float()
+    """`hi`: bf16 bits (rows, dim), a plain table or a Split-SGD table's `upper` view."""
+    rows = hi[real_ids(ids, offsets)].view(torch.bfloat16).float()
     pooled = torch.zeros(len(offsets) - 1, hi.shape[1]).index_add_(0, bags(offsets), rows)
     return to_sample_major(pooled, batch, tables)
 
 
+def real_ids(ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """The ids in bags: a staged batch's padding past the last bag is never read."""
+    return ids[: int(offsets[-1])]
+
+
 def summed_rows(ids, offsets, grad) -> tuple[torch.Tensor, torch.Tensor]:
     """Distinct rows touched and each one's gradient summed over its repeats."""
-    rows, inverse = torch.unique(ids, return_inverse=True)
+    rows, inverse = torch.unique(real_ids(ids, offsets), return_inverse=True)
     per_id = grad_per_bag(grad)[bags(offsets)]
     return rows, torch.zeros(len(rows), grad.shape[-1], device=grad.device).index_add_(0, inverse, per_id)
 
@@ -65,9 +87,10 @@ def sgd_fp32(weight, ids, offsets, grad, lr: float, batch: int, tables: int) -> 
     weight[rows] -= lr * g
 
 
-def sgd_split_bf16(hi, lo, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
+def sgd_split_bf16(table, ids, offsets, grad, lr: float, batch: int, tables: int) -> None:
+    """`table`: a Split-SGD table (`interleave`), rows [hi | lo]."""
     rows, g = summed_rows(ids, offsets, grad)
-    hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - lr * g)
+    table[rows] = interleave(master(table[rows]) - lr * g)
 
 
 def id_bags(bag_starts: torch.Tensor, count: int) -> torch.Tensor:
@@ -151,10 +174,10 @@ def rowwise_adagrad_fp32(weight, momentum, ids, offsets, grad, lr: float, eps: f
     weight[rows] -= adagrad_scale(momentum, rows, g, lr, eps) * g
 
 
-def rowwise_adagrad_split_bf16(hi, lo, momentum, ids, offsets, grad, lr, eps, batch: int, tables: int) -> None:
+def rowwise_adagrad_split_bf16(table, momentum, ids, offsets, grad, lr, eps, batch: int, tables: int) -> None:
     rows, g = summed_rows(ids, offsets, grad)
     scale = adagrad_scale(momentum, rows, g, lr, eps)
-    hi[rows], lo[rows] = split(join(hi[rows], lo[rows]) - scale * g)
+    table[rows] = interleave(master(table[rows]) - scale * g)
 
 
 def interaction_pairs(features: int) -> tuple[torch.Tensor, torch.Tensor]:

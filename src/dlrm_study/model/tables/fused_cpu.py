@@ -6,7 +6,9 @@
   gradient goes straight into the weights, with no sparse or dense gradient tensor.
 - Race-free threading: each thread owns a contiguous range of rows (see the C++).
 - Precision fp32, or bf16 with Split-SGD: the fp32 master weight stored as its upper
-  16 bits (the bf16 weight used by forward and backward) and its lower 16 bits.
+  16 bits (the bf16 weight used by forward and backward) and its lower 16 bits, side by
+  side in one row ([hi | lo], `weight_split`): forward reads the first half of a row, an
+  update reads and writes one row, so each id is one random access, not two.
 
 - Tables on transparent huge pages where the OS allows (`huge_pages=False`: 4 KiB pages).
 
@@ -16,7 +18,7 @@ The kernels are C++ when a compiler is present, PyTorch otherwise (`kernel_path`
 import torch
 
 from dlrm_study.config import Precision
-from dlrm_study.data.batch import batched_ids
+from dlrm_study.data.batch import StagedBatch, batched_ids
 from dlrm_study.model import kernels
 from dlrm_study.model.kernels import torch_ops
 from dlrm_study.model.tables import hugepages
@@ -27,6 +29,8 @@ ADAGRAD_EPS = 1e-8
 
 class FusedCPUSparseArch(SparseArch):
     name = "fused-cpu"
+    # State-dict layout 2: a bf16 table is one [hi | lo] matrix, `weight_split` (1: `weight_hi`, `weight_lo`).
+    _version = 2
 
     def __init__(
         self, spec: TableSpec, generator: torch.Generator, table_batching: bool = True, huge_pages: bool = True
@@ -40,8 +44,7 @@ class FusedCPUSparseArch(SparseArch):
         total = sum(table_rows)
         empty = hugepages.empty if huge_pages else torch.empty
         if precision == Precision.BF16:
-            self.register_buffer("weight_hi", empty(total, dim, dtype=torch.int16))
-            self.register_buffer("weight_lo", empty(total, dim, dtype=torch.int16))
+            self.register_buffer("weight_split", empty(total, 2 * dim, dtype=torch.int16))
         else:
             self.register_buffer("weight", empty(total, dim))
         for start, rows in zip(starts.tolist(), table_rows, strict=True):  # table by table: no full fp32 copy
@@ -56,15 +59,28 @@ class FusedCPUSparseArch(SparseArch):
     def kernel_path(self) -> str:
         return self.ops.NAME
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args) -> None:
+        """Read a bf16 table saved as two arrays (layout 1: `weight_hi`, `weight_lo`) into its [hi | lo] rows."""
+        hi, lo = prefix + "weight_hi", prefix + "weight_lo"
+        if self.precision == Precision.BF16 and hi in state_dict and lo in state_dict:
+            state_dict[prefix + "weight_split"] = torch.cat([state_dict.pop(hi), state_dict.pop(lo)], dim=1)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args)
+
     def forward(self, indices: list[torch.Tensor], offsets: list[torch.Tensor]) -> torch.Tensor:
         ids, bag_starts = batched_ids(indices, offsets, self.table_starts.tolist())
         return FusedLookup.apply(self.anchor, self, ids, bag_starts, offsets[0].numel())
+
+    def staged(self, batch: StagedBatch) -> torch.Tensor:
+        """Pooled embeddings of a batch staged when it was made (a benchmark's ring): ids stacked and checked."""
+        # The kernels read int64 ids; staging packs them as int32 where they fit (for the GPU's sort).
+        # A benchmark's ring casts once when made, so here `long()` is no copy.
+        return FusedLookup.apply(self.anchor, self, batch.ids.long(), batch.bag_starts, batch.size)
 
     def set_rows(self, start: int, weights: torch.Tensor) -> None:
         """Write fp32 master weights into rows start, start + 1, ..."""
         rows = slice(start, start + len(weights))
         if self.precision == Precision.BF16:
-            self.weight_hi[rows], self.weight_lo[rows] = torch_ops.split(weights)
+            self.weight_split[rows] = torch_ops.interleave(weights)
         else:
             self.weight[rows] = weights
 
@@ -75,7 +91,7 @@ class FusedCPUSparseArch(SparseArch):
 
     def pooled_tables(self, ids: torch.Tensor, bag_starts: torch.Tensor, batch: int, tables: int) -> torch.Tensor:
         if self.precision == Precision.BF16:
-            return self.ops.forward_bf16(self.weight_hi, ids, bag_starts, batch, tables)
+            return self.ops.forward_bf16(torch_ops.upper(self.weight_split), ids, bag_starts, batch, tables)
         return self.ops.forward_fp32(self.weight, ids, bag_starts, batch, tables)
 
     def apply_update(self, ids: torch.Tensor, bag_starts: torch.Tensor, grad: torch.Tensor, batch: int) -> None:
@@ -94,19 +110,19 @@ class FusedCPUSparseArch(SparseArch):
             eps = ADAGRAD_EPS
             if self.precision == Precision.BF16:
                 ops.rowwise_adagrad_split_bf16(
-                    self.weight_hi, self.weight_lo, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables
+                    self.weight_split, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables
                 )
             else:
                 ops.rowwise_adagrad_fp32(self.weight, self.momentum, ids, bag_starts, grad, self.lr, eps, batch, tables)
         elif self.precision == Precision.BF16:
-            ops.sgd_split_bf16(self.weight_hi, self.weight_lo, ids, bag_starts, grad, self.lr, batch, tables)
+            ops.sgd_split_bf16(self.weight_split, ids, bag_starts, grad, self.lr, batch, tables)
         else:
             ops.sgd_fp32(self.weight, ids, bag_starts, grad, self.lr, batch, tables)
 
     def master_weight(self) -> torch.Tensor:
         """All tables' fp32 master weights, (total rows, dim)."""
         if self.precision == Precision.BF16:
-            return torch_ops.join(self.weight_hi, self.weight_lo)
+            return torch_ops.master(self.weight_split)
         return self.weight
 
     def tables(self) -> list[torch.Tensor]:

@@ -1,0 +1,78 @@
+"""Each operator's time against its own bound, per machine (notebook 02, issue 33): where a loop stands.
+
+From records that carry a per-operator breakdown (`op_<name>_ms`, from profiled steps) and the
+roofline bound split by operator (`roofline_op_<name>_ms`, `perfmodel.operator_bounds`): `dlrm-study
+bench` and `make compare-upstream` write both. Per machine, config and variant: each operator's
+median ms per step over repeats beside its bound, and the share of its bound achieved (bound over
+time, per repeat: median and 95% interval), then the two halves of the step the targets name
+(embeddings: forward and backward + update; MLPs: bottom, interaction, top and dense backward),
+each against `TARGET`, and the whole timed step against the whole bound.
+"""
+
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study.analysis import stats, wording
+from dlrm_study.perfmodel.operator_bounds import BOUNDED
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+
+GROUP = [col.MACHINE, col.CONFIG_NAME, col.VARIANT]
+HALVES = {
+    "embeddings": ("embedding_forward", "embedding_backward_update"),
+    "MLPs": ("bottom_mlp", "interaction", "top_mlp", "dense_backward"),
+}
+TARGET = 0.85  # each half of the step within 85% of its bound (issue 33)
+COLUMNS = [*GROUP, "part", "ms", "bound_ms", "of_bound", "low", "high", "n"]
+
+
+def table(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per machine, config, variant and part (each bounded operator, each half, the step)."""
+    parts = {name: (name,) for name in BOUNDED} | HALVES
+    need = [col.op_column(n) for names in parts.values() for n in names]
+    need += [col.bound_column(n) for names in parts.values() for n in names]
+    if records.empty or any(c not in records for c in need):
+        return pd.DataFrame(columns=COLUMNS)
+    rows = []
+    for key, runs in records.dropna(subset=need).groupby(GROUP, sort=True):
+        for part, names in parts.items():
+            ms = runs[[col.op_column(n) for n in names]].sum(axis=1)
+            bound = runs[[col.bound_column(n) for n in names]].sum(axis=1)
+            rows.append(row(key, part, ms, bound))
+        rows.append(row(key, "step (timed)", runs[col.MS_MEDIAN], runs[col.ROOFLINE_MS]))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def row(key: tuple, part: str, ms: pd.Series, bound: pd.Series) -> list:
+    """One table row: the part's median ms and bound, and its share of the bound with its 95% interval."""
+    center, low, high = stats.interval((bound / ms).tolist())
+    return [*key, part, ms.median(), bound.median(), center, low, high, len(ms)]
+
+
+def report(records: pd.DataFrame) -> str:
+    """The table as text, a block per machine, config and variant, the halves judged against TARGET."""
+    frame = table(records)
+    if frame.empty:
+        return "no records carry both a per-operator breakdown and the roofline bound (dlrm-study bench writes both)"
+    lines = []
+    for key, rows in frame.groupby(GROUP, sort=True):
+        lines.append(" / ".join(map(str, key)) + f" ({rows['n'].max()} repeats): ms per step, bound, share of bound")
+        for r in rows.itertuples():
+            share = wording.describe(r.of_bound, r.low, r.high, percent=True, digits=2)
+            judged = f"   target >= {TARGET:.0%}: {judge(r.low, r.high)}" if r.part in HALVES else ""
+            lines.append(f"  {r.part:<28}{r.ms:9.2f}{r.bound_ms:9.2f}   {share}{judged}")
+    return "\n".join(lines)
+
+
+def judge(low: float, high: float) -> str:
+    """The verdict on a half against TARGET from its interval (`low` is NaN for one repeat)."""
+    if low != low:
+        return "one repeat: no verdict"
+    return "meets" if low >= TARGET else "misses" if high < TARGET else "inconclusive"
+
+
+def stored_report(folder: Path) -> str:
+    """`report` of a results folder's bench records (`bench.csv`; notebook 02's cell)."""
+    path = folder / "bench.csv"
+    return report(store.load(path)) if path.is_file() else "no bench records here"

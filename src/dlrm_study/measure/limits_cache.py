@@ -1,0 +1,91 @@
+"""A machine's measured limits, kept between runs: each is measured once per machine and software, then reused.
+
+Why: `bench` and `compare` bound every run by the roofline, and measuring the limits again in every
+process costs more than a short bench. The cache is one small JSON file (`path()`: the
+`DLRM_STUDY_LIMITS_CACHE` variable, `off` for none, else `~/.cache/dlrm-study/limits.json`),
+keyed by the machine's key, the thread count, torch's version and a hash of the code that
+measures (`key`), so another machine, another torch or changed measuring code measures anew.
+A quick measurement serves quick requests only; a full one serves both. Measured again (`dlrm-study
+roofline` always measures), a limit keeps the higher rate: on a shared machine another job only
+lowers a rate, and a limit is what the machine can do.
+"""
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from dlrm_study.model import kernels
+from dlrm_study.records.machine import machine_key
+
+VARIABLE = "DLRM_STUDY_LIMITS_CACHE"
+MEASURING = ("measure/limits.py", "measure/membench.py")  # with the kernels' source: what measures
+
+
+def path() -> Path | None:
+    """Where the cache lives, None where it is switched off."""
+    where = os.environ.get(VARIABLE, "")
+    if where == "off":
+        return None
+    if where:
+        return Path(where)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dlrm-study" / "limits.json"
+
+
+def key(threads: int) -> str:
+    """What limits measured here now are keyed by: machine, threads, torch, the measuring code."""
+    return f"{machine_key()}|{threads}t|torch {torch.__version__}|code {code_hash()}"
+
+
+@functools.cache
+def code_hash() -> str:
+    """A short hash of the code that measures: the measuring modules and the kernels' source."""
+    package = Path(__file__).resolve().parents[1]
+    sources = [package / name for name in MEASURING] + [kernels.SOURCE]
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
+
+
+def load(threads: int, quick: bool) -> dict[str, float]:
+    """The cached limits that serve a request (a quick one takes full measurements too)."""
+    entries = read().get(key(threads), {})
+    return {name: float(e["value"]) for name, e in entries.items() if valid(e) and (quick or not e["quick"])}
+
+
+def valid(entry: object) -> bool:
+    """An entry as `store` writes it (a hand-edited or truncated one is measured again)."""
+    return isinstance(entry, dict) and isinstance(entry.get("value"), float) and isinstance(entry.get("quick"), bool)
+
+
+def store(threads: int, quick: bool, limits: dict[str, float]) -> None:
+    """Add measured limits: a full measurement replaces a quick one (never the reverse), a higher rate a lower."""
+    where = path()
+    if where is None or not limits:
+        return
+    cache = read()
+    entries = cache.setdefault(key(threads), {})
+    for name, value in limits.items():
+        old = entries.get(name)
+        if not valid(old) or (old["quick"] and not quick) or (old["quick"] == quick and value > old["value"]):
+            entries[name] = {"value": float(value), "quick": quick}
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        tmp = where.with_name(f".{where.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        os.replace(tmp, where)  # readers see the old file or the new one, never half of one
+    except OSError:
+        pass  # a cache that cannot be written only costs a measurement next time
+
+
+def read() -> dict[str, dict]:
+    """The whole cache; empty where there is none or it is not one (then it is rewritten)."""
+    where = path()
+    if where is None:
+        return {}
+    try:
+        cache = json.loads(where.read_text())
+    except (OSError, ValueError):
+        return {}
+    return cache if isinstance(cache, dict) and all(isinstance(v, dict) for v in cache.values()) else {}

@@ -1,0 +1,75 @@
+"""The roofline bound split by operator, and the table of each operator's time against it (notebook 02)."""
+
+import pandas as pd
+import pytest
+
+from dlrm_study import config
+from dlrm_study.analysis import operators
+from dlrm_study.measure.bench import bench
+from dlrm_study.perfmodel import roofline
+from dlrm_study.perfmodel.operator_bounds import BOUNDED, operator_bounds
+from dlrm_study.records import columns as col
+
+
+def limits(cfg: config.Config) -> dict[str, float]:
+    """Every GEMM at 100 GFLOP/s, gathers at 4 GB/s, updates at 2 GB/s."""
+    fake = {"gemm_fp32_gflops": 100.0}
+    for access in roofline.accesses(cfg).values():
+        fake[access.key] = 4.0 if access.kind == "gather" else 2.0
+    for layer in roofline.layer_shapes(cfg):
+        for gemm_pass in roofline.GEMM_PASSES:
+            fake[roofline.layer_key("fp32", layer, gemm_pass)] = 100.0
+    return fake
+
+
+@pytest.mark.parametrize("preset", ["dlrm-benchmark", "tiny", "mlperf-scaled"])
+def test_operator_bounds_add_up_to_the_bound(preset):
+    cfg = config.load(preset, ["train.loop=optimized"])
+    parts, whole = operator_bounds(cfg, limits(cfg)), roofline.bound_ms(cfg, limits(cfg))
+    assert set(parts) == {col.bound_column(name) for name in BOUNDED}
+    assert sum(parts.values()) == pytest.approx(whole["roofline_ms"])
+    mlp = sum(parts[col.bound_column(n)] for n in ("bottom_mlp", "interaction", "top_mlp", "dense_backward"))
+    assert mlp == pytest.approx(whole["roofline_mlp_ms"])
+
+
+def test_dlrm_benchmark_operator_bounds_by_hand():
+    cfg = config.preset("dlrm-benchmark")
+    parts = operator_bounds(cfg, limits(cfg))
+    # bottom 512-512-64 forward at 100 GFLOP/s, batch 2048
+    assert parts[col.bound_column("bottom_mlp")] == pytest.approx(2 * 2048 * (512 * 512 + 512 * 64) / 100e9 * 1e3)
+    ids = 2048 * 8 * 100
+    assert parts[col.bound_column("embedding_forward")] == pytest.approx(ids * 256 / 4e9 * 1e3)
+    assert parts[col.bound_column("embedding_backward_update")] == pytest.approx(ids * 512 / 2e9 * 1e3)
+
+
+def test_bench_records_carry_operator_bounds(tiny):
+    tiny.train.loop = "optimized"
+    fields = bench(tiny, steps=2, warmup=1, profile_steps=1, progress=False, limits=limits(tiny))
+    assert all(fields[col.bound_column(name)] > 0 for name in BOUNDED)
+
+
+def records(embedding_ms: list[float], mlp_ms: float = 10.0) -> pd.DataFrame:
+    rows = []
+    for repeat, ms in enumerate(embedding_ms):
+        row = {col.MACHINE: "m", col.CONFIG_NAME: "c", col.VARIANT: "v", col.REPEAT: repeat}
+        for name in BOUNDED:
+            row[col.op_column(name)] = ms if name.startswith("embedding") else mlp_ms / 4
+            row[col.bound_column(name)] = 4.0 if name.startswith("embedding") else 2.0
+        row[col.MS_MEDIAN], row[col.ROOFLINE_MS] = 2 * ms + mlp_ms, 16.0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_table_has_each_operator_both_halves_and_the_step():
+    frame = operators.table(records([4.4, 4.5, 4.6, 4.4, 4.5]))
+    assert list(frame["part"]) == [*BOUNDED, "embeddings", "MLPs", "step (timed)"]
+    halves = frame.set_index("part")
+    assert halves.loc["embeddings", "bound_ms"] == 8.0 and halves.loc["embeddings", "ms"] == 9.0
+    assert halves.loc["MLPs", "of_bound"] == pytest.approx(0.8)  # 8 ms of bound in 10 ms
+    text = operators.report(records([4.4, 4.5, 4.6, 4.4, 4.5]))
+    assert "embeddings" in text and "target >= 85%: meets" in text and "target >= 85%: misses" in text
+
+
+def test_table_needs_both_breakdown_and_bounds():
+    plain = records([4.0]).drop(columns=[col.bound_column("interaction")])
+    assert operators.table(plain).empty and "no records carry" in operators.report(plain)
