@@ -1,4 +1,4 @@
-"""Batches: synthetic (teacher-labelled) or read from Criteo click logs."""
+"""Batches: synthetic (teacher-labelled) or read from Criteo click logs; a benchmark's ring of them (`ring`)."""
 
 from dlrm_study.config import Config
 from dlrm_study.data.batch import Batch, StagedBatch, stage

@@ -24,6 +24,8 @@ def available() -> bool:
 
 
 class FusedLinearFunction(torch.autograd.Function):
+    """Linear (+ ReLU) forward as one oneDNN matmul; backward as autograd's own ops for Linear + ReLU."""
+
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, relu: bool) -> torch.Tensor:
         out = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "relu" if relu else "none", [], "")
@@ -32,7 +34,7 @@ class FusedLinearFunction(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, None]:
         x, weight, out = ctx.saved_tensors
         if ctx.relu:
             grad = torch.ops.aten.threshold_backward(grad, out, 0)  # ReluBackward0, from the output

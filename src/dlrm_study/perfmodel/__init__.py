@@ -1,1 +1,2 @@
-"""Performance models: the roofline bound of a step (`roofline`), the GPU model (`gpu`), scaling (`scaling`)."""
+"""Performance models: the roofline bound of a step (`roofline`) and its split by operator (`operator_bounds`),
+the GPU model (`gpu`), scaling (`scaling`)."""
