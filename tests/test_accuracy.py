@@ -33,3 +33,21 @@ def test_the_accuracy_study_records_paired_evaluations_and_resumes(tmp_path):
     before = dict(runner.TALLY)
     run_accuracy("smoke", tmp_path)  # resumed: every config already recorded
     assert runner.TALLY["measured"] == before["measured"]
+
+
+def test_a_timed_accuracy_near_chance_is_called_weak_evidence():
+    """At a held-out AUC near 0.5 the models have barely learned: the finding must say an equal AUC is weak."""
+    import pandas as pd
+
+    from dlrm_study import config
+    from dlrm_study.analysis.findings import NEAR_CHANCE_AUC, timed_accuracy
+    from dlrm_study.records.record import make_record
+
+    def records(auc: float) -> pd.DataFrame:
+        fields = {v: {"kind": "eval", "step": 300, "eval_auc": auc + 0.001 * (v == BF16_PAIR[0])} for v in BF16_PAIR}
+        rows = [make_record("accuracy", fields[v], config.preset("dlrm-benchmark"), variant=v, repeat=s)
+                | {"train.seed": s} for s in (0, 1, 2) for v in BF16_PAIR]  # fmt: skip
+        return pd.DataFrame(rows).assign(machine="m", run_id="r")
+
+    assert any("near chance" in line for line in timed_accuracy(records(NEAR_CHANCE_AUC - 0.05)))
+    assert not any("near chance" in line for line in timed_accuracy(records(0.8)))

@@ -93,3 +93,38 @@ def test_a_sensitivity_point_is_the_centre_of_all_its_repeats_flagged_or_not():
     fig = plots.sensitivity(pd.concat([records, far], ignore_index=True), "t")
     (line,) = [line for line in fig.axes[0].get_lines() if line.get_marker() == "o"]  # the medians' line
     assert list(line.get_xdata()) == [4.0, 16.0] and line.get_ydata()[1] == pytest.approx((80 * 90 * 85) ** (1 / 3))
+
+
+def test_the_caption_says_what_the_repeat_dots_are_and_that_hollow_ones_are_flagged():
+    fig, ax = common.plt.subplots()
+    common.repeats(ax, [1, 2], [3.0, 4.0], [False, False], "black")
+    common.add_caption(fig, timings({"a": 2}))
+    assert "small dots: single repeats" in caption_of(fig) and "hollow" not in caption_of(fig)
+    fig, ax = common.plt.subplots()
+    common.repeats(ax, [1, 2], [3.0, 4.0], [False, True], "black")
+    common.add_caption(fig, timings({"a": 2}))
+    assert "small dots: single repeats (hollow: flagged)" in caption_of(fig)
+
+
+def test_the_timed_presets_panel_draws_the_margin_and_names_another_machine():
+    """S3's accuracy records may come from another machine of the class: its panel and caption say whose."""
+    rows = []
+    for seed in (0, 1, 2):
+        for variant, auc in (("reference", 0.8), ("optimized-fp32", 0.801)):
+            fields = {"kind": "eval", "step": 300, "eval_auc": auc}
+            rows.append(make_record("convergence", fields, config.preset("tiny"), variant=variant, repeat=seed)
+                        | {"train.seed": seed})  # fmt: skip
+    tiny = pd.DataFrame(rows).assign(machine="m1/x/2cpu", run_id="r")
+    timed = []
+    for seed in (0, 1, 2):
+        for variant, auc in (("optimized-fp32", 0.55), ("optimized-bf16", 0.5495)):
+            fields = {"kind": "eval", "step": 300, "eval_auc": auc}
+            timed.append(make_record("accuracy", fields, config.preset("dlrm-benchmark"), variant=variant,
+                                     repeat=seed) | {"train.seed": seed})  # fmt: skip
+    accuracy = pd.DataFrame(timed).assign(machine="m2/x/2cpu", run_id="r2")
+    fig = plots.convergence(tiny, "t", accuracy)
+    panel = fig.axes[2]
+    assert "300 steps, 3 seeds" in panel.get_title() and panel.get_xlabel() == "trained on m2"
+    assert any("margin" in label for label in panel.get_legend_handles_labels()[1])
+    assert panel.get_ylim()[0] <= -0.002 and panel.get_ylim()[1] >= 0.002  # the band the rule allows, drawn whole
+    assert "m1/x/2cpu" in caption_of(fig) and "m2/x/2cpu" in caption_of(fig)

@@ -183,6 +183,9 @@ def convergence(records: pd.DataFrame) -> list[str]:
     return lines
 
 
+NEAR_CHANCE_AUC = 0.6  # 0.5 is a coin: below this a model has barely learned, and equal AUCs say little
+
+
 def timed_accuracy(records: pd.DataFrame) -> list[str]:
     """Notebook 07, S3's accuracy half: optimized bf16's held-out AUC less fp32's on each timed preset,
     paired by seed, and the machines that trained them."""
@@ -194,11 +197,17 @@ def timed_accuracy(records: pd.DataFrame) -> list[str]:
         mine = evals[evals[col.CONFIG_NAME] == row.config_name]
         steps, level = int(mine[col.STEP].max()), float(mine[col.EVAL_AUC].median())
         gap = wording.describe_gap(row.mean, row.low, row.high, int(row.n))
-        # At a held-out AUC near 0.5 neither precision has learned much: the gap is then weak evidence.
         lines.append(f"S3 accuracy, {row.config_name} ({steps} steps, held-out AUC {level:.3f} at the median): "
                      f"optimized-bf16's AUC less optimized-fp32's {gap}")  # fmt: skip
+    if not lines:
+        return []
+    if float(evals[col.EVAL_AUC].median()) < NEAR_CHANCE_AUC:
+        lines.append(
+            f"(a held-out AUC below {NEAR_CHANCE_AUC} is near chance: in so few steps neither precision has learned "
+            "much, so an equal AUC here is weak evidence that bf16 ends as accurate as fp32)"
+        )
     machines = ", ".join(sorted(set(records[col.MACHINE])))
-    return [*lines, f"(trained on {machines}, of the published machine's bf16 class)"] if lines else []
+    return [*lines, f"(trained on {machines}, of the published machine's bf16 class)"]
 
 
 # A finding states a number with its 95% interval (or says it has none), or says why there is none.

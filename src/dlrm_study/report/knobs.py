@@ -44,5 +44,6 @@ def gpu_knobs(knobs: list[str], profile: str, out: Path, figures: Path | None, n
     for i, host in enumerate(hosts):
         mine = {k: f[f[col.MACHINE] == host] for k, f in frames.items()}
         every = pd.concat(list(mine.values()), ignore_index=True)
-        fig = plots.knob_panels(mine, f"On {host}{loop_label(every)}", bands)
+        label = loop_label(every).strip()  # on its own line: a title wider than the panels squeezes them
+        fig = plots.knob_panels(mine, f"On {host}" + (f"\n{label}" if label else ""), bands)
         plots.save(fig, name if i == 0 else f"{name}_{i + 1}", figures)

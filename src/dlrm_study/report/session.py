@@ -53,6 +53,8 @@ def header(profile: str, out: Path, machine: str | None = "this") -> str:
 def footer() -> str:
     """How many measurements this run made, and how many it reused from earlier runs' records."""
     t = runner.TALLY
+    if not t["measured"] and not t["reused"]:  # a render, or a notebook that only draws: nothing was run
+        return "this copy measured nothing: it draws the records already in the results folder"
     measured, reused = count(t["measured"], "record"), count(t["reused"], "record")
     return f"this run measured {measured} and reused {reused} already in the results folder"
 

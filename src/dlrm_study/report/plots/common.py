@@ -59,6 +59,9 @@ def drawn_notes(fig: plt.Figure) -> str:
         notes.append("error bars: 95% intervals")
     if any(ONE_REPEAT in ax.get_legend_handles_labels()[1] for ax in fig.axes):
         notes.append(f"diamonds: {ONE_REPEAT}")
+    dots = {c.get_gid() for ax in fig.axes for c in ax.collections if len(c.get_offsets())}
+    if dots & {REPEAT_DOTS, FLAGGED_DOTS}:
+        notes.append("small dots: single repeats" + (" (hollow: flagged)" if FLAGGED_DOTS in dots else ""))
     return "; ".join(notes)
 
 
@@ -84,6 +87,7 @@ def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
 
 
 ONE_REPEAT = "one repeat, no interval"
+REPEAT_DOTS, FLAGGED_DOTS = "repeat", "repeat-flagged"  # the gids of `repeats`' dots, read by `drawn_notes`
 
 
 def error_bars(summary: pd.DataFrame) -> list[list[float]]:
@@ -135,8 +139,10 @@ def repeats(ax: plt.Axes, x, y, flagged, color) -> None:
     x, y, flagged = list(x), list(y), list(flagged)
     clean = [i for i, f in enumerate(flagged) if not f]
     bad = [i for i, f in enumerate(flagged) if f]
-    ax.scatter([x[i] for i in clean], [y[i] for i in clean], s=9, color=color, alpha=0.45, linewidths=0, zorder=3)
-    ax.scatter([x[i] for i in bad], [y[i] for i in bad], s=16, facecolors="none", edgecolors=color, zorder=3)
+    ax.scatter([x[i] for i in clean], [y[i] for i in clean], s=9, color=color, alpha=0.45, linewidths=0, zorder=3,
+               gid=REPEAT_DOTS)  # fmt: skip
+    ax.scatter([x[i] for i in bad], [y[i] for i in bad], s=16, facecolors="none", edgecolors=color, zorder=3,
+               gid=FLAGGED_DOTS)  # fmt: skip
 
 
 def save(fig: plt.Figure, name: str, folder: Path | None) -> None:

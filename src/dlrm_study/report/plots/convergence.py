@@ -4,6 +4,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from dlrm_study.analysis.convergence import accuracy_gaps, auc_gaps, loss_gaps, preset_of
+from dlrm_study.analysis.verdicts import S3_AUC_GAP
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import add_caption, ordered
 
@@ -33,12 +34,25 @@ def convergence(records: pd.DataFrame, title: str, accuracy: pd.DataFrame | None
     gap_points(axes[1], auc, col.VARIANT, colors, "held-out AUC less the reference's")
     axes[1].set_title("held-out AUC", fontsize=10)
     if panels == 3:
-        gap_points(axes[2], timed, col.CONFIG_NAME, {}, "bf16's held-out AUC less fp32's")
-        axes[2].set_title(f"S3: timed presets, {int(timed['n'].max())} seeds", fontsize=10)
+        timed_panel(axes[2], timed, accuracy, records)
     fig.suptitle(title)
     fig.tight_layout()
-    add_caption(fig, records[records[col.KIND] == "eval"])
+    evals = [frame[frame[col.KIND] == "eval"] for frame in (records, accuracy) if frame is not None and not frame.empty]
+    add_caption(fig, pd.concat(evals))  # a line per machine: the timed presets may be another machine's
     return fig
+
+
+def timed_panel(ax: plt.Axes, timed: pd.DataFrame, accuracy: pd.DataFrame, records: pd.DataFrame) -> None:
+    """S3 on the timed presets: bf16's AUC less fp32's per preset, inside the band the rule allows
+    (`S3_AUC_GAP` either side), and the machine that trained them where it is not the other panels'."""
+    ax.axhspan(-S3_AUC_GAP, S3_AUC_GAP, color="grey", alpha=0.15, linewidth=0, label=f"S3's margin, ±{S3_AUC_GAP}")
+    gap_points(ax, timed, col.CONFIG_NAME, {}, "bf16's held-out AUC less fp32's")
+    steps = int(accuracy[col.STEP].max()) if col.STEP in accuracy else 0
+    ax.set_title(f"S3: timed presets, {steps:,} steps, {int(timed['n'].max())} seeds", fontsize=10)
+    ax.legend(frameon=False, fontsize=8, loc="upper right")
+    trained, drawn = set(accuracy[col.MACHINE]), set(records[col.MACHINE])
+    if trained != drawn:
+        ax.set_xlabel("trained on " + ", ".join(sorted(key.split("/")[0] for key in trained)), fontsize=8)
 
 
 def gap_points(ax: plt.Axes, gaps: pd.DataFrame, label: str, colors: dict[str, str], ylabel: str) -> None:

@@ -113,6 +113,6 @@ def knob_panels(
     log_ticks(axes[0][0].yaxis, pd.concat(spans, ignore_index=True))
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.98))
-    fig.suptitle(title, y=1.1)
+    fig.suptitle(title, y=1.1 + 0.07 * title.count("\n"))  # its last line clear of the legend
     add_caption(fig, every)
     return fig
