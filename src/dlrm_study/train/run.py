@@ -81,7 +81,8 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
     else:
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
     if fuses_mlp(cfg, device):  # oneDNN's matmuls, bias and ReLU inside them (`fused_mlp`)
-        fused_mlp.fuse(model.bottom_mlp), fused_mlp.fuse(model.top_mlp)
+        for mlp in (model.bottom_mlp, model.top_mlp):
+            fused_mlp.fuse(mlp)
     return Run(cfg, model, optimizer, device)
 
 
