@@ -141,6 +141,7 @@ ABLATION_LABELS = {
     FUSED_UPDATE: "+ fused embedding update",
     TABLE_BATCHING: "+ table batching",
     HUGE_PAGES: "+ huge pages",
-    OPTIMIZED_FP32: "+ fused interaction and MLP layers (optimized fp32)",  # records since issue 33: mlp_kernels
+    # Records without `mlp_kernels` predate the fused MLP layers: their step fused the interaction only.
+    OPTIMIZED_FP32: "+ fused interaction and MLP layers (optimized fp32)",
     OPTIMIZED_BF16: "+ bf16 Split-SGD and bf16 MLPs (optimized bf16)",
 }
