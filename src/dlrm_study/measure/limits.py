@@ -12,14 +12,13 @@ the cache size a VM reports: each is as large as the bound needs.
 
 import functools
 import sys
-import time
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from dlrm_study import platform
 from dlrm_study.measure import limits_cache, membench
+from dlrm_study.measure.timing import best_s
 from dlrm_study.model import fused_mlp
 from dlrm_study.perfmodel.roofline import GEMM_PASSES, Access, layer_key
 from dlrm_study.records import columns as col
@@ -108,19 +107,3 @@ def layer_gemm_limits(shapes: tuple[tuple[int, int, int], ...], repeats: int) ->
             for gemm_pass, fns in layer_gemms(x, weight, bias, grad).items():
                 limits[layer_key(precision, layer, gemm_pass)] = flops / min(best_s(fn, repeats) for fn in fns) / 1e9
     return limits
-
-
-def best_s(fn: Callable[[], object], repeats: int) -> float:
-    """Fewest seconds of `fn` over `repeats` calls after one warm-up call."""
-    return min(seconds(fn, repeats))
-
-
-def seconds(fn: Callable[[], object], repeats: int) -> list[float]:
-    """Seconds of each of `repeats` calls of `fn`, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times

@@ -17,11 +17,11 @@ the memory system can do. Without the compiled kernels a PyTorch twin times `ind
 (gather) and `index_select` + add + `index_copy_` (update) in chunks that stay in cache.
 """
 
-import time
 from collections.abc import Callable, Iterable
 
 import torch
 
+from dlrm_study.measure.timing import best_s
 from dlrm_study.model import kernels
 from dlrm_study.model.tables import hugepages
 from dlrm_study.perfmodel.roofline import Access  # what the bound charges; measured here
@@ -82,17 +82,6 @@ def torch_twin(buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> Calla
             table.index_copy_(0, chunk, rows[: len(chunk)].add_(1))
 
     return gather if access.kind == "gather" else update
-
-
-def best_s(fn: Callable[[], object], repeats: int) -> float:
-    """Fewest seconds of `fn` over `repeats` calls after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def available_bytes() -> int:
