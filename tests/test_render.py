@@ -104,3 +104,11 @@ def test_a_rendered_notebook_states_its_render(notebook):
     said = "".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
     assert f"rendered from records {doc['records']} under rules {doc['rules']}" in said
     assert doc["commit"] in said
+
+
+def test_papermills_injected_cell_has_the_same_id_in_every_render():
+    """papermill gives the cell it injects a random id per run: two renders of one tree must still match."""
+    book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2")])
+    book.cells[1].metadata["tags"] = [render.INJECTED]
+    first = book.cells[0].id
+    assert render.steady_ids(book).cells[1].id == render.INJECTED and book.cells[0].id == first

@@ -57,9 +57,21 @@ def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path
             cwd=str(source.parent),
             execution_timeout=1800,
         )
-        nbformat.write(hide(nbformat.read(target, as_version=4)), target)
+        nbformat.write(steady_ids(hide(nbformat.read(target, as_version=4))), target)
         done.append(target)
     return done
+
+
+INJECTED = "injected-parameters"  # papermill's tag on the cell it adds, and the id that cell is given here
+
+
+def steady_ids(book: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The cell papermill injects gets a fresh random id each run: give it a fixed one, so two renders of
+    the same records are the same notebook (and `check` compares them cell by cell)."""
+    for cell in book.cells:
+        if INJECTED in cell.metadata.get("tags", []):
+            cell["id"] = INJECTED
+    return book
 
 
 def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
