@@ -35,7 +35,8 @@ def knob_section(knob: str, profile: str, out: Path, machine: str | None, figure
 def gpu_knobs(knobs: list[str], profile: str, out: Path, figures: Path | None, name: str) -> None:
     """Each GPU host's records of the knobs on its own figure (`name`, a panel per knob, with the predicted
     ranges), titled with the host and, where they are, the old GPU loop's label; nothing where none exists."""
-    frames = {k: with_knob(k, gpu_records(on_gpu(sensitivity(k, profile, out)))) for k in knobs}
+    frames = {k: gpu_records(on_gpu(sensitivity(k, profile, out))) for k in knobs}
+    frames = {k: with_knob(k, f) for k, f in frames.items() if not f.empty}  # a folder without GPU records
     hosts = sorted({m for f in frames.values() if not f.empty for m in f[col.MACHINE]})
     if not hosts:
         print("GPU: no records of these knobs in this results folder (the GPU session measures them)")
