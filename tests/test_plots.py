@@ -128,3 +128,12 @@ def test_the_timed_presets_panel_draws_the_margin_and_names_another_machine():
     assert any("margin" in label for label in panel.get_legend_handles_labels()[1])
     assert panel.get_ylim()[0] <= -0.002 and panel.get_ylim()[1] >= 0.002  # the band the rule allows, drawn whole
     assert "m1/x/2cpu" in caption_of(fig) and "m2/x/2cpu" in caption_of(fig)
+
+
+def test_the_caption_stays_clear_of_a_wrapped_axis_label():
+    fig, ax = common.plt.subplots()
+    ax.set_xlabel("a knob\nwrapped\nonto\nfour lines")
+    common.add_caption(fig, timings({"a": 2}))
+    renderer = fig.canvas.get_renderer()
+    label_bottom = ax.get_tightbbox(renderer).y0 / fig.bbox.height
+    assert fig.texts[-1].get_position()[1] < label_bottom  # the caption's top below the label's bottom

@@ -83,7 +83,15 @@ def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
 
     Call it last: the notes are read from the artists already drawn."""
     notes = drawn_notes(fig)
-    fig.text(0.0, -0.06, caption(records) + (f"; {notes}" if notes else ""), fontsize=8, ha="left", va="top")
+    fig.text(0.0, caption_y(fig), caption(records) + (f"; {notes}" if notes else ""), fontsize=8, ha="left", va="top")
+
+
+def caption_y(fig: plt.Figure) -> float:
+    """Where the caption's top goes, in figure coordinates: 0.06 below the figure, or lower where an axis's
+    labels (a label wrapped onto two lines) reach further down."""
+    renderer = fig.canvas.get_renderer()
+    lowest = min((ax.get_tightbbox(renderer).y0 for ax in fig.axes), default=0.0) / fig.bbox.height
+    return min(-0.06, lowest - 0.02)
 
 
 ONE_REPEAT = "one repeat, no interval"
