@@ -26,15 +26,16 @@ H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp
 
 @dataclasses.dataclass
 class Evidence:
-    """The current records of the studies behind the claims (every machine's, or one's)."""
+    """The current records of the studies behind the claims (every machine's, or one's); a study left
+    out has no records (an empty frame), so a reader of one study builds Evidence of that study alone."""
 
-    cpu_loops: pd.DataFrame
-    convergence: pd.DataFrame
-    accuracy: pd.DataFrame
-    scaling: pd.DataFrame
-    remote: pd.DataFrame
-    cache: pd.DataFrame
-    gpu: pd.DataFrame
+    cpu_loops: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    convergence: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    accuracy: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    scaling: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    remote: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    cache: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    gpu: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     gpu_knobs: dict[str, pd.DataFrame] = dataclasses.field(default_factory=dict)
     gpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     gpu_placements: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)

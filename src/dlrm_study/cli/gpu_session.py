@@ -30,7 +30,6 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from dlrm_study import config
@@ -288,9 +287,7 @@ def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
             counts.append(stats.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
         return min(counts)
     grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
-    required = [f.name for f in dataclasses.fields(Evidence) if f.default is f.default_factory is dataclasses.MISSING]
-    empty = {name: pd.DataFrame() for name in required}
-    evidence = Evidence(**{**empty, "gpu_grid": sweep_records(grid)})  # the grid alone: what H2 and H3 read
+    evidence = Evidence(gpu_grid=sweep_records(grid))  # the grid alone: what H2 and H3 read
     along = "model.dense_features" if claim == "H2" else "tables"
     changes, _ = grid_changes(evidence, Lens(clean=False), along)  # every pair, as the verdict counts
     return min((r.n for _, r in changes), default=0)
