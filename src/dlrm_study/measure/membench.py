@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
+from dlrm_study.config.memory import available_memory
 from dlrm_study.measure.timing import best_s
 from dlrm_study.model import kernels
 from dlrm_study.model.tables import hugepages
@@ -43,7 +44,7 @@ def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int |
     if not accesses:
         return {}
     ids = min(max(ids, MIN_IDS), MAX_IDS)
-    size = min(max(a.table_bytes for a in accesses), max_bytes or available_bytes() * 3 // 4)
+    size = min(max(a.table_bytes for a in accesses), max_bytes or available_memory("cpu") * 3 // 4)
     buffer = hugepages.empty(size // 4, dtype=torch.int32)  # on huge pages where the OS allows, as the tables
     buffer.fill_(1)  # first touch here, not in a timed call
     generator = torch.Generator().manual_seed(0)
@@ -82,15 +83,3 @@ def torch_twin(buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> Calla
             table.index_copy_(0, chunk, rows[: len(chunk)].add_(1))
 
     return gather if access.kind == "gather" else update
-
-
-def available_bytes() -> int:
-    """Memory available for new allocations (Linux MemAvailable), or 8 GiB where unknown."""
-    try:
-        with open("/proc/meminfo") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 8 * 2**30
