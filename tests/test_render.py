@@ -111,4 +111,16 @@ def test_papermills_injected_cell_has_the_same_id_in_every_render():
     book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2")])
     book.cells[1].metadata["tags"] = [render.INJECTED]
     first = book.cells[0].id
-    assert render.steady_ids(book).cells[1].id == render.INJECTED and book.cells[0].id == first
+    assert render.steady(book).cells[1].id == render.INJECTED and book.cells[0].id == first
+
+
+def test_a_rendered_notebook_names_no_folder_of_the_machine_that_rendered_it(tmp_path):
+    """papermill stores the absolute paths it ran with: the render gives them from the repository."""
+    book = nbformat.v4.new_notebook()
+    book.metadata["papermill"] = {"input_path": str(ROOT / "notebooks" / "07.ipynb"),
+                                  "output_path": str(tmp_path / "07.ipynb")}  # fmt: skip
+    run = render.steady(book, ROOT).metadata["papermill"]
+    assert run == {"input_path": "notebooks/07.ipynb", "output_path": "07.ipynb"}
+    for rendered in RENDERED.glob("*.ipynb"):  # the committed render too
+        paths = json.loads(rendered.read_text())["metadata"].get("papermill", {})
+        assert not any(str(paths.get(k, "")).startswith("/") for k in ("input_path", "output_path")), rendered.name

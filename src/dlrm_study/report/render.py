@@ -57,7 +57,7 @@ def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path
             cwd=str(source.parent),
             execution_timeout=1800,
         )
-        nbformat.write(steady_ids(hide(nbformat.read(target, as_version=4))), target)
+        nbformat.write(steady(hide(nbformat.read(target, as_version=4)), repo), target)
         done.append(target)
     return done
 
@@ -65,12 +65,19 @@ def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path
 INJECTED = "injected-parameters"  # papermill's tag on the cell it adds, and the id that cell is given here
 
 
-def steady_ids(book: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The cell papermill injects gets a fresh random id each run: give it a fixed one, so two renders of
-    the same records are the same notebook (and `check` compares them cell by cell)."""
+def steady(book: nbformat.NotebookNode, repo: Path = REPO) -> nbformat.NotebookNode:
+    """What papermill writes that depends on the run, not on the tree and its records, made steady: the
+    cell it injects gets a fixed id (papermill draws a random one), and the notebook's paths are given
+    from the repository (papermill stores absolute ones: the rendering machine's folders). So two renders
+    of the same records are the same notebook, and `check` compares them cell by cell."""
     for cell in book.cells:
         if INJECTED in cell.metadata.get("tags", []):
             cell["id"] = INJECTED
+    run = book.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if key in run:
+            path = Path(run[key])
+            run[key] = str(path.relative_to(repo)) if path.is_relative_to(repo) else path.name
     return book
 
 
