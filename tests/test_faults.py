@@ -426,3 +426,19 @@ def test_a_checkpoint_write_interrupted_leaves_the_old_one(tmp_path, tiny, monke
         ckpt.save(run, path)
     assert path.read_bytes() == before
     no_leftovers(tmp_path)
+
+
+def test_a_checkpoint_write_killed_mid_way_leaves_nothing_after_the_next_save(tmp_path, tiny):
+    """kill -9 mid-write leaves the writer's temporary file; the next save of that checkpoint removes it,
+    and never a live writer's."""
+    run = build(tiny)
+    path = tmp_path / "run.pt"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead, live = tmp_path / f".run.pt.{gone.pid}.tmp", tmp_path / f".run.pt.{os.getppid()}.tmp"
+    dead.write_bytes(b"half a checkpoint")
+    live.write_bytes(b"being written")
+    ckpt.save(run, path)
+    assert not dead.exists() and live.exists()
+    live.unlink()
+    no_leftovers(tmp_path)

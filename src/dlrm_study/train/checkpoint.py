@@ -51,6 +51,28 @@ def save(run: Run, path: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+    clear_dead_writes(path)
+
+
+def clear_dead_writes(path: Path) -> None:
+    """Remove temporary files of `path` whose writer is gone: a writer killed with kill -9 cannot remove
+    its own, so the next writer of the checkpoint does (a live writer's file is left alone)."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = stale.name.removeprefix(f".{path.name}.").removesuffix(".tmp")
+        if pid.isdigit() and not alive(int(pid)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Watched:
