@@ -13,7 +13,7 @@ from pathlib import Path
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, REFERENCE
 from dlrm_study.measure import sweep
 from dlrm_study.measure.sweep import Sweep
-from dlrm_study.studies.profiles import SWEEP
+from dlrm_study.studies.profiles import RUNS, SWEEP
 
 BASE_NAME = "dlrm-benchmark-scaled"
 SENSITIVITY_BASE = [
@@ -93,6 +93,7 @@ def sized(name: str, profile: str, variants: list[str], grid: dict, out: Path) -
         warmup=p.warmup,
         profile_steps=0,
         out=str(out / "sweeps.csv"),
+        runs=RUNS[profile],
     )
 
 
