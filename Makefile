@@ -40,19 +40,20 @@ notebooks: env
 lab: env
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# The study's main job: a short training run, then the whole study rendered anew
+# The study's main job: a short training run (once per code), then the whole study rendered anew
 # (`dlrm_study.report.render`): every notebook executed by papermill into results/notebooks/ (its
 # scaffolding hidden), the summary last (it reads what the others measured), every figure in
 # results/figures/ written anew (the old ones removed first, so a figure no code writes any more is
 # gone), the README's generated section, and results/manifest.json (the commit, the records' digest and
 # the rules' hash it came from). `make reproduce` measures this machine first, a line per measurement
-# on the console; `make render` renders from the records as they are, measuring nothing (minutes).
+# on the console: two runs of every timed study, only what this machine has no record of at this code
+# (the timed code's fingerprint), so run again at the same code it measures nothing and says so in one
+# line; `make render` renders from the records as they are, measuring nothing (minutes).
 # `make check-render` renders again into a scratch folder and compares every printed number and word
 # with the committed render (tests/test_render.py does the same in `make test`).
 # PROFILE=quick (default, within 30 minutes on 2 cores) or full.
 PROFILE ?= quick
 reproduce: env data/criteo_sample.tsv
-	$(BIN)/dlrm-study train --config tiny --steps 300 --out results/train.csv
 	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --measure
 
 render: env
