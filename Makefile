@@ -119,7 +119,9 @@ clean:
 
 # The reference and optimized loops and facebookresearch/dlrm's dlrm_s_pytorch.py, alternated
 # PAIRS times on the dlrm-benchmark config, then ours over theirs against the targets (5x
-# optimized bf16 on a native-bf16 CPU, 2.5x optimized fp32). DLRM_DIR: a checkout of
+# optimized bf16 on a native-bf16 CPU, 2.5x optimized fp32). Every process it starts records one
+# invocation id (DLRM_STUDY_INVOCATION): pairs form within one invocation and one code fingerprint, and
+# the report gives each code apart, newest first. DLRM_DIR: a checkout of
 # facebookresearch/dlrm (git clone https://github.com/facebookresearch/dlrm); DLRM_PYTHON: an
 # interpreter with what it imports, by default .venv-upstream (requirements/upstream.txt: the
 # study's torch build, numpy, scikit-learn, tensorboard, tqdm).
@@ -137,6 +139,7 @@ $(UPSTREAM_VENV)/.installed: requirements/upstream.txt
 
 compare-upstream: env $(if $(filter $(UPSTREAM_VENV)/bin/python,$(DLRM_PYTHON)),upstream-env)
 	test -n "$(DLRM_DIR)" || { echo "set DLRM_DIR=path/to/facebookresearch/dlrm"; exit 2; }
+	export DLRM_STUDY_INVOCATION=compare-upstream-$$(date -u +%Y%m%dT%H%M%S)-$$$$; \
 	for i in $$(seq $(PAIRS)); do \
 	  echo "$(UPSTREAM_LOOPS)" | tr ',' '\n' | while read -r loop; do \
 	    $(BIN)/dlrm-study bench --config dlrm-benchmark $$loop --steps 30 --repeats 1 --study reference-vs-upstream --no-progress < /dev/null || exit 1; \
