@@ -187,7 +187,8 @@ def run(
     emit: bool = True,
     on_record: Callable[[dict[str, object]], None] | None = None,
 ) -> Counts:
-    """Measure the tasks in order, one record each, appended to `out` as it is made.
+    """Measure the tasks, one record each, appended to `out` as it is made: run slot after run slot, each
+    under a fresh run id and in the order drawn from it (`run_order`, `arranged`).
 
     - `resume`: skip tasks whose record `out` holds (a failed variant counts as measured in
       every repeat unless `retry_errors`). `dlrm-study bench` measures anew every time.

@@ -2,9 +2,9 @@
 
 The base is `dlrm-benchmark` scaled to 8 x 100,000 rows, 20 lookups per table and batch
 1,024, named `dlrm-benchmark-scaled` in records and captions. Every one-knob sweep contains
-the base point. The whole study (the dense x sparse grid and every knob) is measured as one
-run (`measure`): the base is measured once per repeat, every curve passes through the same
-measurement, and every knob value pairs with it within a repeat of that run.
+the base point. The whole study (the dense x sparse grid and every knob) is measured together
+(`measure`), in RUNS runs: in each, the base is measured once per repeat, every curve passes
+through the same measurement, and every knob value pairs with it within a repeat of that run.
 """
 
 import dataclasses
