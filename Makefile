@@ -40,19 +40,20 @@ notebooks: env
 lab: env
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# The study's main job: a short training run, then the whole study rendered anew
+# The study's main job: a short training run (once per code), then the whole study rendered anew
 # (`dlrm_study.report.render`): every notebook executed by papermill into results/notebooks/ (its
 # scaffolding hidden), the summary last (it reads what the others measured), every figure in
 # results/figures/ written anew (the old ones removed first, so a figure no code writes any more is
 # gone), the README's generated section, and results/manifest.json (the commit, the records' digest and
 # the rules' hash it came from). `make reproduce` measures this machine first, a line per measurement
-# on the console; `make render` renders from the records as they are, measuring nothing (minutes).
+# on the console: two runs of every timed study, only what this machine has no record of at this code
+# (the timed code's fingerprint), so run again at the same code it measures nothing and says so in one
+# line; `make render` renders from the records as they are, measuring nothing (minutes).
 # `make check-render` renders again into a scratch folder and compares every printed number and word
 # with the committed render (tests/test_render.py does the same in `make test`).
 # PROFILE=quick (default, within 30 minutes on 2 cores) or full.
 PROFILE ?= quick
 reproduce: env data/criteo_sample.tsv
-	$(BIN)/dlrm-study train --config tiny --steps 300 --out results/train.csv
 	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --measure
 
 render: env
@@ -118,7 +119,9 @@ clean:
 
 # The reference and optimized loops and facebookresearch/dlrm's dlrm_s_pytorch.py, alternated
 # PAIRS times on the dlrm-benchmark config, then ours over theirs against the targets (5x
-# optimized bf16 on a native-bf16 CPU, 2.5x optimized fp32). DLRM_DIR: a checkout of
+# optimized bf16 on a native-bf16 CPU, 2.5x optimized fp32). Every process it starts records one
+# invocation id (DLRM_STUDY_INVOCATION): pairs form within one invocation and one code fingerprint, and
+# the report gives each code apart, newest first. DLRM_DIR: a checkout of
 # facebookresearch/dlrm (git clone https://github.com/facebookresearch/dlrm); DLRM_PYTHON: an
 # interpreter with what it imports, by default .venv-upstream (requirements/upstream.txt: the
 # study's torch build, numpy, scikit-learn, tensorboard, tqdm).
@@ -136,6 +139,7 @@ $(UPSTREAM_VENV)/.installed: requirements/upstream.txt
 
 compare-upstream: env $(if $(filter $(UPSTREAM_VENV)/bin/python,$(DLRM_PYTHON)),upstream-env)
 	test -n "$(DLRM_DIR)" || { echo "set DLRM_DIR=path/to/facebookresearch/dlrm"; exit 2; }
+	export DLRM_STUDY_INVOCATION=compare-upstream-$$(date -u +%Y%m%dT%H%M%S)-$$$$; \
 	for i in $$(seq $(PAIRS)); do \
 	  echo "$(UPSTREAM_LOOPS)" | tr ',' '\n' | while read -r loop; do \
 	    $(BIN)/dlrm-study bench --config dlrm-benchmark $$loop --steps 30 --repeats 1 --study reference-vs-upstream --no-progress < /dev/null || exit 1; \

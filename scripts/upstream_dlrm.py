@@ -7,7 +7,10 @@ PATH is a checkout of facebookresearch/dlrm (not part of this repository); PYTHO
 interpreter with torch, numpy, scikit-learn and tensorboard, as dlrm needs. The run
 uses the configuration of dlrm's bench/dlrm_s_benchmark.sh (our `dlrm-benchmark`
 preset), parses dlrm's own "ms/it" lines, drops the first window as warm-up, and
-appends one record (loop `upstream-dlrm`) to results/bench.csv with provenance.
+appends one record (loop `upstream-dlrm`) to results/bench.csv with provenance: the code
+fingerprint, and the invocation id `make compare-upstream` gives every process it starts
+(DLRM_STUDY_INVOCATION). `--report` pairs ours with theirs only within one invocation and one
+code fingerprint, and reports each code apart, newest first (`analysis.compare.upstream_report`).
 """
 
 import argparse

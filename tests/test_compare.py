@@ -23,8 +23,9 @@ def test_compare_interleaves_variants_and_reports_paired_ratios(tmp_path):
     out = tmp_path / "bench.csv"
     records = compare(["tiny"], repeats=2, steps=2, warmup=1, out=out, progress=False, limits=limits)
     kept, _ = runnable(["reference", "optimized-fp32", "optimized-bf16", "torchrec"])
-    first, second = kept, kept[1:] + kept[:1]  # the second repeat starts one variant later
-    assert [r["variant"] for r in records] == first + second
+    first = [r["variant"] for r in records[: len(kept)]]  # the run's own order, drawn from its run id
+    assert sorted(first) == sorted(kept)
+    assert [r["variant"] for r in records[len(kept) :]] == first[1:] + first[:1]  # repeat 1 starts one later
     assert [r["repeat"] for r in records] == [0] * len(kept) + [1] * len(kept)
     assert all(r["roofline_ms"] > 0 and r["roofline_fraction"] > 0 for r in records)
     assert len(store.load(out)) == 2 * len(kept)
@@ -80,33 +81,68 @@ def test_bf16_over_fp32_is_judged_against_1_3x_or_85_percent_of_the_bound_ratio(
     assert "bf16 (emulated): not judged" in line(rows(110.0, 1.6, native=False))
 
 
-def test_upstream_report_pairs_runs_in_order_per_machine():
-    def run(variant, i, rate, study="reference-vs-upstream"):
-        return {
-            "study": study,
-            "config_name": "dlrm-benchmark",
-            "machine": "m",
-            "variant": variant,
-            "loop": variant,
-            "timestamp": f"t{i}",
-            "samples_per_s": rate,
-            "native_bf16": True,
-            "run_id": f"{variant}-{i}",
-        }  # fmt: skip  (each run its own process, its own run id)
+def upstream_run(variant, i, rate, study="reference-vs-upstream", code="c1", invocation="inv-1", day="02"):
+    return {
+        "study": study,
+        "config_name": "dlrm-benchmark",
+        "machine": "m",
+        "variant": variant,
+        "loop": variant,
+        "timestamp": f"2026-12-{day}T00:00:{i:02d}+00:00",
+        "samples_per_s": rate,
+        "native_bf16": True,
+        "run_id": f"{variant}-{i}-{invocation}",
+        "code_fingerprint": code,
+        "invocation": invocation,
+    }  # fmt: skip  (each run its own process, its own run id)
 
+
+def upstream_round(i, speed, **where):
+    return [upstream_run("reference", i, 100 * speed, **where), upstream_run("optimized-fp32", i, 300 * speed, **where),
+            upstream_run("optimized-bf16", i, 450 * speed, **where),
+            upstream_run("upstream-dlrm", i, 100 * speed, "upstream", **where)]  # fmt: skip
+
+
+def test_upstream_report_pairs_runs_in_order_per_machine():
     records = []
     for i, speed in enumerate([1.0, 1.2, 1.0]):  # drift cancels within each round
-        records += [run("reference", i, 100 * speed), run("optimized-fp32", i, 300 * speed),
-                    run("optimized-bf16", i, 450 * speed),
-                    run("upstream-dlrm", i, 100 * speed, "upstream")]  # fmt: skip
-    records.append(run("optimized-bf16", 9, 1.0, "cpu-compare"))  # another study's record: not a pair
+        records += upstream_round(i, speed)
+    records.append(upstream_run("optimized-bf16", 9, 1.0, "cpu-compare"))  # another study's record: not a pair
     text = " ".join(upstream_report(pd.DataFrame(records)).split())
-    assert "optimized-bf16 / upstream 4.50x [4.50, 4.50] target >= 5.0x: misses" in text
+    assert "optimized-bf16 / upstream 4.50x [4.50, 4.50] target >= 5.0x: misses, 3 pairs" in text
     assert "optimized-fp32 / upstream 3.00x [3.00, 3.00] target >= 2.5x: meets" in text
     assert "reference / upstream 1.00x [1.00, 1.00] no target (faithful)" in text
     bounded = pd.DataFrame(records).assign(ms_median=lambda f: 1e5 / f["samples_per_s"], roofline_ms=1e5 / 480.0)
     text = " ".join(upstream_report(bounded).split())  # upstream's 1,000 ms/it over a bound of 208 ms/it
-    assert "target >= 5.0x: misses; at most 4.80x by this machine's roofline" in text
+    assert "target >= 5.0x: misses, 3 pairs; at most 4.80x by this machine's roofline" in text
+
+
+def test_upstream_report_pairs_within_one_invocation_and_one_code_newest_first():
+    """(Before, every record of a machine paired by order across invocations and codes: pooled.)"""
+    records = upstream_round(0, 1.0, code="old", invocation="a", day="01")
+    records += [upstream_run("optimized-bf16", 1, 900.0, code="old", invocation="b", day="01")]  # b's upstream missing
+    records += upstream_round(0, 1.0, code="new", invocation="c") + upstream_round(1, 1.0, code="new", invocation="d")
+    records += [{**r, "samples_per_s": r["samples_per_s"] * (2 if r["variant"] == "optimized-bf16" else 1)}
+                for r in upstream_round(0, 1.0, code="new", invocation="e")]  # fmt: skip
+    legacy = [{k: v for k, v in r.items() if k not in ("invocation", "code_fingerprint")} for r in upstream_round(5, 1)]
+    text = upstream_report(pd.DataFrame(records + legacy))
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    heads = [line for line in lines if line.startswith("code ")]
+    assert [h.split(",")[0] for h in heads] == ["code new", "code old"]  # newest first, each apart
+    new, old = lines[lines.index(heads[0]) + 1 : lines.index(heads[1])], lines[lines.index(heads[1]) + 1 :]
+    assert heads[0].endswith("3 invocation(s)")
+    assert any("optimized-bf16 / upstream" in x and "3 pairs" in x for x in new)
+    assert any("optimized-bf16 / upstream 4.50x" in x and "1 pairs" in x for x in old)  # b's 900 pairs with nothing
+    assert lines[-1].startswith("4 records without an invocation id") and "not paired" in lines[-1]
+
+
+def test_report_pins_time_over_bound():
+    timed = (("optimized-bf16", 13.0), ("optimized-fp32", 26.0))
+    records = [{"config_name": "p", "variant": v, "repeat": r, "samples_per_s": 100.0, "ms_median": ms,
+                "roofline_ms": 10.0} for r in range(3) for v, ms in timed]  # fmt: skip
+    text = " ".join(report(records).split())
+    assert "optimized-bf16 time / bound 1.30x [1.30, 1.30] target <= 1.3x: meets" in text  # at the target: met
+    assert "optimized-fp32 time / bound 2.60x [2.60, 2.60] target <= 1.3x: misses" in text
 
 
 def no_native_bf16(monkeypatch) -> None:

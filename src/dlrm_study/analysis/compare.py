@@ -108,32 +108,55 @@ def bf16_lines(records: pd.DataFrame) -> list[str]:
 
 
 def upstream_report(records: pd.DataFrame) -> str:
-    """Our loops over facebookresearch/dlrm's own script, per machine, at dlrm-benchmark.
+    """Our loops over facebookresearch/dlrm's own script, per machine and per code, at dlrm-benchmark.
 
-    `make compare-upstream` alternates them as separate processes, so runs pair by order: the
-    i-th run of a loop with the i-th upstream run on the same machine.
+    `make compare-upstream` alternates them as separate processes under one invocation id (`invocation`, set
+    for every process it starts), so runs pair by order within one invocation: the i-th run of a loop with
+    the i-th upstream run of the same machine, code (`code_fingerprint`) and invocation. Codes are reported
+    apart, newest first, never pooled; records without an invocation (older) are counted, not paired.
     """
     here = records[records[col.STUDY].isin(UPSTREAM_STUDIES) & (records[col.CONFIG_NAME] == "dlrm-benchmark")].copy()
     older = here[col.LOOP].where(here[col.LOOP].isin(["reference", UPSTREAM]))  # records from before variants
     here[col.VARIANT] = here[col.VARIANT].fillna(older) if col.VARIANT in here else older
     here = here.sort_values(col.TIMESTAMP) if col.TIMESTAMP in here else here
-    here[col.REPEAT] = here.groupby([col.MACHINE, col.VARIANT]).cumcount()
-    here[stats.RUN] = "compare-upstream"  # each run is its own process (its own run id): rounds pair by order
+    for column in (col.CODE_FINGERPRINT, col.INVOCATION, col.TIMESTAMP):
+        here[column] = here[column].fillna("").astype(str) if column in here else ""
     lines = []
     for machine, runs in here.groupby(col.MACHINE):
         if UPSTREAM not in set(runs[col.VARIANT]):
             continue
-        lines.append(f"{machine}: dlrm-benchmark, ours over facebookresearch/dlrm (runs paired in order)")
-        for variant, target in UPSTREAM_TARGETS:
-            r = stats.paired_ratio(runs, variant, UPSTREAM)
-            ours = runs[runs[col.VARIANT] == variant]
-            if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
-                lines.append(f"  {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")
-            elif r.n:
-                shown = wording.describe(r.center, r.low, r.high, "x")
-                judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
-                lines.append(f"  {variant + ' / upstream':<28}{shown:>24}   {judged}{ceiling(runs, variant)}")
+        lines.append(f"{machine}: dlrm-benchmark, ours over facebookresearch/dlrm (paired in order per invocation)")
+        invoked = runs[runs[col.INVOCATION] != ""]
+        codes = invoked.groupby(col.CODE_FINGERPRINT)[col.TIMESTAMP].max().sort_values(ascending=False).index
+        for code in codes:
+            lines += code_lines(invoked[invoked[col.CODE_FINGERPRINT] == code], code)
+        unpaired = len(runs) - len(invoked)
+        if unpaired:
+            lines.append(f"  {unpaired} records without an invocation id (measured before compare-upstream named "
+                         "its invocations): not paired")  # fmt: skip
     return "\n".join(lines) or "no facebookresearch/dlrm records beside ours (run make compare-upstream)"
+
+
+def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
+    """One code's ratios: pairs formed only within an invocation (the i-th run of each, in order)."""
+    runs = runs.assign(**{stats.RUN: runs[col.INVOCATION]})
+    runs[col.REPEAT] = runs.groupby([col.INVOCATION, col.VARIANT]).cumcount()
+    commits = sorted(set(runs[col.GIT_COMMIT].dropna().astype(str))) if col.GIT_COMMIT in runs else []
+    at = f", commit {', '.join(c[:12] for c in commits)}" if commits else ""
+    newest = runs[col.TIMESTAMP].max()[:10]
+    head = f"  code {code or 'unrecorded'}{at}, newest {newest}: {runs[col.INVOCATION].nunique()} invocation(s)"
+    lines = [head]
+    for variant, target in UPSTREAM_TARGETS:
+        r = stats.paired_ratio(runs, variant, UPSTREAM)
+        ours = runs[runs[col.VARIANT] == variant]
+        if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
+            lines.append(f"    {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")
+        elif r.n:
+            shown = wording.describe(r.center, r.low, r.high, "x")
+            judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
+            judged += f", {r.n} pairs{ceiling(runs, variant)}"
+            lines.append(f"    {variant + ' / upstream':<28}{shown:>24}   {judged}")
+    return lines
 
 
 def ceiling(runs: pd.DataFrame, variant: str) -> str:

@@ -1,25 +1,33 @@
 """The one runner of timed studies: points x variants x repeats, interleaved, resumable.
 
 Every timed study goes through `run`: `dlrm-study bench` and `compare`, sweeps, the studies
-behind the notebooks, distributed bench and the GPU script. Order (`schedule`): repeat-major
-across the whole comparison. Repeat r runs every point of the study (the knob values a finding
-compares) and, within each point, its variants back to back; both orders rotate between
-repeats (points p, q, s then q, s, p ...; variants ABC then BCA ...), so no point or variant
-always runs first, and a ratio between two variants or between two knob values is a ratio of
-two measurements made minutes apart at most, within one repeat of one run (`run_id`).
+behind the notebooks, distributed bench and the GPU script. A study measures `runs` runs (its
+profile's RUNS, `studies.profiles`), one after the other: run slot 1, then 2, ... (`run_slot`), each
+under its own `run_id`, so a verdict can rest on runs that are clusters of their own. Order within a
+run: repeat-major across the whole comparison. Repeat r runs every point of the study (the knob
+values a finding compares) and, within each point, its variants back to back; both orders rotate
+between repeats (points p, q, s then q, s, p ...; variants ABC then BCA ...), and the order they
+start from is drawn anew for every run, seeded by its run id (`arranged`; the variant's position is
+the record's `order`), so no point or variant runs first in every run: first-use costs fall on a
+different variant each run, and on repeat 0, which is recorded (the analysis counts it as warm-up).
+A ratio between two variants or between two knob values is a ratio of two measurements made
+minutes apart at most, within one repeat of one run.
 
 A measurement (the `measure` function a study passes) warms its run up and times its steps;
 its fields become one record (`records.record.make_record`), appended at once, with the run's id. Built
 runs are kept across repeats where all of the study's runs fit in memory together
 (`KeptRuns`), so a repeat's spread is the machine's, not a rebuild's; otherwise each task
-builds its own (records say which, `builds`). Started again after a kill, `run` skips every
-task whose record is stored (`records.store.resume_key`), so it loses at most the task it was
-measuring and duplicates nothing; the resumed tasks carry the new run's id.
+builds its own (records say which, `builds`); a run never reuses another run's builds. Started
+again after a kill, `run` skips every task whose record is stored (`records.store.resume_key`: of
+this code, `records.provenance.code_fingerprint`, and this run slot), so it loses at most the task it
+was measuring and duplicates nothing; the resumed tasks carry the new run's id. Records of other code
+are never reused: their tasks are measured again, and the old records stay where they are.
 """
 
 import dataclasses
 import gc
 import os
+import random
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,25 +50,28 @@ from dlrm_study.records.record import make_record
 
 @dataclass(frozen=True)
 class Task:
-    """One measurement: a variant of a point, in one repeat."""
+    """One measurement: a variant of a point, in one repeat of one run (its slot, 1..runs)."""
 
     point: str  # the point's label: its grid assignments, or its config's name
     variant: str
     repeat: int
-    order: int  # the variant's position within its point's repeat
+    order: int  # the variant's position within its point's repeat (`arranged` sets it for the run)
     cfg: Config
     machine: str
     threads: int = 0
+    slot: int = 1  # which of the study's runs
     versions: dict[str, str] = field(default_factory=provenance.versions, compare=False)
+    code: str = field(default_factory=lambda: provenance.code_fingerprint(), compare=False)
 
     @property
     def key(self) -> str:
-        return store.resume_key(self.cfg.hash(), self.variant, self.machine, self.threads, self.repeat, self.versions)
+        return store.resume_key(self.cfg.hash(), self.variant, self.machine, self.threads, self.repeat, self.versions,
+                                self.code, self.slot)  # fmt: skip
 
     @property
-    def pair(self) -> tuple[str, str, str]:
-        """What a failure rules out in every repeat: this variant of this config on this machine."""
-        return self.cfg.hash(), self.variant, self.machine
+    def pair(self) -> tuple[str, str, str, str]:
+        """What a failure rules out in every repeat and run: this variant of this config on this machine and code."""
+        return self.cfg.hash(), self.variant, self.machine, self.code
 
 
 R = TypeVar("R")
@@ -79,19 +90,55 @@ def schedule(
     repeats: int,
     machine: Callable[[Config], str],
     threads: Callable[[Config], int] | None = None,
+    runs: int = 1,
 ) -> list[Task]:
-    """Every task in run order: repeat after repeat, each running every point, every point its
-    variants; points and variants rotated by the repeat (see the module docstring)."""
+    """Every task of `runs` runs, run after run (slots 1..runs), each repeat after repeat, each repeat
+    running every point, every point its variants; points and variants rotated by the repeat (see the
+    module docstring). `run` draws each run's own starting order (`arranged`)."""
     if repeats < 1:
         raise UsageError(f"repeats must be at least 1, got {repeats}")
+    if runs < 1:
+        raise UsageError(f"runs must be at least 1, got {runs}")
     threads = threads or threads_of
     tasks = []
-    for repeat in range(repeats):
-        for label, configs in rotated(list(points), repeat):
-            for order, variant in enumerate(rotated(list(configs), repeat)):
-                cfg = configs[variant]
-                tasks.append(Task(label, variant, repeat, order, cfg, machine(cfg), threads(cfg)))
+    for slot in range(1, runs + 1):
+        for repeat in range(repeats):
+            for label, configs in rotated(list(points), repeat):
+                for order, variant in enumerate(rotated(list(configs), repeat)):
+                    cfg = configs[variant]
+                    tasks.append(Task(label, variant, repeat, order, cfg, machine(cfg), threads(cfg), slot))
     return tasks
+
+
+def arranged(tasks: Sequence[Task], seed: str) -> list[Task]:
+    """One run's tasks in that run's order: its points, and each point's variants, in an order drawn from
+    `seed` (the run's id), then rotated by the repeat as `schedule` rotates them; `order` is the variant's
+    position within its point's repeat. Two runs start from different variants (a first-use cost falls
+    on a different one), and within a run every variant still takes every position in turn."""
+    rng = random.Random(seed)
+    points = list(dict.fromkeys(t.point for t in tasks))
+    rng.shuffle(points)
+    variants = {p: list(dict.fromkeys(t.variant for t in tasks if t.point == p)) for p in points}
+    for p in points:
+        rng.shuffle(variants[p])
+
+    def place(task: Task) -> tuple[int, int, int]:
+        within = variants[task.point]
+        at = (within.index(task.variant) - task.repeat) % len(within)
+        return task.repeat, (points.index(task.point) - task.repeat) % len(points), at
+
+    return [dataclasses.replace(t, order=place(t)[2]) for t in sorted(tasks, key=place)]
+
+
+def run_order(tasks: Sequence[Task]) -> list[tuple[str, list[Task]]]:
+    """(run id, that run's tasks in its order) per run slot, slot after slot: a fresh run id each."""
+    runs: list[tuple[str, list[Task]]] = []
+    for slot in dict.fromkeys(t.slot for t in tasks):
+        run_id = provenance.new_run_id()
+        while any(run_id == other for other, _ in runs):  # two runs drawn within one second: never one id
+            run_id = provenance.new_run_id()
+        runs.append((run_id, arranged([t for t in tasks if t.slot == slot], run_id)))
+    return runs
 
 
 def rotated(items: list, by: int) -> list:
@@ -117,9 +164,11 @@ class Counts:
     ran: int = 0
     failed: int = 0
     left: int = 0  # not started: past the deadline or the limit
+    runs: int = 1  # the runs (slots) the tasks belong to
 
     def __str__(self) -> str:
-        text = f"{self.tasks} measurements: {self.skipped} already recorded, {self.ran} run ({self.failed} failed)"
+        measurements = f"{self.tasks} measurements" + (f" in {self.runs} runs" if self.runs > 1 else "")
+        text = f"{measurements}: {self.skipped} already recorded, {self.ran} run ({self.failed} failed)"
         return text + (f", {self.left} left for a later run" if self.left else "")
 
 
@@ -138,7 +187,8 @@ def run(
     emit: bool = True,
     on_record: Callable[[dict[str, object]], None] | None = None,
 ) -> Counts:
-    """Measure the tasks in order, one record each, appended to `out` as it is made.
+    """Measure the tasks, one record each, appended to `out` as it is made: run slot after run slot, each
+    under a fresh run id and in the order drawn from it (`run_order`, `arranged`).
 
     - `resume`: skip tasks whose record `out` holds (a failed variant counts as measured in
       every repeat unless `retry_errors`). `dlrm-study bench` measures anew every time.
@@ -150,22 +200,22 @@ def run(
       resume next time. `emit=False`: measure, but write nothing (the other ranks of a
       distributed run). `on_record` sees each record (the CLI prints it).
     """
-    counts = Counts(tasks=len(tasks))
-    run_id = provenance.new_run_id()
+    counts = Counts(tasks=len(tasks), runs=len({t.slot for t in tasks}) or 1)
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
-    todo = pending(tasks, out, resume, retry_errors)
+    waiting = {t.key for t in pending(tasks, out, resume, retry_errors)}
+    todo = [(run_id, t) for run_id, ordered in run_order(tasks) for t in ordered if t.key in waiting]
     counts.skipped = len(tasks) - len(todo)
     tally(reused=counts.skipped)
     bar = tqdm(todo, desc=study, unit="run", disable=not (progress and emit), leave=False)
     try:
-        for i, task in enumerate(bar):
+        for i, (run_id, task) in enumerate(bar):
             if (limit is not None and i >= limit) or (deadline is not None and time.monotonic() > deadline):
                 counts.left = len(todo) - i
                 break
             if task.pair in failed_pairs:
                 counts.failed += 1  # failed in an earlier repeat of this run: once is enough
                 continue
-            bar.set_postfix_str(f"r{task.repeat} {task.point} {task.variant}"[:60])
+            bar.set_postfix_str(f"run {task.slot} r{task.repeat} {task.point} {task.variant}"[:60])
             record = measured(task, measure, study, record_errors, run_id)
             if record.get(col.ERROR):
                 failed_pairs.add(task.pair)
@@ -179,7 +229,7 @@ def run(
             if emit:
                 say(progress_line(study, i + 1, len(todo), task, record))
             if record.get(col.ERROR) and device_lost(task.cfg):
-                where = f"r{task.repeat} {task.point}"
+                where = f"run {task.slot} r{task.repeat} {task.point}"
                 raise DeviceLost(f"the CUDA context is unusable after {record[col.ERROR]} ({where})")
     finally:  # interrupted or failed too: the bar is gone before the line that says why
         bar.close()
@@ -193,8 +243,8 @@ def say(line: str) -> None:
 
 
 def progress_line(study: str, done: int, total: int, task: Task, record: dict[str, object]) -> str:
-    """`sweep 3/40: repeat 0, point, variant: 12,345 samples/s` (or its error)."""
-    head = f"{study} {done}/{total}: repeat {task.repeat}, {task.point}, {task.variant}"
+    """`sweep 3/40: run 1, repeat 0, point, variant: 12,345 samples/s` (or its error)."""
+    head = f"{study} {done}/{total}: run {task.slot}, repeat {task.repeat}, {task.point}, {task.variant}"
     if record.get(col.ERROR):
         return f"{head}: failed ({record[col.ERROR]})"
     rate = record.get(col.SAMPLES_PER_S)
@@ -240,10 +290,11 @@ def measured(task: Task, measure: Measure, study: str, record_errors: bool, run_
         message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         error = f"{type(err).__name__}: {message}"
         fields = {col.LOOP: cfg.train.loop, col.PRECISION: cfg.train.precision, col.ERROR: error}
-        return make_record(study, fields, task.cfg, record_device(cfg), task.machine, run_id or None, **labels)
+        return make_record(study, fields, task.cfg, record_device(cfg), task.machine, run_id or None, task.slot,
+                           **labels)  # fmt: skip
     fields = {**fields, col.FLAGS: selfcheck.flags(fields), col.ERROR: ""}
     device = str(fields.get(col.DEVICE, "cpu"))
-    return make_record(study, fields, task.cfg, device, task.machine, run_id or None, **labels)
+    return make_record(study, fields, task.cfg, device, task.machine, run_id or None, task.slot, **labels)
 
 
 class KeptRuns(Generic[R]):
@@ -261,12 +312,16 @@ class KeptRuns(Generic[R]):
         self.build, self.release = build, release
         self.keep: bool | None = None
         self.runs: dict[tuple[str, str], R] = {}
+        self.slot: int | None = None  # the run (slot) the kept runs were built in
 
     def start(self, configs: Sequence[Config]) -> None:
         if self.keep is None:
             self.keep = fits_together(configs)
 
     def get(self, task: Task) -> tuple[R, dict[str, object]]:
+        if task.slot != self.slot:  # a new run builds its own: runs are independent of each other
+            self.clear()
+            self.slot = task.slot
         key = (task.point, task.variant)
         if key not in self.runs:
             self.runs[key] = self.build(task.cfg)
@@ -324,11 +379,14 @@ def fits_together(configs: Sequence[Config]) -> bool:
     return host <= config.available_memory("cpu") / 2
 
 
-def failed(out: Path) -> set[tuple[str, str, str]]:
-    """(config hash, variant, machine) of the stored records that failed: not retried in other repeats."""
+def failed(out: Path) -> set[tuple[str, str, str, str]]:
+    """(config hash, variant, machine, code fingerprint) of the stored records that failed: not retried in
+    other repeats or runs of the same code (a failure of other code rules out nothing now)."""
     rows = store.read_rows(Path(out))[1]
     return {
-        (r.get(col.CONFIG_HASH, ""), r.get(col.VARIANT, ""), r.get(col.MACHINE, "")) for r in rows if r.get(col.ERROR)
+        (r.get(col.CONFIG_HASH, ""), r.get(col.VARIANT, ""), r.get(col.MACHINE, ""), r.get(col.CODE_FINGERPRINT) or "")
+        for r in rows
+        if r.get(col.ERROR)
     }
 
 

@@ -8,17 +8,19 @@ A sweep file (YAML):
     grid:                           # field -> values; every combination is a point
       model.dense_features: [13, 64, 256]
     variants: [reference, optimized-fp32]   # see config.variants.REGISTRY
-    repeats: 3                      # measurements of every variant at every point
+    repeats: 3                      # measurements of every variant at every point, per run
+    runs: 1                         # runs, one after the other, each in its own order (runner.schedule)
     steps: 10                       # timed steps of each, after warmup
     warmup: 2
     profile_steps: 1
     out: results/sweeps.csv
 
-The points and variants run through `measure.runner`: repeat after repeat, the variants of
-a point interleaved in a rotated order, one record per measurement appended at once. Run
-again, a sweep skips every measurement already recorded for the same config, variant,
-machine and library versions (`records.store.resume_key`), whichever sweep made it: a point two
-sweeps share (a sensitivity study's base point) is measured once. A variant that fails at a
+The points and variants run through `measure.runner`: run after run, each repeat after repeat, the
+variants of a point interleaved in a rotated order drawn per run, one record per measurement appended
+at once. Run again, a sweep skips every measurement already recorded for the same config, variant,
+machine, library versions, code fingerprint and run slot (`records.store.resume_key`), whichever sweep
+made it: a point two sweeps share (a sensitivity study's base point) is measured once per run. After a
+change to the timed code every measurement is made again (the old records are kept). A variant that fails at a
 point (invalid, out of memory, unsupported here) is recorded with its error, and the sweep
 goes on. On a CPU without native bf16 the CPU loops' bf16 variants are skipped, with a note.
 """
@@ -42,8 +44,8 @@ from dlrm_study.measure.bench import measure_prepared
 from dlrm_study.measure.prepared import Prepared, prepare
 from dlrm_study.records import outputs
 
-KEYS = {"name", "config", "set", "grid", "variants", "repeats", "steps", "warmup", "profile_steps", "out"}
-COUNTS = ("repeats", "steps", "warmup", "profile_steps")
+KEYS = {"name", "config", "set", "grid", "variants", "repeats", "runs", "steps", "warmup", "profile_steps", "out"}
+COUNTS = ("repeats", "runs", "steps", "warmup", "profile_steps")
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Sweep:
     warmup: int = 2
     profile_steps: int = 0
     out: str = "results/sweeps.csv"
+    runs: int = 1  # one after the other (run slots 1..runs), each its own run id; last: sweeps are built by position
 
 
 @dataclass
@@ -87,8 +90,8 @@ def load(path: Path) -> Sweep:
     bad = [v for v in sweep.variants if v not in REGISTRY]
     if bad:
         raise UsageError(f"{path}: unknown variant {bad[0]!r} (choose from {', '.join(REGISTRY)})")
-    if sweep.repeats <= 0 or sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
-        raise UsageError(f"{path}: repeats and steps must be positive, warmup and profile_steps not negative")
+    if sweep.repeats <= 0 or sweep.runs <= 0 or sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
+        raise UsageError(f"{path}: repeats and steps must be positive, runs too; warmup and profile_steps not negative")
     outputs.check_records_file(Path(sweep.out), f"{path}: out")
     points(sweep)  # every point's config must load (unknown fields fail here, before anything runs)
     return sweep
@@ -157,7 +160,7 @@ def plan(sweep: Sweep, here: bool = True) -> tuple[list[runner.Point], list[str]
 
 
 def tasks(sweep: Sweep) -> list[runner.Task]:
-    return runner.schedule(plan(sweep)[0], sweep.repeats, runner.machine_of)
+    return runner.schedule(plan(sweep)[0], sweep.repeats, runner.machine_of, runs=sweep.runs)
 
 
 def run(
@@ -188,11 +191,11 @@ def run_together(
     the other sweeps' values have nothing of their own run to pair with. `only(variant, config)`:
     measure just these of the sweeps' points (a GPU session's targets first), under their own labels.
     """
-    protocols = {(s.repeats, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
+    protocols = {(s.repeats, s.runs, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
     if len(protocols) != 1:
         names = ", ".join(s.name for s in sweeps)
         raise UsageError(
-            f"sweeps run together share repeats, steps, warm-up, profiling and records file: {names} do not"
+            f"sweeps run together share repeats, runs, steps, warm-up, profiling and records file: {names} do not"
         )
     first = sweeps[0]
     points_, skipped = merged_plan(sweeps, only)
@@ -205,7 +208,7 @@ def run_together(
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, first.steps, first.warmup, first.profile_steps, progress=False)
 
-    schedule = runner.schedule(points_, first.repeats, runner.machine_of)
+    schedule = runner.schedule(points_, first.repeats, runner.machine_of, runs=first.runs)
     todo = runner.pending(schedule, Path(first.out), retry_errors=retry_errors)
     configs = list({(t.point, t.variant): t.cfg for t in todo}.values())  # the runs to build: what is left
     measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run, configs)

@@ -13,6 +13,11 @@ import statistics
 STUDY, VARIANT, REPEAT, POINT, ORDER = "study", "variant", "repeat", "point", "order"
 CONFIG_NAME, CONFIG_HASH = "config_name", "config_hash"
 MACHINE, THREADS, RUN_ID, RULES_HASH = "machine", "threads", "run_id", "rules_hash"
+# The code that measured a record (`provenance.code_fingerprint`) and which of a study's runs it belongs to
+# (1..RUNS, `runner.schedule`): both part of the resume key.
+CODE_FINGERPRINT, RUN_SLOT = "code_fingerprint", "run_slot"
+# The invocation of a multi-process comparison (`make compare-upstream`): its records pair only with each other.
+INVOCATION = "invocation"
 TIMESTAMP, GIT_COMMIT, DEVICE = "timestamp", "git_commit", "device"
 FLAGS, ERROR = "flags", "error"
 # Timing.

@@ -4,7 +4,8 @@ and the hash of the verdict rules in force (docs/claims.md).
 Every record carries its `run_id` (pairs are formed within one run; `runner.run` makes one per run,
 else one per process) and the `rules_hash`, so the ledger can tell records measured under the rules in
 force from records the rules were written after. `versions` names the libraries whose change makes an
-old timing stale (part of the resume key).
+old timing stale, and `code_fingerprint` the source that runs in the timed region (both part of the resume
+key): a record of other code is never the measurement a run would make now.
 """
 
 import datetime
@@ -84,6 +85,7 @@ def provenance(device: torch.device | str = "cpu") -> dict[str, object]:
         "host": platform.node(),
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         col.TIMESTAMP: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **({col.INVOCATION: invocation()} if invocation() else {}),
     }
 
 
@@ -126,6 +128,44 @@ def rules_hash(path: Path = RULES, code: tuple[Path, ...] = RULES_CODE) -> str:
         return ""
     rules = text.split(RULES_BEGIN, 1)[1].split(RULES_END, 1)[0].strip()
     return hashlib.sha256("\n".join([rules, *sources]).encode()).hexdigest()[:12]
+
+
+PACKAGE = Path(dlrm_study.__file__).resolve().parent
+# The source that runs in the timed region (the model and its kernels, the loops, the data, the measurement,
+# the ranks of distributed runs, the config schema), relative to PACKAGE; not what reads or renders records.
+TIMED_PATH = ("config", "data", "distributed", "measure", "model", "train")
+SOURCE_SUFFIXES = (".py", ".cpp", ".h", ".cu")
+
+
+def code_fingerprint() -> str:
+    """12 hex digits naming the code that measured a record: `fingerprint` of TIMED_PATH under PACKAGE.
+
+    Read from the files, not from git, so a copy of the tree without its checkout (the GPU machine's) has
+    the same fingerprint as the commit it was copied from. Computed once per process.
+    """
+    return fingerprint(PACKAGE, TIMED_PATH)
+
+
+@functools.cache
+def fingerprint(root: Path, parts: tuple[str, ...]) -> str:
+    """sha256 over the sorted relative paths and bytes of the source files under `root`/part for each part."""
+    files = sorted(
+        path for part in parts for path in (root / part).rglob("*")
+        if path.is_file() and path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts
+    )  # fmt: skip
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+INVOCATION = "DLRM_STUDY_INVOCATION"  # set by a command that launches several processes (`make compare-upstream`)
+
+
+def invocation() -> str:
+    """The invocation a record's process belongs to where its launcher named one (else "")."""
+    return os.environ.get(INVOCATION, "")
 
 
 def versions() -> dict[str, str]:

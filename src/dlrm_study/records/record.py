@@ -13,14 +13,14 @@ import torch
 from dlrm_study.config import Config
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import Machine, machine_key
-from dlrm_study.records.provenance import process_run_id, provenance, rules_hash
+from dlrm_study.records.provenance import code_fingerprint, process_run_id, provenance, rules_hash
 
 PROVENANCE = (
     col.PACKAGE_VERSION, col.GIT_COMMIT, "python_version", "torch_version", "torchrec_version", "fbgemm_gpu_version",
     "fbgemm_gpu_cpu_version", "triton_version", col.CPU_MODEL, "cpuid", col.CPU_COUNT, col.DEVICE_NAME,
-    col.GPU_MODEL, "host", "command", col.TIMESTAMP,
+    col.GPU_MODEL, "host", "command", col.TIMESTAMP, col.INVOCATION,
 )  # fmt: skip
-IDENTITY = (col.MACHINE, col.RUN_ID, col.RULES_HASH)
+IDENTITY = (col.MACHINE, col.RUN_ID, col.RUN_SLOT, col.RULES_HASH, col.CODE_FINGERPRINT)
 LABELS = (col.VARIANT, col.REPEAT, col.POINT, col.ORDER, col.CONFIG_NAME, col.CONFIG_HASH)
 SECTIONS = ("model.", "data.", "train.")  # the flattened config's columns
 PARTS = ("labels", "fields", "config", "provenance", "identity")
@@ -35,7 +35,7 @@ class Record:
     fields: dict[str, object]  # what was measured (timing, breakdown, counters, flags, error, ...)
     config: dict[str, object]
     provenance: dict[str, object]
-    identity: dict[str, object]  # machine, run id, rules hash
+    identity: dict[str, object]  # machine, run id and slot, rules hash, code fingerprint
 
     def to_row(self) -> dict[str, object]:
         """The flat row, columns in the order a reader of the CSV expects: labels first."""
@@ -88,14 +88,17 @@ def make_record(
     device: torch.device | str = "cpu",
     machine: str | None = None,
     run_id: str | None = None,
+    run_slot: int = 1,
     **labels: object,
 ) -> dict[str, object]:
     """The one record builder: study and labels, measured fields, the config, provenance, machine.
 
     `fields` may name the `threads` they ran with (a rank's, not this process's). `run_id` names
     the run of a study this record belongs to (`runner.run` makes one per run; else this
-    process's), so pairs are formed only within one run. `rules_hash` is the hash of the verdict
-    rules in force when it was measured. Labels (variant, repeat, point, ...) come first.
+    process's), so pairs are formed only within one run, and `run_slot` which of the study's runs
+    (1..RUNS) it is. `rules_hash` is the hash of the verdict rules in force when it was measured, and
+    `code_fingerprint` that of the code that measured it (`provenance.code_fingerprint`). Labels
+    (variant, repeat, point, ...) come first.
     """
     prov = provenance(device)
     if fields.get(col.THREADS):
@@ -110,6 +113,8 @@ def make_record(
         identity={
             col.MACHINE: machine or machine_key(),
             col.RUN_ID: run_id or process_run_id(),
+            col.RUN_SLOT: run_slot,
             col.RULES_HASH: rules_hash(),
+            col.CODE_FINGERPRINT: code_fingerprint(),
         },
     ).to_row()

@@ -5,7 +5,10 @@ midway leaves either the old file or the new one, never a half-written row, and 
 fields widens the header instead of breaking it. A write that fails (a full disk, a folder frozen or
 gone) is a `Fault` that names the file and the cause, and leaves the file as it was. The resume key
 (`resume_key`) is config hash, variant, machine, threads, the versions of the libraries that change
-timing, and the repeat.
+timing, the code fingerprint (`provenance.code_fingerprint`: the source of the timed region), the run
+slot (which of a study's runs) and the repeat. A record of other code, or one written before records
+carried a fingerprint, is never the measurement a run would make now: it is not reused, and it stays in
+its file (nothing here deletes a record).
 
 A record read back whose line is cut short, or that holds no number where one belongs (`NUMBERS`; timings,
 `TIMINGS`, must be positive too), cannot be used (`problem`): `load` leaves it out, names its file and line
@@ -30,19 +33,19 @@ from dlrm_study.config import Config
 from dlrm_study.errors import Fault, UsageError
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import is_legacy_key, machine_key
-from dlrm_study.records.provenance import TIMING_VERSIONS, versions
+from dlrm_study.records.provenance import TIMING_VERSIONS, code_fingerprint, versions
 
 # Columns read as text whatever they look like (a hash of digits only is not a number).
 TEXT_COLUMNS = (
     col.CONFIG_HASH, col.SWEEP_POINT, col.GIT_COMMIT, col.VARIANT, col.MACHINE, col.POINT, col.FLAGS, col.ERROR,
-    col.RUN_ID, col.RULES_HASH,
+    col.RUN_ID, col.RULES_HASH, col.CODE_FINGERPRINT, col.INVOCATION,
 )  # fmt: skip
 # Columns that hold a number where a record has them; timings must also be positive and finite.
 TIMINGS = (col.MS_MEDIAN, col.MS_P10, col.MS_P90, col.SAMPLES_PER_S)
 NUMBERS = (
-    col.REPEAT, col.ORDER, col.THREADS, col.BATCH_SIZE, col.STEPS, col.WARMUP, col.WORLD_SIZE, col.STEP, col.LOSS,
-    col.EVAL_AUC, col.FINAL_LOSS, col.INPUT_MS_MEDIAN, col.COMPUTE_MS_MEDIAN, col.ROOFLINE_MS, *col.OP_COLUMNS,
-    *TIMINGS,
+    col.REPEAT, col.ORDER, col.RUN_SLOT, col.THREADS, col.BATCH_SIZE, col.STEPS, col.WARMUP, col.WORLD_SIZE, col.STEP,
+    col.LOSS, col.EVAL_AUC, col.FINAL_LOSS, col.INPUT_MS_MEDIAN, col.COMPUTE_MS_MEDIAN, col.ROOFLINE_MS,
+    *col.OP_COLUMNS, *TIMINGS,
 )  # fmt: skip
 LEFT_OUT = "left_out"  # frame.attrs[LEFT_OUT]: {(machine, reason): records}, as analysis.readers counts them
 UNREADABLE = "unreadable (its line is cut short or holds no number where one belongs)"
@@ -54,24 +57,33 @@ CHECKED: dict[tuple[str, int, int], list[tuple[int, str, str]]] = {}
 
 
 def resume_key(
-    config_hash: str, variant: str, machine: str, threads: object, repeat: object, versions: dict[str, object]
+    config_hash: str,
+    variant: str,
+    machine: str,
+    threads: object,
+    repeat: object,
+    versions: dict[str, object],
+    code: object,
+    slot: object,
 ) -> str:
-    """What makes a stored record the measurement a run would make now."""
+    """What makes a stored record the measurement a run would make now: the same point, variant, machine,
+    threads, library versions, code (its fingerprint; "" for a record older than fingerprints, which so
+    matches no run), run slot and repeat."""
     stamp = ",".join(f"{key}={text(versions.get(key))}" for key in TIMING_VERSIONS)
-    return f"{config_hash}|{variant}|{machine}|{text(threads)}t|{stamp}|{text(repeat)}"
+    return f"{config_hash}|{variant}|{machine}|{text(threads)}t|{stamp}|{text(code)}|run{text(slot)}|{text(repeat)}"
 
 
-def key_here(cfg: Config, variant: str, repeat: object = 0, threads: int | None = None) -> str:
-    """The resume key a measurement of `cfg` would get on this machine now."""
+def key_here(cfg: Config, variant: str, repeat: object = 0, threads: int | None = None, slot: int = 1) -> str:
+    """The resume key a measurement of `cfg` would get on this machine, at this code, now."""
     return resume_key(cfg.hash(), variant, machine_key(), threads or cfg.train.threads or torch.get_num_threads(),
-                      repeat, versions())  # fmt: skip
+                      repeat, versions(), code_fingerprint(), slot)  # fmt: skip
 
 
 def key_of(row: dict[str, object]) -> str:
     """The resume key of a stored record (a row of `read_rows`, or a record dict)."""
     return resume_key(
         text(row.get(col.CONFIG_HASH)), text(row.get(col.VARIANT)), text(row.get(col.MACHINE)), row.get(col.THREADS),
-        row.get(col.REPEAT), row,
+        row.get(col.REPEAT), row, row.get(col.CODE_FINGERPRINT), row.get(col.RUN_SLOT),
     )  # fmt: skip
 
 

@@ -1,9 +1,11 @@
 """One render of the whole study, and the check that the committed render is what the code renders.
 
-`publish` is `make render` (records reused, nothing measured) and `make reproduce` (each notebook
-measures this machine first): every notebook executed into results/notebooks/, the summary last,
-its scaffolding hidden; every figure under results/figures/ written anew (old ones removed first,
-so a figure no code writes any more is gone); the README's generated section; the manifest.
+`publish` is `make render` (records reused, nothing measured) and `make reproduce` (a short training
+run, then each notebook measures this machine first): every notebook executed into results/notebooks/,
+the summary last, its scaffolding hidden; every figure under results/figures/ written anew (old ones
+removed first, so a figure no code writes any more is gone); the README's generated section; the
+manifest. Measuring, only what this machine has no record of at this code (`records.provenance.
+code_fingerprint`) is measured, and one line says how many records that added (or that none were needed).
 
 `check` is tests/test_render.py's and `make check-render`'s: each notebook executed again with the
 records reused into a scratch folder, then compared with the committed copy cell by cell (by cell
@@ -19,7 +21,11 @@ from pathlib import Path
 
 import nbformat
 
+from dlrm_study import config
 from dlrm_study.measure.runner import PROGRESS_LINES
+from dlrm_study.records import columns as col
+from dlrm_study.records import provenance, store
+from dlrm_study.records.machine import machine_key
 from dlrm_study.report import ledger, manifest
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies.profiles import REPO
@@ -81,12 +87,51 @@ def steady(book: nbformat.NotebookNode, repo: Path = REPO) -> nbformat.NotebookN
     return book
 
 
+# `make reproduce`'s first step: a short training run (its record in results/train.csv), once per code and machine.
+TRAIN = ("tiny", ["train.steps=300"])
+
+
+def train_once(results: Path) -> bool:
+    """The short training run, unless train.csv holds one of this config, machine and code; whether it ran."""
+    from dlrm_study.measure.training import train_and_record
+    from dlrm_study.train import build
+
+    cfg, path = config.load(*TRAIN), results / "train.csv"
+    if store.key_here(cfg, "", repeat="") in store.stored_keys(path):  # a train record has no variant nor repeat
+        return False
+    train_and_record(build(cfg), path, progress=False)
+    return True
+
+
+def records_of_this_code(results: Path) -> int:
+    """The records under `results` measured on this machine by this code (its fingerprint)."""
+    here, code = machine_key(), provenance.code_fingerprint()
+    return sum(
+        row.get(col.MACHINE) == here and row.get(col.CODE_FINGERPRINT) == code
+        for path in sorted(results.glob("*.csv"))
+        for row in store.read_rows(path)[1]
+    )
+
+
+def measured_line(before: int, after: int) -> str:
+    """What a measuring render measured, in one line."""
+    code, here = provenance.code_fingerprint(), machine_key()
+    if after == before:
+        return f"measured nothing: {here} holds every record of this code ({code}, {after} records); rendered from them"
+    return f"measured {after - before} new records of this code ({code}) on {here}; {after} in all"
+
+
 def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     """The published study rendered anew from the records in results/ (measuring first if asked)."""
     results = repo / "results"
+    before = records_of_this_code(results) if measure else 0
+    if measure:
+        train_once(results)
     for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
         old.unlink()
     execute(results / "notebooks", profile, measure, publish=True, repo=repo)
+    if measure:
+        print(measured_line(before, records_of_this_code(results)), file=sys.stderr)
     changed = ledger.write_readme(repo / "README.md", results, profile)
     print(f"README.md: generated section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     print(f"wrote {manifest.write(results)}", file=sys.stderr)

@@ -25,7 +25,7 @@ from dlrm_study.measure.sweep import runnable
 from dlrm_study.measure.timing import step_times
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
-from dlrm_study.studies.profiles import BASELINE, shown
+from dlrm_study.studies.profiles import BASELINE, RUNS, shown
 
 PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
 OLD, OLD_TODAY = "reference-2020", "reference-2020-today"
@@ -131,7 +131,7 @@ def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = Tr
             return subprocess_fields(Path(sys.executable), task.cfg, p.steps, p.warmup)
         return in_process_fields(task.cfg, p.steps, p.warmup)
 
-    tasks = runner.schedule(points(profile), p.repeats, runner.machine_of)
+    tasks = runner.schedule(points(profile), p.repeats, runner.machine_of, runs=RUNS[profile])
     # A 2020 record names the stack that ran it (torch 1.5.1), so that is what it resumes by.
     stack = {**provenance.versions(), "torch_version": old_torch}
     tasks = [dataclasses.replace(t, versions=stack) if t.variant == OLD else t for t in tasks]

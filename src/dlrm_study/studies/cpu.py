@@ -4,7 +4,7 @@ from pathlib import Path
 
 from dlrm_study.config.variants import ABLATION, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
 from dlrm_study.measure.sweep import Sweep
-from dlrm_study.studies.profiles import PRESETS, SWEEP
+from dlrm_study.studies.profiles import PRESETS, RUNS, SWEEP
 
 CPU_PRESETS = ["dlrm-benchmark", "mlperf-scaled", "kaggle"]
 CPU_LOOPS = [REFERENCE, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16]
@@ -28,6 +28,7 @@ def cpu_loops(profile: str, out: Path) -> Sweep:
         warmup=p.warmup,
         profile_steps=p.profile_steps,
         out=str(out / "sweeps.csv"),
+        runs=RUNS[profile],
     )
 
 
@@ -53,4 +54,5 @@ def ablation(profile: str, out: Path) -> Sweep:
         steps=p.steps,
         warmup=p.warmup,
         out=str(out / "sweeps.csv"),
+        runs=RUNS[profile],
     )

@@ -153,9 +153,9 @@ def runs(out: Path, dry_run: bool) -> list[GpuRun]:
     # The CPU study's specs name the points; its mirrors send their records to GPU_RECORDS. The
     # grid's mirror runs this host's CPU loops too, in the same run (H2/H3 pair them with the GPU).
     mirrored = gpu_mirrors(profile, out, device)
-    for spec in mirrored:
-        spec.out, spec.repeats = records, verdict
-    host = dataclasses.replace(cpu_loops(profile, out), variants=HOST_LOOPS)
+    for spec in mirrored:  # one run per session call: its budget counts repeats (each call is a run of its own)
+        spec.out, spec.repeats, spec.runs = records, verdict, 1
+    host = dataclasses.replace(cpu_loops(profile, out), variants=HOST_LOOPS, runs=1)
     if not dry_run:
         host.config = HOST_PRESETS
     targets = GpuRun(TARGETS_RUN, [presets, presets_large], partial(gpu_targets.is_target, dry_run=dry_run))

@@ -12,7 +12,7 @@ from dlrm_study.model.tables.cached import CachedSparseArch
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
-from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS
+from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS, RUNS
 
 CACHE_RECORDS, REMOTE_RECORDS = "cache.csv", "remote.csv"
 
@@ -166,6 +166,7 @@ def measure_remote(profile: str, out: Path) -> runner.Counts:
         return {**launch_fields(0, args), col.BUILDS: "every repeat (own process)"}
 
     one_core = {"threads": lambda _: 1}  # a core per process
-    tasks = runner.schedule([(cfg.name, {"local": cfg, "remote": cfg})], p.repeats, runner.machine_of, **one_core)
+    points = [(cfg.name, {"local": cfg, "remote": cfg})]
+    tasks = runner.schedule(points, p.repeats, runner.machine_of, **one_core, runs=RUNS[profile])
     return runner.run(tasks, measure_one, out / REMOTE_RECORDS, f"remote-vs-local-{profile}", record_errors=False,
                       progress=False)  # fmt: skip

@@ -2,11 +2,10 @@
 
 - `smoke`: seconds; what nbval runs in CI. Tiny configs, two repeats (so every interval
   code path runs), records in a scratch folder.
-- `quick`: what `make reproduce` runs, every notebook within 30 minutes on a 2-core CPU.
-  Sized so that at the sensitivity base point, on an idle machine, the 95% interval of
-  each variant's samples/s is within +-10% and that of the paired ratio optimized over
-  reference within +-5% (notebook 03 prints them). To afford the repeats it measures
-  fewer points than `full`; each notebook says what it left out.
+- `quick`: what `make reproduce` runs: two runs (RUNS) of every timed study, within about
+  30 minutes on a 2-core CPU (docs/reproduce.md says how that was estimated). Each run has
+  3 repeats, the first a warm-up the analysis records but does not count. To afford the
+  runs it measures fewer points than `full`; each notebook says what it left out.
 - `full`: paper-grade: more repeats and steps, every point.
 """
 
@@ -30,18 +29,22 @@ class Protocol:
     profile_steps: int = 0
 
 
+# Runs of every timed study, one after the other, each under its own run id and in its own order
+# (`measure.runner`): a verdict rests on at least two runs (docs/claims.md), so every profile measures two.
+RUNS = {"smoke": 2, "quick": 2, "full": 2}
+# Repeats are per run; the first of each run is a warm-up (recorded, not counted), so at least 3 leave 2.
 # Timed studies at small configs (the sensitivity sweeps, the dense x sparse grid). The
 # reference loop's steps vary most (its sparse gradients are allocated anew every step), so
-# a repeat times 20 of them; notebook 03 prints the intervals this gives at the base point.
-SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 20, 2), "full": Protocol(10, 30, 5)}
-# The CPU presets (notebooks 01, 02): big tables take seconds to build, so fewer repeats.
-# Claim points (S1-S3) need at least 5 pairs for a verdict word (docs/claims.md), so quick measures 5.
-PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(5, 20, 2, 5), "full": Protocol(7, 30, 3, 5)}
+# a repeat times 15 of them; notebook 03 prints the intervals this gives at the base point.
+SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 15, 2), "full": Protocol(6, 30, 5)}
+# The CPU presets (notebooks 01, 02): big tables take seconds to build (each repeat builds anew), so
+# fewer steps: 2 runs x 3 repeats x 15 steps cost about what 5 repeats x 20 steps of one run did.
+PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(3, 15, 2, 5), "full": Protocol(5, 30, 3, 5)}
 # The 2020 baseline (notebook 02's S1 decomposition, `make baseline-2020`): big presets at 1 and 2
-# threads, six steps each; fewer timed steps, since the 2020 reference takes about a second a step.
-BASELINE = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 8, 2), "full": Protocol(7, 20, 3)}
+# threads, few steps each, since the 2020 reference takes about a second a step.
+BASELINE = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 6, 2), "full": Protocol(5, 20, 3)}
 # Distributed points (notebook 06) and local against remote tables (notebook 05), one process each.
-RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(5, 20, 3), "full": Protocol(7, 30, 5)}
+RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 15, 3), "full": Protocol(5, 30, 5)}
 
 # Convergence (notebook 07): steps trained and the window the loss is averaged over.
 CONVERGENCE_STEPS = {"smoke": 40, "quick": 1500, "full": 20000}

@@ -14,7 +14,7 @@ from dlrm_study import config
 from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
-from dlrm_study.studies.profiles import RANKS
+from dlrm_study.studies.profiles import RANKS, RUNS
 
 SCALING_BASE = ["name=dlrm-benchmark-scaled", "model.table_rows=8x100000", "data.lookups_per_table=20"]
 SMOKE_BASE = ["model.table_rows=4x1000", "data.lookups_per_table=4"]
@@ -66,5 +66,5 @@ def measure(profile: str, out: Path, progress: bool = True) -> runner.Counts:
         ]
         return {**launch_fields(ranks, args), col.BUILDS: "every repeat (own processes)"}
 
-    tasks = runner.schedule(plan(profile), p.repeats, runner.machine_of, threads=lambda _: 1)
+    tasks = runner.schedule(plan(profile), p.repeats, runner.machine_of, threads=lambda _: 1, runs=RUNS[profile])
     return runner.run(tasks, measure_one, path, study, record_errors=False, progress=progress)

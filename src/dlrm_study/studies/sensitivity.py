@@ -2,9 +2,9 @@
 
 The base is `dlrm-benchmark` scaled to 8 x 100,000 rows, 20 lookups per table and batch
 1,024, named `dlrm-benchmark-scaled` in records and captions. Every one-knob sweep contains
-the base point. The whole study (the dense x sparse grid and every knob) is measured as one
-run (`measure`): the base is measured once per repeat, every curve passes through the same
-measurement, and every knob value pairs with it within a repeat of that run.
+the base point. The whole study (the dense x sparse grid and every knob) is measured together
+(`measure`), in RUNS runs: in each, the base is measured once per repeat, every curve passes
+through the same measurement, and every knob value pairs with it within a repeat of that run.
 """
 
 import dataclasses
@@ -13,7 +13,7 @@ from pathlib import Path
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, REFERENCE
 from dlrm_study.measure import sweep
 from dlrm_study.measure.sweep import Sweep
-from dlrm_study.studies.profiles import SWEEP
+from dlrm_study.studies.profiles import RUNS, SWEEP
 
 BASE_NAME = "dlrm-benchmark-scaled"
 SENSITIVITY_BASE = [
@@ -93,6 +93,7 @@ def sized(name: str, profile: str, variants: list[str], grid: dict, out: Path) -
         warmup=p.warmup,
         profile_steps=0,
         out=str(out / "sweeps.csv"),
+        runs=RUNS[profile],
     )
 
 

@@ -1,0 +1,92 @@
+"""Records know the code that measured them: the fingerprint of the timed path, in every record and in the
+resume key, so a change to that code is measured again and records of other code are never reused (nor lost)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from tests.test_runner import fake_measure, point
+
+from dlrm_study import config
+from dlrm_study.measure import runner
+from dlrm_study.records import columns as col
+from dlrm_study.records import provenance, store
+from dlrm_study.records.record import make_record
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the package whose timed path the fingerprint reads (what a checkout of other code would be)."""
+    copy = tmp_path / "dlrm_study"
+    shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "PACKAGE", copy)
+    return copy
+
+
+def edit(path: Path) -> None:
+    """A change to a source file, read again as a new process would (the fingerprint is computed once)."""
+    path.write_bytes(path.read_bytes() + b"\n// edited\n" if path.suffix == ".cpp" else path.read_bytes() + b"\n# e\n")
+    provenance.fingerprint.cache_clear()
+
+
+def test_the_fingerprint_reads_the_timed_path_and_nothing_else(package):
+    here = provenance.fingerprint(provenance.PACKAGE, provenance.TIMED_PATH)
+    assert provenance.code_fingerprint() == here  # the copy's: the same bytes wherever they lie, git or not
+    assert len(here) == 12 and int(here, 16) >= 0
+    for outside in ("analysis/verdicts.py", "report/render.py", "studies/profiles.py", "cli/main.py"):
+        edit(package / outside)
+        assert provenance.code_fingerprint() == here, outside  # reading and rendering are not the timed code
+    seen = {here}
+    for timed in ("model/kernels/fused_cpu.cpp", "model/kernels/triton_ops.py", "model/dlrm.py", "train/cpu.py",
+                  "data/synthetic.py", "measure/cpu.py", "config/schema.py", "distributed/run.py"):  # fmt: skip
+        edit(package / timed)
+        now = provenance.code_fingerprint()
+        assert now not in seen, timed
+        seen.add(now)
+
+
+def test_every_record_names_its_code_and_run_slot(package):
+    row = make_record("s", {"ms_median": 1.0}, config.load("tiny"), variant="a", repeat=0)
+    assert row[col.CODE_FINGERPRINT] == provenance.code_fingerprint() and row[col.RUN_SLOT] == 1
+    assert make_record("s", {}, None, run_slot=2)[col.RUN_SLOT] == 2
+
+
+def test_a_change_to_the_timed_code_is_measured_again_and_the_old_records_stay(package, tmp_path):
+    """(The resume key had no code in it: the second code's run measured nothing.)"""
+    out, points = tmp_path / "r.csv", [point("p", "a", "b")]
+    first = runner.run(runner.schedule(points, 3, lambda _: "m", runs=2), fake_measure(), out, "s", progress=False)
+    assert (first.ran, first.skipped) == (12, 0)
+    assert runner.run(runner.schedule(points, 3, lambda _: "m", runs=2), fake_measure(), out, "s",
+                      progress=False).ran == 0  # fmt: skip
+    old = provenance.code_fingerprint()
+
+    edit(package / "model" / "interaction.py")
+    new = provenance.code_fingerprint()
+    tasks = runner.schedule(points, 3, lambda _: "m", runs=2)
+    again = runner.run(tasks, fake_measure(), out, "s", progress=False)
+    assert (again.ran, again.skipped) == (12, 0)  # every record of the old code refused
+    frame = store.load(out)
+    assert frame[col.CODE_FINGERPRINT].value_counts().to_dict() == {old: 12, new: 12}  # none deleted
+    assert frame[frame[col.CODE_FINGERPRINT] == new][col.RUN_ID].nunique() == 2  # new run ids, one per run
+    assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0  # the same code: nothing to do
+
+
+def test_records_without_a_fingerprint_are_never_reused(package, tmp_path):
+    out, points = tmp_path / "r.csv", [point("p", "a")]
+    runner.run(runner.schedule(points, 2, lambda _: "m"), fake_measure(), out, "s", progress=False)
+    rows = store.read_rows(out)[1]
+    older = tmp_path / "older.csv"
+    for row in rows:  # as written before records carried a fingerprint or a run slot
+        store.append(older, {k: v for k, v in row.items() if k not in (col.CODE_FINGERPRINT, col.RUN_SLOT)})
+    tasks = runner.schedule(points, 2, lambda _: "m")
+    assert len(runner.pending(tasks, older)) == 2
+    assert runner.run(tasks, fake_measure(), older, "s", progress=False).ran == 2
+    assert len(store.read_rows(older)[1]) == 4
+
+
+def test_a_failure_of_other_code_rules_nothing_out(package, tmp_path):
+    out, points = tmp_path / "r.csv", [point("p", "ok", "broken")]
+    runner.run(runner.schedule(points, 2, lambda _: "m"), fake_measure(fail="broken"), out, "s", progress=False)
+    edit(package / "measure" / "timing.py")  # the fix
+    counts = runner.run(runner.schedule(points, 2, lambda _: "m"), fake_measure(), out, "s", progress=False)
+    assert (counts.ran, counts.failed) == (4, 0)
