@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 
 from dlrm_study.measure.runner import PROGRESS_LINES
-from dlrm_study.report import ledger, manifest
+from dlrm_study.report import ledger, manifest, results_page
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies.profiles import REPO
 
@@ -89,6 +89,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     execute(results / "notebooks", profile, measure, publish=True, repo=repo)
     changed = ledger.write_readme(repo / "README.md", results, profile)
     print(f"README.md: generated section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
+    for path in results_page.write(repo, profile):
+        print(f"wrote {path.relative_to(repo)}", file=sys.stderr)
     print(f"wrote {manifest.write(results)}", file=sys.stderr)
 
 
@@ -144,6 +146,7 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
     manifest) and what the working tree renders from the same records."""
     found = [f"results/manifest.json: {p}" for p in manifest.problems(repo / "results", repo)]
     found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
+    found += results_page.problems(repo, profile)
     with tempfile.TemporaryDirectory() as scratch:
         where = folder or Path(scratch)
         for fresh in execute(where, profile, measure=False, publish=False, repo=repo):
