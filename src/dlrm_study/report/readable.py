@@ -37,6 +37,20 @@ def is_internal_id(word: str) -> bool:
     return word in REGISTRY or word.startswith(("gpu-", "cpu-", "host-")) or word.endswith(("-quick", "-full"))
 
 
+# Variants as a reader names them (figure titles, legends, the results page).
+VARIANTS = {
+    "reference": "reference", "torchrec": "torchrec", "optimized-fp32": "optimized fp32",
+    "optimized-bf16": "optimized bf16", "gpu-hbm": "tables in GPU memory", "gpu-hbm-fp32": "GPU memory, fp32",
+    "gpu-eager": "GPU memory, eager step", "gpu-host": "tables in host memory", "gpu-uvm": "host memory via UVM",
+    "gpu-cached": "hot rows cached (LRU)", "gpu-cached-lfu": "hot rows cached (LFU)",
+}  # fmt: skip
+
+
+def variant_words(variant: str) -> str:
+    """A variant's id in words (`gpu-hbm` -> `tables in GPU memory`); an unlisted id with its dashes as spaces."""
+    return VARIANTS.get(variant, variant.replace("-", " "))
+
+
 VENDOR_WORDS = {"amd": "AMD", "epyc": "EPYC", "intel": "Intel", "xeon": "Xeon", "nvidia": "NVIDIA"}
 
 
