@@ -108,3 +108,15 @@ def test_the_prediction_tally_is_one_number_everywhere():
 
 def test_the_committed_page_and_first_screen_are_what_the_records_give():
     assert results_page.problems(ROOT) == []
+
+
+PROTOCOL = "a 95% t-interval (on the log scale)"  # a phrase of the measurement protocol's paragraph
+
+
+def test_the_protocol_is_said_once_and_the_other_notebooks_link_to_it():
+    sources = {p.name: p.read_text() for p in sorted((ROOT / "notebooks").glob("0*.ipynb"))}
+    saying = [name for name, text in sources.items() if PROTOCOL in text]
+    assert saying == ["00_summary.ipynb"]
+    for name in ("01", "02", "03", "04", "05", "06"):
+        (text,) = [t for n, t in sources.items() if n.startswith(name)]
+        assert "00_summary.ipynb#The-measurement-protocol" in text, name

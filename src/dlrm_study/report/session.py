@@ -35,16 +35,16 @@ def header(profile: str, out: Path, machine: str | None = "this") -> str:
     drawn = (
         "every machine's records"
         if machine is None
-        else "this machine's records"
-        if machine == "this"
-        else f"the records of {machine}"
+        else "the rendering machine's own records"
+        if machine in ("this", machine_key())
+        else f"the records of another machine, {machine}"
     )
     return "\n".join(
         [
             f"dlrm-study {prov[col.PACKAGE_VERSION]}, commit {prov[col.GIT_COMMIT]}, {prov[col.TIMESTAMP]}",
-            f"machine {machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
+            f"rendered on {machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
             f"Python {prov['python_version']}, {versions}",
-            f"profile {profile}; records in {profiles.shown(out)}; figures draw {drawn}",
+            f"profile {profile}; records in {profiles.shown(out)}; figures and findings draw {drawn}",
             "rendered from records {records} under rules {rules}".format(**manifest.stamp(out)),
         ]
     )
