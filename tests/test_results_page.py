@@ -120,3 +120,12 @@ def test_the_protocol_is_said_once_and_the_other_notebooks_link_to_it():
     for name in ("01", "02", "03", "04", "05", "06"):
         (text,) = [t for n, t in sources.items() if n.startswith(name)]
         assert "00_summary.ipynb#The-measurement-protocol" in text, name
+
+
+def test_a_machine_key_is_named_on_purpose_and_its_words_tell_machines_apart():
+    keys = ["amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "amd-epyc-f26m2s1/avx512f+avx512_bf16/2cpu",
+            "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"]  # fmt: skip
+    assert readable.identifiers(" ".join(keys)) == []
+    words = [readable.machine_words(k) for k in keys]
+    assert len(set(words)) == len(keys) and readable.identifiers(" ".join(words)) == []
+    assert words[2] == "Intel Xeon, 16 CPUs, bf16 with AMX, NVIDIA H200"

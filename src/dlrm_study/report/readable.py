@@ -16,7 +16,8 @@ MAX_CELL = 160  # characters in a verdict cell: the word, the number with its in
 SNAKE = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/.(-])")
 CALL = re.compile(r"(?<![\w.])[a-z][a-z0-9_]*\([a-z][a-z0-9_]*\)")
 KEBAB = re.compile(r"(?<![\w./-])(?:(?:gpu|cpu|host)-[a-z0-9+-]*[a-z0-9]|[a-z0-9+]+(?:-[a-z0-9+]+)+)(?![\w/.-])")
-LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+|`make [^`]*`")  # where a path or a command is named on purpose
+# Where a path, a command or a machine key (what `-p machine KEY` takes) is named on purpose.
+LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+|`make [^`]*`|[a-z0-9-]+/[a-z0-9_+-]+/\d+cpu(?:/[a-z0-9-]+)?")
 
 
 def too_long(cell: str, cap: int = MAX_CELL) -> bool:

@@ -11,6 +11,7 @@ from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest
 from dlrm_study.report.gallery import gpu_note, plain
+from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -68,7 +69,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     for claim in claims:
         lines.append(f"{claim}. {CLAIMS[claim]}")
         for host, verdict in table[claim].items():
-            lines.append(f"    on {host}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
+            lines.append(f"    on {machine_words(host)}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
         if not table[claim]:
             lines.append("    no machine has records of it yet")
     return "\n".join(lines)
