@@ -129,3 +129,13 @@ def test_a_machine_key_is_named_on_purpose_and_its_words_tell_machines_apart():
     words = [readable.machine_words(k) for k in keys]
     assert len(set(words)) == len(keys) and readable.identifiers(" ".join(words)) == []
     assert words[2] == "Intel Xeon, 16 CPUs, bf16 with AMX, NVIDIA H200"
+
+
+def test_reproduce_gives_a_tolerance_for_every_claim():
+    from dlrm_study.analysis.verdicts import CLAIMS
+
+    text = (ROOT / "docs" / "reproduce.md").read_text()
+    section = text[text.index("## Tolerance per claim") :]
+    rows = {cell.strip() for line in section.splitlines() if line.startswith("| ") for cell in [line.split("|")[1]]}
+    named = {claim for row in rows for claim in CLAIMS if claim in row.replace(" ", "").split(",")}
+    assert named == set(CLAIMS)
