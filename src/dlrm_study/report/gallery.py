@@ -22,7 +22,6 @@ from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.verdicts import Verdict, judge
 from dlrm_study.errors import UsageError
-from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import sensitivity
 
@@ -159,7 +158,7 @@ def gallery(out: Path, profile: str, machine: str | None) -> str:
         # A figure beside "not yet measured" would show another machine's records as this one's: none then.
         measured = said_by[figure] != [NOT_MEASURED]
         drawn = measured and (Path(out) / "figures" / f"{figure}.png").exists()
-        none = f"(none: no records of {machine_words(machine)})"
+        none = "(no figure: nothing measured for it)"
         image = f"![{what}](results/figures/{figure}.png)" if drawn else none
         rows.append(f"| {image} | {text} | [{notebook[:2]}](results/notebooks/{notebook}.ipynb) |")
     return "\n".join(rows)
