@@ -68,6 +68,17 @@ QUANTITIES = {
 }
 
 
+# Where one quantity is measured in more than one study, the row above prints the verdict's; the others are
+# other runs of other studies, so their ratios differ by the run-to-run spread, and their notebooks say which.
+WHICH_NUMBER = [
+    "- S3's bf16 over fp32 above is the verdict's: the CPU loops study, paired within its repeats, at the "
+    "machine's most threads. Notebook 02's ablation (its last step) and the sensitivity study's base point "
+    "(notebooks 03 and 04) measure bf16 against fp32 in runs of their own; their ratios are theirs, not the verdict's.",
+    "- A GPU target's samples/s below is the presets study's median at the target's point; notebook 05's "
+    "placements study measures the same point in another run, and prints its own.",
+]
+
+
 @dataclasses.dataclass(frozen=True)
 class Judged:
     """One claim on one machine, as this page shows it."""
@@ -252,6 +263,10 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
         "## What the study found",
         "",
         *[paper_paragraph(p, claims, found) + "\n" for p, claims in PAPERS.items()],
+        "## Which number is the verdict's",
+        "",
+        *WHICH_NUMBER,
+        "",
         "## The GPU half",
         "",
         *gpu_plainly(evidence),
