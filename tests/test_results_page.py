@@ -139,3 +139,12 @@ def test_reproduce_gives_a_tolerance_for_every_claim():
     rows = {cell.strip() for line in section.splitlines() if line.startswith("| ") for cell in [line.split("|")[1]]}
     named = {claim for row in rows for claim in CLAIMS if claim in row.replace(" ", "").split(",")}
     assert named == set(CLAIMS)
+
+
+def test_each_number_on_the_page_is_printed_alike_in_the_readme_and_notebook_00():
+    texts = rendered_texts()
+    figures = [f for by in found().values() for j in by.values() if not j.old_loop for _, f in j.figures]
+    assert figures
+    for figure in figures:
+        for name in ("README.md", "00_summary.ipynb"):
+            assert figure in texts[name], f"{name} does not print {figure} as docs/results.md does"
