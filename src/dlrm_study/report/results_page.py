@@ -126,9 +126,14 @@ def why(claim: str, by_machine: dict[str, Judged]) -> str:
         return f"Against {PAPER[claim]}: {said}."
     if any(j.old_loop for j in by_machine.values()):
         return "Only the old, launch-bound GPU loop has run on a GPU; the captured loop has not."
-    reasons = sorted({j.reason for j in by_machine.values() if j.reason} - {""})
-    said = f"{'; '.join(reasons)}." if reasons else "No records yet."
-    return said[0].upper() + said[1:]
+    words: dict[str, list[str]] = {}
+    for j in by_machine.values():
+        words.setdefault(j.word, [])
+        if j.reason and j.reason not in words[j.word]:
+            words[j.word].append(j.reason)
+    said = "; ".join(f"{word}" + (f" ({', '.join(reasons)})" if reasons else "") for word, reasons in words.items())
+    said = f"No machine could decide it: {said}." if said else "No records yet."
+    return said
 
 
 def claims_table(found: dict[str, dict[str, Judged]], link: str) -> list[str]:
