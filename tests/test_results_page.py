@@ -54,7 +54,7 @@ def test_cells_are_short():
         ("embedding_backward_update takes 54%", ["embedding_backward_update"]),
         ("must exceed needed(host) = host + 0.5", ["needed(host)"]),
         ("optimized-bf16 over the reference", ["optimized-bf16"]),
-        ("dlrm-benchmark and mlperf-scaled, 1.67x [1.36, 2.05]", []),
+        ("dlrm-benchmark and mlperf-scaled, 1.67x [1.36, 2.05] at 2 thread(s)", []),
         ("[04](results/notebooks/04_model_shape_sensitivity.ipynb), `make render`", []),
     ],
 )

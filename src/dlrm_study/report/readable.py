@@ -14,7 +14,7 @@ MAX_CELL = 160  # characters in a verdict cell: the word, the number with its in
 # kebab-case ids of variants and studies (`gpu-hbm`, `cpu-loops-quick`, `optimized-bf16`); preset names
 # (`dlrm-benchmark`) are the paper-facing names of the models and stay.
 SNAKE = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/.(-])")
-CALL = re.compile(r"(?<![\w.])[a-z][a-z0-9_]*\([a-z][a-z0-9_]*\)")
+CALL = re.compile(r"(?<![\w.])[a-z][a-z0-9_]*\([a-z][a-z0-9_]+\)")  # `needed(host)`, not `thread(s)`
 KEBAB = re.compile(r"(?<![\w./-])(?:(?:gpu|cpu|host)-[a-z0-9+-]*[a-z0-9]|[a-z0-9+]+(?:-[a-z0-9+]+)+)(?![\w/.-])")
 # Where a path, a command or a machine key (what `-p machine KEY` takes) is named on purpose.
 LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+|`make [^`]*`|[a-z0-9-]+/[a-z0-9_+-]+/\d+cpu(?:/[a-z0-9-]+)?")
