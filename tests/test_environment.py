@@ -57,3 +57,25 @@ def test_torchrec_is_installed_without_its_cuda_requirement():
     assert "torchrec" not in pyproject_packages() and "torchrec" not in conda_packages()
     assert "--no-deps -r requirements/no-deps.txt" in (ROOT / "Makefile").read_text()
     assert "pip install --no-deps torchrec==1.8.0" in (ROOT / "environment.yml").read_text()
+
+
+def requirement_pins() -> dict[str, str]:
+    pins = {}
+    for f in ("base.txt", "cpu.txt", "no-deps.txt"):
+        for r in requirement_lines(f):
+            name, version = r.split("==", 1)
+            pins[name_of(name)] = version.strip()
+    return pins
+
+
+def test_environment_yml_pins_every_package_at_the_requirements_version():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pins, listed = requirement_pins(), []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            listed += [tuple(r.split("==", 1)) if "==" in r else (r, "") for r in dep["pip"]]
+        elif dep.split("=")[0] not in ("python", "pip"):
+            listed.append(tuple(dep.split("=", 1)) if "=" in dep else (dep, ""))
+    assert listed
+    wrong = {name: version for name, version in listed if pins.get(name_of(name)) != version.strip()}
+    assert not wrong, f"environment.yml differs from requirements/ (or is unpinned) for {wrong}"

@@ -47,7 +47,8 @@ def timings(repeats: dict[str, int]) -> pd.DataFrame:
 
 
 def caption_of(fig) -> str:
-    return fig.texts[-1].get_text()
+    """The caption as one line (it is wrapped to the figure's width)."""
+    return fig.texts[-1].get_text().replace("\n", " ")
 
 
 def test_the_caption_names_intervals_only_where_error_bars_are_drawn():
@@ -137,3 +138,39 @@ def test_the_caption_stays_clear_of_a_wrapped_axis_label():
     renderer = fig.canvas.get_renderer()
     label_bottom = ax.get_tightbbox(renderer).y0 / fig.bbox.height
     assert fig.texts[-1].get_position()[1] < label_bottom  # the caption's top below the label's bottom
+
+
+def test_placement_size_ticks_are_short_and_a_panel_without_prediction_says_why():
+    frame = timings({"a": 3}).assign(variant="gpu-cached", knob="rows per table")
+    frame = pd.concat([frame.assign(x=x) for x in (100_000.0, 1_000_000.0, 4_000_000.0)], ignore_index=True)
+    frame["repeat"] = range(len(frame))
+    bands = pd.DataFrame({"variant": ["gpu-hbm"], "x": [1e5], "low": [1.0], "high": [2.0]})
+    fig = plots.placement_sweep(frame, "t", bands)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["100k", "1M", "4M"]
+    assert "no predicted range" in " ".join(t.get_text() for t in ax.texts)
+    assert ax.get_title() == "hot rows cached (LRU)"
+
+
+def test_a_long_caption_is_wrapped_to_the_figure_not_widening_it():
+    frame = timings({"a": 3}).assign(machine="intel-xeon/" + "avx512f+" * 20 + "/16cpu")
+    fig = plots.speedup(frame, "reference", "a title " * 30)
+    width = fig.get_figwidth() * 72 / (8 * 0.55)
+    assert all(len(line) <= width for line in fig.texts[-1].get_text().splitlines())
+    assert "records measured at abc" in caption_of(fig)
+    assert all(len(line) <= width for line in fig.axes[0].get_title().splitlines())
+
+
+def test_the_s2_share_segment_starts_each_share_bar_so_its_marker_sits_at_its_end():
+    from dlrm_study.records import columns as col
+
+    ops = dict.fromkeys(col.OP_COLUMNS, 0.0) | {col.op_column("bottom_mlp"): 1.0,
+                                                col.op_column("embedding_forward"): 3.0,
+                                                col.op_column("embedding_backward_update"): 6.0}  # fmt: skip
+    frame = timings({"dlrm-benchmark": 3})
+    frame = frame[frame["variant"] == "reference"].assign(batch_size=100, **ops)
+    fig = plots.cpu.breakdown(frame, "t", (0.5, "S2: 50%"))
+    share_ax = fig.axes[1]
+    first = min((p for p in share_ax.patches if p.get_y() < 0.5), key=lambda p: p.get_x())
+    assert abs(first.get_width() - 0.6) < 1e-9  # embedding backward + update's share, from 0

@@ -24,3 +24,11 @@ def test_documents_cite_only_files_in_the_repository():
         for target in re.findall(r"\]\(((?!https?:)[^)#\s]+)", text):
             base = (path.parent / target) if path.suffix == ".md" else ROOT / "results" / "notebooks" / target
             assert base.exists() or (path.parent / target).exists(), f"{path.name}: {target}"
+
+
+def test_the_citation_names_the_readmes_repository_url_and_an_entity_author():
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["repository-code"] in (ROOT / "README.md").read_text()
+    assert cff["authors"] and all(set(a) == {"name"} for a in cff["authors"])

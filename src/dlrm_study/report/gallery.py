@@ -155,7 +155,10 @@ def gallery(out: Path, profile: str, machine: str | None) -> str:
     rows = ["| figure | findings (computed from the records) | notebook |", "| --- | --- | --- |"]
     for figure, (notebook, what) in FIGURES.items():
         text = "<br>".join([f"*{what}*", *said_by[figure]])
-        drawn = (Path(out) / "figures" / f"{figure}.png").exists()
-        image = f"![{what}](results/figures/{figure}.png)" if drawn else "(not drawn: no records)"
+        # A figure beside "not yet measured" would show another machine's records as this one's: none then.
+        measured = said_by[figure] != [NOT_MEASURED]
+        drawn = measured and (Path(out) / "figures" / f"{figure}.png").exists()
+        none = "(no figure: nothing measured for it)"
+        image = f"![{what}](results/figures/{figure}.png)" if drawn else none
         rows.append(f"| {image} | {text} | [{notebook[:2]}](results/notebooks/{notebook}.ipynb) |")
     return "\n".join(rows)

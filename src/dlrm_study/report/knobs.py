@@ -11,6 +11,7 @@ from dlrm_study.analysis.predictions import knob_bands
 from dlrm_study.analysis.sensitivity import gpu_records, rates_table, sensitivity_records, with_knob
 from dlrm_study.records import columns as col
 from dlrm_study.report import plots
+from dlrm_study.report.readable import machine_words
 from dlrm_study.studies.sensitivity import KNOBS, dropped, on_gpu, sensitivity
 
 
@@ -46,5 +47,5 @@ def gpu_knobs(knobs: list[str], profile: str, out: Path, figures: Path | None, n
         mine = {k: f[f[col.MACHINE] == host] for k, f in frames.items()}
         every = pd.concat(list(mine.values()), ignore_index=True)
         label = loop_label(every).strip()  # on its own line: a title wider than the panels squeezes them
-        fig = plots.knob_panels(mine, f"On {host}" + (f"\n{label}" if label else ""), bands)
+        fig = plots.knob_panels(mine, f"On {machine_words(host)}" + (f"\n{label}" if label else ""), bands)
         plots.save(fig, name if i == 0 else f"{name}_{i + 1}", figures)

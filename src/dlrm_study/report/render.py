@@ -26,7 +26,7 @@ from dlrm_study.measure.runner import PROGRESS_LINES
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.machine import machine_key
-from dlrm_study.report import ledger, manifest
+from dlrm_study.report import ledger, manifest, results_page
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies.profiles import REPO
 
@@ -134,6 +134,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
         print(measured_line(before, records_of_this_code(results)), file=sys.stderr)
     changed = ledger.write_readme(repo / "README.md", results, profile)
     print(f"README.md: generated section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
+    for path in results_page.write(repo, profile):
+        print(f"wrote {path.relative_to(repo)}", file=sys.stderr)
     print(f"wrote {manifest.write(results)}", file=sys.stderr)
 
 
@@ -189,6 +191,7 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
     manifest) and what the working tree renders from the same records."""
     found = [f"results/manifest.json: {p}" for p in manifest.problems(repo / "results", repo)]
     found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
+    found += results_page.problems(repo, profile)
     with tempfile.TemporaryDirectory() as scratch:
         where = folder or Path(scratch)
         for fresh in execute(where, profile, measure=False, publish=False, repo=repo):

@@ -11,6 +11,7 @@ from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest
 from dlrm_study.report.gallery import gpu_note, plain
+from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -35,16 +36,16 @@ def header(profile: str, out: Path, machine: str | None = "this") -> str:
     drawn = (
         "every machine's records"
         if machine is None
-        else "this machine's records"
-        if machine == "this"
-        else f"the records of {machine}"
+        else "the rendering machine's own records"
+        if machine in ("this", machine_key())
+        else f"the records of another machine, {machine}"
     )
     return "\n".join(
         [
             f"dlrm-study {prov[col.PACKAGE_VERSION]}, commit {prov[col.GIT_COMMIT]}, {prov[col.TIMESTAMP]}",
-            f"machine {machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
+            f"rendered on {machine_key()} ({prov[col.CPU_MODEL]}, {prov[col.CPU_COUNT]} CPUs)",
             f"Python {prov['python_version']}, {versions}",
-            f"profile {profile}; records in {profiles.shown(out)}; figures draw {drawn}",
+            f"profile {profile}; records in {profiles.shown(out)}; figures and findings draw {drawn}",
             "rendered from records {records} under rules {rules}".format(**manifest.stamp(out)),
         ]
     )
@@ -68,7 +69,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     for claim in claims:
         lines.append(f"{claim}. {CLAIMS[claim]}")
         for host, verdict in table[claim].items():
-            lines.append(f"    on {host}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
+            lines.append(f"    on {machine_words(host)}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
         if not table[claim]:
             lines.append("    no machine has records of it yet")
     return "\n".join(lines)

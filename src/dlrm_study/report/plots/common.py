@@ -8,6 +8,7 @@ speaks of intervals only where error bars are.
 """
 
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -47,9 +48,24 @@ def caption(records: pd.DataFrame) -> str:
     machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
     repeats = f", {records[col.REPEAT].nunique()} repeats" if col.REPEAT in records else ""
     return (
-        f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}, "
-        f"dlrm-study {str(first[col.GIT_COMMIT])[:7]}{repeats}"
+        f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}{repeats}, "
+        f"records measured at {commits(records)}"
     )
+
+
+def commits(records: pd.DataFrame) -> str:
+    """The commits the records were measured at: listed up to three, else how many and the first and last."""
+    found = list(dict.fromkeys(str(c)[:7] for c in records.sort_values(col.TIMESTAMP)[col.GIT_COMMIT].dropna()))
+    if len(found) > 3:
+        return f"{len(found)} commits, {found[0]} to {found[-1]}"
+    return ", ".join(found) or "an unrecorded commit"
+
+
+def wrapped(text: str, inches: float, fontsize: float) -> str:
+    """`text` wrapped to fit `inches` of width at `fontsize` points (each line apart), so a long caption or
+    title never widens the canvas past its axes."""
+    chars = max(20, int(inches * 72 / (fontsize * 0.55)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
 
 
 def drawn_notes(fig: plt.Figure) -> str:
@@ -83,7 +99,8 @@ def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
 
     Call it last: the notes are read from the artists already drawn."""
     notes = drawn_notes(fig)
-    fig.text(0.0, caption_y(fig), caption(records) + (f"; {notes}" if notes else ""), fontsize=8, ha="left", va="top")
+    said = wrapped(caption(records) + (f"; {notes}" if notes else ""), fig.get_figwidth(), 8)
+    fig.text(0.0, caption_y(fig), said, fontsize=8, ha="left", va="top")
 
 
 def caption_y(fig: plt.Figure) -> float:

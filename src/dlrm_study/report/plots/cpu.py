@@ -21,7 +21,9 @@ from dlrm_study.report.plots.common import (
     log_ticks,
     mark_single,
     ordered,
+    wrapped,
 )
+from dlrm_study.report.readable import variant_words
 
 
 def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] | None = None) -> plt.Figure:
@@ -49,14 +51,21 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     fig, (ax, share_ax) = plt.subplots(1, 2, figsize=(13, 0.5 * len(bars) + 2.2), sharey=True,
                                        gridspec_kw={"width_ratios": [3, 2]})  # fmt: skip
     colors = sns.color_palette(n_colors=len(ops))
+    # With a claim's share drawn, its operator's segment starts each share bar, so the claim's marker sits at
+    # that segment's right end rather than over whichever operator happens to lie at that share.
+    first = [op for op in ops if share_line is not None and op == col.op_column("embedding_backward_update")]
+    share_order = first + [op for op in ops if op not in first]
+    color_of = dict(zip(ops, colors, strict=True))
     for y, (_, times, hollow, timed, _) in enumerate(bars):
         left = share_left = 0.0
-        for op, color in zip(ops, colors, strict=True):
-            style = {"facecolor": "none", "edgecolor": color, "hatch": "//"} if hollow else {"color": color}
+        for op in ops:
+            style = bar_style(color_of[op], hollow)
             ax.barh(y, times[op], left=left, height=0.7, **style, label=op if y == 0 else None)
+            left += times[op]
+        for op in share_order:
             share = times[op] / times.sum()
-            share_ax.barh(y, share, left=share_left, height=0.7, **style)
-            left, share_left = left + times[op], share_left + share
+            share_ax.barh(y, share, left=share_left, height=0.7, **bar_style(color_of[op], hollow))
+            share_left += share
         if timed[0] == timed[0]:
             summary = pd.DataFrame([timed], columns=["center", "low", "high"])
             ax.errorbar(timed[0], y, xerr=error_bars(summary), fmt="|", color="black", markersize=14, capsize=3)
@@ -80,6 +89,11 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     fig.suptitle(title)
     add_caption(fig, records)
     return fig
+
+
+def bar_style(color, hollow: bool) -> dict:
+    """A bar filled with its operator's colour, or hatched and unfilled where drawn from flagged repeats only."""
+    return {"facecolor": "none", "edgecolor": color, "hatch": "//"} if hollow else {"color": color}
 
 
 def ablation(
@@ -130,7 +144,8 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
         ratio = stats.paired_ratios(clean, [col.CONFIG_NAME], variant, baseline).set_index(col.CONFIG_NAME)
         ratio = ratio.reindex(configs)
         x = [c + (i - (len(variants) - 1) / 2) * width for c in range(len(configs))]
-        ax.bar(x, ratio["center"], width, yerr=error_bars(ratio), capsize=3, color=palette[i], label=variant)
+        ax.bar(x, ratio["center"], width, yerr=error_bars(ratio), capsize=3, color=palette[i],
+               label=variant_words(variant))  # fmt: skip
         mark_single(ax, x, ratio)
         drawn.append(ratio)
         mine = pd.DataFrame() if bands is None or bands.empty else bands[bands[col.VARIANT] == variant]
@@ -147,8 +162,8 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
         tops = [every["center"]] + ([] if bands is None or bands.empty else [bands["high"]])
         clip_axis(ax, pd.concat(tops), every["high"])
     ax.set_xticks(range(len(configs)), configs)
-    ax.set_ylabel(f"samples/s relative to {baseline}\n(paired within repeats)")
-    ax.set_title(title)
+    ax.set_ylabel(f"samples/s relative to\n{variant_words(baseline)} (paired within repeats)")
+    ax.set_title(wrapped(title, fig.get_figwidth() * 0.75, 12))
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     add_caption(fig, records)
     return fig

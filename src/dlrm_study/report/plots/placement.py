@@ -19,7 +19,9 @@ from dlrm_study.report.plots.common import (
     plain,
     predicted_band,
     repeats,
+    wrapped,
 )
+from dlrm_study.report.readable import variant_words
 
 
 def hit_rates(records: pd.DataFrame, title: str) -> plt.Figure:
@@ -93,21 +95,41 @@ def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | Non
         band = pd.DataFrame() if bands is None or bands.empty else bands[bands[col.VARIANT] == variant]
         if not band.empty:
             predicted_band(ax, band, color, PREDICTED)
+        elif bands is not None:
+            ax.text(0.5, 0.04, no_band_why(variant), transform=ax.transAxes, ha="center", va="bottom", fontsize=7,
+                    color="dimgray", wrap=True)  # fmt: skip
         mine = frame[frame[col.VARIANT] == variant]
         summary = stats.summarize(mine, ["x"])
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
                     label="measured: geometric mean, 95% interval")  # fmt: skip
         mark_single(ax, summary["x"], summary, color)
         repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
-        ax.set(xscale="log", yscale="log", title=variant, xlabel=frame["knob"].iloc[0])
+        ax.set(xscale="log", yscale="log", xlabel=frame["knob"].iloc[0])
+        ax.set_title(variant_words(variant), fontsize=9)
         ax.set_xticks(sorted(frame["x"].unique()))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: compact(value)))
         ax.xaxis.set_minor_formatter(NullFormatter())
     axes[0][0].set_ylabel("training samples/s")
     spans = [frame[col.SAMPLES_PER_S]] + ([] if bands is None or bands.empty else [bands["low"], bands["high"]])
     log_ticks(axes[0][0].yaxis, pd.concat(spans, ignore_index=True))
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.98))
-    fig.suptitle(title, y=1.1)
+    title = wrapped(title, fig.get_figwidth(), 12)
+    fig.suptitle(title, y=1.1 + 0.07 * title.count("\n"))
     add_caption(fig, records)
     return fig
+
+
+def no_band_why(variant: str) -> str:
+    """Why a panel has no predicted range: a cache's prediction needs a counted hit rate at its points."""
+    if "cached" in variant:
+        return "no predicted range: the model needs\na hit rate counted at these points\n(none was)"
+    return "no predicted range at these points"
+
+
+def compact(value: float) -> str:
+    """Short tick labels that do not collide: 100k, 1M, 4M; small values as they are."""
+    for size, unit in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{unit}"
+    return plain(value)

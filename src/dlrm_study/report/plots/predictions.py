@@ -5,7 +5,7 @@ import pandas as pd
 import seaborn as sns
 
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.common import PREDICTED, log_ticks, repeats
+from dlrm_study.report.plots.common import PREDICTED, log_ticks, repeats, wrapped
 
 
 def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
@@ -29,13 +29,14 @@ def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
     groups = list(done["claim"])
     centers = [(groups.index(c) + len(groups) - 1 - groups[::-1].index(c)) / 2 for c in claims]
     ax.set(yscale="log", xlabel="each prediction (one per point of the GPU script), grouped by claim",
-           ylabel="measured / middle of the predicted range\n(bar: the predicted range; 1: its middle)",
-           title=title)  # fmt: skip
+           ylabel="measured / middle of\nthe predicted range")  # fmt: skip
+    ax.set_title(wrapped(title, fig.get_figwidth(), 12))
     ax.set_xticks(centers, claims)
     ax.grid(False, axis="x")
     log_ticks(ax.yaxis, pd.concat([low, high, measured]))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     first = done.iloc[0]
-    fig.text(0.0, -0.06, f"predicted for {first['predicted_for']} at dlrm-study {str(first[col.GIT_COMMIT])[:7]}; "
-             "measured on that GPU (results/gpu_sweeps.csv)", fontsize=8, ha="left", va="top")  # fmt: skip
+    said = (f"bars: the predicted ranges, 1 their middle; predicted for {first['predicted_for']} at commit "
+            f"{str(first[col.GIT_COMMIT])[:7]}; measured on that GPU (results/gpu_sweeps.csv)")  # fmt: skip
+    fig.text(0.0, -0.06, wrapped(said, fig.get_figwidth(), 8), fontsize=8, ha="left", va="top")
     return fig

@@ -20,7 +20,9 @@ from dlrm_study.report.plots.common import (
     plain,
     predicted_band,
     repeats,
+    wrapped,
 )
+from dlrm_study.report.readable import variant_words
 
 
 def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
@@ -97,12 +99,12 @@ def knob_panels(
             color = palette[variant]
             mine_band = band[band[col.VARIANT] == variant] if not band.empty else band
             if not mine_band.empty:
-                predicted_band(ax, mine_band, color, f"{variant}: {PREDICTED}")
+                predicted_band(ax, mine_band, color, f"{variant_words(variant)}: {PREDICTED}")
                 spans += [mine_band["low"], mine_band["high"]]
             mine = frame[frame[col.VARIANT] == variant]
             summary = stats.summarize(mine, ["x"])
             ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3,
-                        color=color, label=f"{variant}: measured")  # fmt: skip
+                        color=color, label=f"{variant_words(variant)}: measured")  # fmt: skip
             mark_single(ax, summary["x"], summary, color)
             repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
         ax.set(xscale="log", yscale="log", xlabel=textwrap.fill(str(frame["knob"].iloc[0]), 24))
@@ -113,6 +115,7 @@ def knob_panels(
     log_ticks(axes[0][0].yaxis, pd.concat(spans, ignore_index=True))
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.98))
+    title = wrapped(title, fig.get_figwidth(), 12)
     fig.suptitle(title, y=1.1 + 0.07 * title.count("\n"))  # its last line clear of the legend
     add_caption(fig, every)
     return fig

@@ -1,0 +1,150 @@
+"""docs/results.md: its numbers are the ledger's, its cells short, its text free of internal names, and the
+headline quantities it prints agree with every other place that prints them."""
+
+import functools
+import re
+
+import nbformat
+import pytest
+from tests.conftest import ROOT
+
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.report import ledger, readable, results_page
+
+RESULTS = ROOT / "results"
+
+
+@functools.cache
+def found() -> dict:
+    return results_page.judged(Evidence.load(RESULTS, "quick"))
+
+
+@functools.cache
+def page() -> str:
+    return results_page.page(RESULTS, "quick")
+
+
+def test_every_number_on_the_page_is_the_ledgers():
+    cells = ledger.ledger(Evidence.load(RESULTS, "quick"))
+    for claim, by_machine in found().items():
+        for machine, j in by_machine.items():
+            for _, figure in [] if j.old_loop else j.figures:
+                assert figure in j.full, (claim, machine, figure)
+                assert figure in cells, (claim, machine, figure)
+                assert figure in page(), (claim, machine, figure)
+
+
+def test_the_page_shows_a_number_wherever_the_verdict_decided_one():
+    decided = [j for by in found().values() for j in by.values() if j.word in results_page.DECIDED]
+    assert decided, "the committed records decide no claim anywhere: the test has nothing to check"
+    assert all(j.figures for j in decided)
+
+
+def test_cells_are_short():
+    cells = [results_page.short_cell(j) for by in found().values() for j in by.values()]
+    assert cells and not [c for c in cells if readable.too_long(c)]
+    assert readable.too_long("x" * (readable.MAX_CELL + 1)) and not readable.too_long("**" + "x" * readable.MAX_CELL)
+
+
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("gpu-hbm samples/s", ["gpu-hbm"]),
+        ("the cpu-loops-quick study", ["cpu-loops-quick"]),
+        ("embedding_backward_update takes 54%", ["embedding_backward_update"]),
+        ("must exceed needed(host) = host + 0.5", ["needed(host)"]),
+        ("optimized-bf16 over the reference", ["optimized-bf16"]),
+        ("dlrm-benchmark and mlperf-scaled, 1.67x [1.36, 2.05] at 2 thread(s)", []),
+        ("[04](results/notebooks/04_model_shape_sensitivity.ipynb), `make render`", []),
+    ],
+)
+def test_identifiers_finds_internal_names_only(text, names):
+    assert readable.identifiers(text) == names
+
+
+def test_the_page_and_first_screen_name_nothing_internal():
+    assert readable.identifiers(page()) == []
+    assert readable.identifiers(results_page.first_screen(RESULTS, "quick")) == []
+
+
+def rendered_texts() -> dict[str, str]:
+    """What a reader reads: the README's generated parts and each rendered notebook's Markdown and printed text."""
+    readme = (ROOT / "README.md").read_text()
+    begin, end = readme.find(ledger.MARK_BEGIN), readme.find(ledger.MARK_END)
+    texts = {"README.md": readme[begin:end], "docs/results.md": page()}
+    for path in sorted((RESULTS / "notebooks").glob("*.ipynb")):
+        parts = []
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                parts.append(cell.source)
+            for output in cell.get("outputs", []):
+                parts.append(output.get("text", "") + str(output.get("data", {}).get("text/markdown", "")))
+        texts[path.name] = "\n".join(parts)
+    return texts
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the ledger's cells (report/ledger.py) and the findings' lines (analysis/) still print variant ids; "
+    "remove this mark once the render after the merge passes",
+)
+def test_no_internal_name_reaches_rendered_text():
+    named = {name: readable.identifiers(text) for name, text in rendered_texts().items()}
+    assert not {name: ids for name, ids in named.items() if ids}
+
+
+TALLY = re.compile(r"(\d+) of (\d+) inside the model's ranges; (\d+) of \d+ inside one constant range")
+PAGE_TALLY = re.compile(r"\((\d+) points, samples/s\), (\d+) fell inside the model's predicted range and (\d+) inside")
+
+
+def test_the_prediction_tally_is_one_number_everywhere():
+    assert PAGE_TALLY.search(page()), "docs/results.md prints no prediction tally"
+    said = set()
+    for text in rendered_texts().values():
+        said |= {(int(m[1]), int(m[0]), int(m[2])) for m in TALLY.findall(text)}
+        said |= {(int(m[0]), int(m[1]), int(m[2])) for m in PAGE_TALLY.findall(text)}
+    assert len(said) == 1, f"the prediction tally (points, model inside, naive inside) printed as {sorted(said)}"
+
+
+def test_the_committed_page_and_first_screen_are_what_the_records_give():
+    assert results_page.problems(ROOT) == []
+
+
+PROTOCOL = "a 95% t-interval (on the log scale)"  # a phrase of the measurement protocol's paragraph
+
+
+def test_the_protocol_is_said_once_and_the_other_notebooks_link_to_it():
+    sources = {p.name: p.read_text() for p in sorted((ROOT / "notebooks").glob("0*.ipynb"))}
+    saying = [name for name, text in sources.items() if PROTOCOL in text]
+    assert saying == ["00_summary.ipynb"]
+    for name in ("01", "02", "03", "04", "05", "06"):
+        (text,) = [t for n, t in sources.items() if n.startswith(name)]
+        assert "00_summary.ipynb#The-measurement-protocol" in text, name
+
+
+def test_a_machine_key_is_named_on_purpose_and_its_words_tell_machines_apart():
+    keys = ["amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "amd-epyc-f26m2s1/avx512f+avx512_bf16/2cpu",
+            "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"]  # fmt: skip
+    assert readable.identifiers(" ".join(keys)) == []
+    words = [readable.machine_words(k) for k in keys]
+    assert len(set(words)) == len(keys) and readable.identifiers(" ".join(words)) == []
+    assert words[2] == "Intel Xeon, 16 CPUs, bf16 with AMX, NVIDIA H200"
+
+
+def test_reproduce_gives_a_tolerance_for_every_claim():
+    from dlrm_study.analysis.verdicts import CLAIMS
+
+    text = (ROOT / "docs" / "reproduce.md").read_text()
+    section = text[text.index("## Tolerance per claim") :]
+    rows = {cell.strip() for line in section.splitlines() if line.startswith("| ") for cell in [line.split("|")[1]]}
+    named = {claim for row in rows for claim in CLAIMS if claim in row.replace(" ", "").split(",")}
+    assert named == set(CLAIMS)
+
+
+def test_each_number_on_the_page_is_printed_alike_in_the_readme_and_notebook_00():
+    texts = rendered_texts()
+    figures = [f for by in found().values() for j in by.values() if not j.old_loop for _, f in j.figures]
+    assert figures
+    for figure in figures:
+        for name in ("README.md", "00_summary.ipynb"):
+            assert figure in texts[name], f"{name} does not print {figure} as docs/results.md does"
