@@ -173,39 +173,81 @@ struct Owned {
   int64_t size;
 };
 
-// The (row, gradient) pairs whose row this thread owns, in bag order: one cheap pass over
-// the ids, so the update loop below touches only its own rows and can prefetch them.
-// Branch-free (a thread owns a random half of the ids: a branch would mispredict on every
-// other one), into a buffer the thread keeps between calls (no page faults, no zero-fill),
-// with each bag's gradient row found once per bag (a division), not once per id.
-Owned owned_pairs(const Layout& l, int64_t me, int64_t threads) {
-  static thread_local std::unique_ptr<Pair[]> buffer;
-  static thread_local int64_t capacity = 0;
-  const uint64_t first = l.rows * me / threads, span = l.rows * (me + 1) / threads - first;
-  const int64_t n = l.offsets[l.bags];
-  if (capacity < n + 1) {
-    buffer.reset(new Pair[n + 1]);
-    capacity = n + 1;
+// Which thread owns a row: rows split into `threads` contiguous ranges, found by one 128-bit
+// multiply (no division per id). An id past the table (refused before any kernel runs, see
+// above) maps to `threads`: no thread's, skipped.
+struct Owners {
+  unsigned __int128 factor;
+  int64_t threads;
+  int64_t of(int64_t row) const {
+    const auto wide = static_cast<unsigned __int128>(static_cast<uint64_t>(row));
+    const uint64_t owner = static_cast<uint64_t>((wide * factor) >> 64);
+    return static_cast<int64_t>(std::min<uint64_t>(owner, threads));
   }
-  Pair* out = buffer.get();
-  int64_t count = 0;
-  for (int64_t bag = 0; bag < l.bags; ++bag) {
-    const int64_t g = out_row(l, bag) * l.dim;
+};
+
+// The ids bucketed by owner in one pass shared by the threads (not every thread scanning all
+// ids): each thread counts the ids of its share of the bags per owner, a prefix sum places the
+// buckets, each thread writes its ids into them. An owner's bucket holds thread 0's share, then
+// thread 1's, ...: its ids in bag order, as a walk of all ids would find them, so the updates
+// apply in the same order as ever (deterministic, bit for bit). `buffer`: n pairs; `counts`:
+// (threads + 1) x (threads + 1) slots; both shared by the team, which every thread must call this in.
+Owned bucketed_pairs(const Layout& l, Pair* buffer, int64_t* counts, int64_t me, int64_t threads) {
+  const int64_t slots = threads + 1;  // the last bucket: ids no thread owns
+  const Owners owners{(static_cast<unsigned __int128>(threads) << 64) / static_cast<uint64_t>(l.rows), threads};
+  const int64_t first = l.bags * me / threads, last = l.bags * (me + 1) / threads;
+  int64_t* mine = counts + me * slots;
+  std::fill(mine, mine + slots, 0);
+  for (int64_t j = l.offsets[first]; j < l.offsets[last]; ++j) ++mine[owners.of(l.ids[j])];
+#pragma omp barrier
+#pragma omp single
+  {
+    int64_t at = 0;  // counts[s][o] becomes where thread s's ids owned by o start
+    for (int64_t o = 0; o < slots; ++o)
+      for (int64_t source = 0; source < threads; ++source) {
+        std::swap(counts[source * slots + o], at);
+        at += counts[source * slots + o];
+      }
+  }  // implicit barrier: every thread sees the starts
+  int64_t t = first / l.batch, i = first % l.batch;
+  for (int64_t bag = first; bag < last; ++bag) {
+    const int64_t g = (i * l.tables + t) * l.dim;
     for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
-      out[count] = {l.ids[j], g};
-      count += static_cast<uint64_t>(l.ids[j]) - first < span;  // one unsigned compare: first <= id < last
+      buffer[mine[owners.of(l.ids[j])]++] = {l.ids[j], g};
     }
+    if (++i == l.batch) i = 0, ++t;
   }
-  return {out, count};
+#pragma omp barrier
+  // After the scatter, counts[s][o] is where thread s's ids owned by o end: bucket o ends at counts[threads-1][o].
+  const int64_t begin = me == 0 ? 0 : counts[(threads - 1) * slots + me - 1];
+  return {buffer + begin, counts[(threads - 1) * slots + me] - begin};
+}
+
+// The buffers `bucketed_pairs` shares: kept by the calling thread between calls (no page faults, no zero-fill).
+struct Shared {
+  Pair* pairs;
+  int64_t* counts;
+};
+
+Shared shared_buffers(const Layout& l, int64_t threads) {
+  static thread_local std::vector<Pair> pairs;
+  static thread_local std::vector<int64_t> counts;
+  const size_t n = l.offsets[l.bags];
+  if (pairs.size() < n) pairs.resize(n);
+  counts.resize((threads + 1) * (threads + 1));
+  return {pairs.data(), counts.data()};
 }
 
 // Calls update(row, grad_row) for every looked-up id, on the thread that owns the row
 // (`touched`: the bytes of a row the update reads and writes).
 template <typename Prefetch, typename Update>
 void owned_rows_update(const Layout& l, const float* grad, int64_t touched, Prefetch prefetch, Update update) {
-#pragma omp parallel
+  if (l.rows == 0) return;  // no row to update (and no range to split)
+  const int64_t most = omp_get_max_threads();
+  const Shared shared = shared_buffers(l, most);
+#pragma omp parallel num_threads(most)
   {
-    const Owned mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    const Owned mine = bucketed_pairs(l, shared.pairs, shared.counts, omp_get_thread_num(), omp_get_num_threads());
     const int64_t n = mine.size, ahead = rows_ahead(touched);
     for (int64_t k = 0; k < n; ++k) {
       if (ahead && k + ahead < n) prefetch(mine.pairs[k + ahead].row);
@@ -218,9 +260,12 @@ void owned_rows_update(const Layout& l, const float* grad, int64_t touched, Pref
 // thread sorts its own (row, gradient) pairs and updates each distinct row once.
 template <typename Prefetch, typename Update>
 void owned_rows_summed_update(const Layout& l, const float* grad, int64_t touched, Prefetch prefetch, Update update) {
-#pragma omp parallel
+  if (l.rows == 0) return;
+  const int64_t most = omp_get_max_threads();
+  const Shared shared = shared_buffers(l, most);
+#pragma omp parallel num_threads(most)
   {
-    const Owned owned = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    const Owned owned = bucketed_pairs(l, shared.pairs, shared.counts, omp_get_thread_num(), omp_get_num_threads());
     std::vector<Pair> mine(owned.pairs, owned.pairs + owned.size);
     std::stable_sort(mine.begin(), mine.end(), [](const Pair& a, const Pair& b) { return a.row < b.row; });
     std::vector<float> sum(l.dim);
@@ -462,6 +507,8 @@ int64_t set_prefetch_bytes(int64_t bytes) {
 // (feature 0 the bottom-MLP output, 1..T the pooled embeddings), lower triangle in row
 // order, after the dense vector: out = [dense, f1.f0, f2.f0, f2.f1, ...]. No (F, F)
 // matrix, no gather of its triangle; backward accumulates each pair into both features.
+// Dots and gradients are fused multiply-adds: they round differently from bmm's (within the
+// error bound of a dot of `dim` terms, which the tests check), not bit for bit.
 torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
   TORCH_CHECK(dense.dtype() == torch::kFloat32 && pooled.dtype() == torch::kFloat32, "interaction takes fp32");
   dense = dense.contiguous();
@@ -484,8 +531,10 @@ torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
       for (int64_t j = 0; j < i; ++j) {
         const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
         float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)  // lets the compiler reorder the sum into vector lanes
-        for (int64_t d = 0; d < dim; ++d) dot += fi[d] * fj[d];
+        // Fused multiply-adds (one rounding per term, not two: -ffp-contract=off leaves explicit
+        // fma alone) in vector lanes, then the lanes summed as a tree by the compiler's reduction.
+#pragma omp simd reduction(+ : dot)
+        for (int64_t d = 0; d < dim; ++d) dot = std::fma(fi[d], fj[d], dot);
         row[p++] = dot;
       }
     }
@@ -524,8 +573,8 @@ std::vector<torch::Tensor> interaction_backward(torch::Tensor dense, torch::Tens
         float* gj = j == 0 ? g0 : gf + (j - 1) * dim;
         const float s = row[p++];
         for (int64_t d = 0; d < dim; ++d) {
-          gi[d] += s * fj[d];
-          gj[d] += s * fi[d];
+          gi[d] = std::fma(s, fj[d], gi[d]);
+          gj[d] = std::fma(s, fi[d], gj[d]);
         }
       }
     }
