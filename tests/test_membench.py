@@ -226,3 +226,29 @@ def test_a_bound_a_loop_beats_is_measured_again(cache, monkeypatch, capsys):
 
 def test_the_cache_keeps_the_lower_latency():
     assert limits_cache.better("chase_64B_9rows_ns", 80.0, 90.0) and not limits_cache.better("x_gbps", 80.0, 90.0)
+
+
+def test_ids_are_drawn_table_by_table_as_the_loops_walk_them():
+    """An equal share of the ids per table, uniform within it, in table order: while a table is walked, its rows
+    are the footprint, not all tables'. Fails before: ids were uniform over all rows at once."""
+    access = Access("gather", 64, 64, 600, (100, 200, 300))
+    ids = membench.draw(access, 3000, 64 * 600, torch.Generator().manual_seed(0))
+    first, second, third = ids.split(1000)
+    assert first.max() < 100 and second.min() >= 100 and second.max() < 300 and 300 <= third.min() < third.max() < 600
+    halved = membench.draw(access, 3000, 64 * 300, torch.Generator().manual_seed(0))  # half the rows fit: each halved
+    assert halved.split(1000)[2].max() < 300 and halved.split(1000)[2].min() >= 150
+
+
+@needs_cpp
+@pytest.mark.parametrize("read", [256, 128])
+def test_the_fused_forward_is_timed_beside_the_probes(read):
+    """The limit is never below a loop the study runs: the fused forward over the same rows is one of the timed
+    calls, on normal floats (bf16 1.0 halves), in fp32 rows or the upper halves of [hi | lo] rows."""
+    access = Access("gather", read, 256, 1000)
+    buffer = torch.full((64 * 1000,), membench.ONES, dtype=torch.int32)
+    fns = membench.calls(buffer, torch.randint(0, 1000, (250,)), access)
+    assert len(fns) == len(membench.DISTANCES) + 1
+    pooled = fns[-1]()
+    assert pooled.shape == (3, 1, read // 4 if read == 256 else read // 2) and torch.isfinite(pooled).all()
+    if read == 128:
+        assert pooled[0, 0, 0] == membench.BAG  # bf16 1.0 summed over a bag

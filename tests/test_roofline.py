@@ -120,10 +120,11 @@ def test_accesses_are_the_tables_rows() -> None:
     """dlrm-benchmark: 8M rows of 64 dims; bf16 Split-SGD rows are [hi | lo], as wide as fp32's."""
     cfg = config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=bf16"])
     rows = roofline.accesses(cfg)
-    assert rows["gather_fp32"] == Access("gather", 256, 256, 8_000_000)
-    assert rows["gather_bf16"] == Access("gather", 128, 256, 8_000_000)  # forward reads the upper halves
-    assert rows["update"] == Access("update", 256, 256, 8_000_000)  # one row read and written, both halves
-    assert rows["gather_bf16"].key == "gather_gbps_128B_of_256B_8000000rows"
+    tables = (1_000_000,) * 8
+    assert rows["gather_fp32"] == Access("gather", 256, 256, 8_000_000, tables)
+    assert rows["gather_bf16"] == Access("gather", 128, 256, 8_000_000, tables)  # forward reads the upper halves
+    assert rows["update"] == Access("update", 256, 256, 8_000_000, tables)  # one row read and written, both halves
+    assert rows["gather_bf16"].key == "gather_gbps_128B_of_256B_8000000rows_8tables"
     odd = roofline.accesses(config.load("tiny", ["model.embedding_dim=7", "model.bottom_mlp=16-7"]))
     assert odd["gather_bf16"].read == 16  # 14 bytes of bf16, in whole 4-byte words
 

@@ -6,6 +6,9 @@ prefetch distance: a better loop beats such a "bound"). The C++ probes beside th
 (`membench_gather`, `membench_update`, `membench_stream`, `membench_chase` in `fused_cpu.cpp`), in a
 buffer of the tables' own size (the config's footprint), on huge pages where the OS allows:
 
+Random rows are drawn table by table, as the loops walk them (`draw`): while a table's ids are
+walked its rows are the footprint (page-table and cache reach), not all tables' rows at once.
+
 - gather: uniform random rows, each independent of the others (its words summed in registers, no
   bag, no accumulator in memory: right for any pooling factor), `read` bytes of rows `stride` bytes
   apart (a bf16 Split-SGD table's forward reads the first half of each [hi | lo] row);
@@ -15,7 +18,9 @@ buffer of the tables' own size (the config's footprint), on huge pages where the
   gather's lines/s it gives the misses in flight (Little's law: in flight = lines/s x latency),
   which is what limits random rows: lines, not bytes.
 
-Prefetch distances are searched in rows (`DISTANCES`, rows ahead, 0: none) per machine and access;
+The fused forward itself is timed beside the gather probes and the faster counts: a probe should
+beat it, and where none does (a loaded machine, a probe a loop outdid), the limit stays one no loop
+of the study beats. Prefetch distances are searched in rows (`DISTANCES`, rows ahead, 0: none) per machine and access;
 the best is the limit. Each access is measured in `ROUNDS` interleaved rounds of `repeats` calls and
 the fewest seconds kept: on a shared machine noise only adds time, and a limit is what the memory
 system can do. Without the compiled kernels a PyTorch twin times `index_select` (gather),
@@ -37,6 +42,8 @@ ROUNDS = 3  # interleaved rounds over all accesses: a burst of load in one round
 CHUNK = 2**14  # ids per torch call in the fallback: its temporaries stay in cache
 MIN_IDS, MAX_IDS = 2**16, 2**21  # ids per timed call: long enough to time, short enough to repeat
 CHASE_STEPS = 2**18  # hops of the latency walk
+ONES = 0x3F803F80  # each word: bf16 1.0 in each half, fp32 about 1.0: no denormal slows the fused forward
+BAG = 100  # ids per bag when the fused forward itself is timed beside the probes
 LINE = 64  # bytes per cache line
 
 
@@ -53,9 +60,9 @@ def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int |
     ids = min(max(ids, MIN_IDS), MAX_IDS)
     size = min(max(max(a.table_bytes for a in accesses), LINE), max_bytes or available_memory("cpu") * 3 // 4)
     buffer = hugepages.empty(-(-size // 4), dtype=torch.int32)  # on huge pages where the OS allows, as the tables
-    buffer.fill_(1)  # first touch here, not in a timed call
+    buffer.fill_(ONES)  # first touch here, not in a timed call
     generator = torch.Generator().manual_seed(0)
-    timed = {a: calls(buffer, torch.randint(rows_of(a, size), (ids,), generator=generator), a) for a in accesses}
+    timed = {a: calls(buffer, draw(a, ids, size, generator), a) for a in accesses}
     seconds = dict.fromkeys(accesses, float("inf"))
     for _ in range(ROUNDS):
         for access, fns in timed.items():
@@ -65,6 +72,20 @@ def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int |
         for access in {a for a in accesses if a.kind == "gather"}:
             limits[access.latency_key] = latency_ns(buffer, access, rows_of(access, size), generator)
     return limits
+
+
+def draw(access: Access, ids: int, size: int, generator: torch.Generator) -> torch.Tensor:
+    """`ids` random rows of the access, table by table as the loops walk them (an equal share of the ids per
+    table, uniform within it: a table's rows are the footprint of its stretch), all within `size` bytes
+    (tables larger than memory: each shrunk alike)."""
+    tables = access.tables or (access.rows,)
+    fit = rows_of(access, size) / access.rows
+    rows = [max(1, int(t * fit)) for t in tables]
+    starts = [sum(rows[:i]) for i in range(len(rows))]
+    shares = [ids * (i + 1) // len(rows) - ids * i // len(rows) for i in range(len(rows))]
+    return torch.cat(
+        [torch.randint(r, (n,), generator=generator) + s for r, s, n in zip(rows, starts, shares, strict=True)]
+    )
 
 
 def rows_of(access: Access, size: int) -> int:
@@ -92,8 +113,22 @@ def calls(buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> list[Calla
     if access.kind == "stream":
         return [lambda: ops.membench_stream(buffer, stream_bytes(access, buffer.numel() * 4))]
     if access.kind == "gather":
-        return [lambda a=a: ops.membench_gather(buffer, ids, access.stride, access.read, a) for a in DISTANCES]
+        probes = [lambda a=a: ops.membench_gather(buffer, ids, access.stride, access.read, a) for a in DISTANCES]
+        return [*probes, fused_gather(ops, buffer, ids, access)]
     return [lambda a=a: ops.membench_update(buffer, ids, access.stride, access.read, a) for a in DISTANCES]
+
+
+def fused_gather(ops: object, buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> Callable[[], object]:
+    """The fused forward itself over the same rows, in bags of BAG ids: a loop the study runs, so the limit is
+    never below it (the probes should beat it; where one does not, the bound still holds for this loop)."""
+    rows = len(buffer) * 4 // access.stride
+    offsets = torch.cat([torch.arange(0, len(ids), BAG), torch.tensor([len(ids)])])  # the last bag: what is left
+    bags = len(offsets) - 1
+    if access.read == access.stride:  # whole rows: an fp32 table
+        table = buffer[: rows * access.stride // 4].view(torch.float32).view(rows, access.stride // 4)
+        return lambda: ops.forward_fp32(table, ids, offsets, bags, 1)
+    halves = buffer[: rows * access.stride // 4].view(torch.int16).view(rows, access.stride // 2)
+    return lambda: ops.forward_bf16(halves[:, : access.read // 2], ids, offsets, bags, 1)
 
 
 def latency_ns(buffer: torch.Tensor, access: Access, rows: int, generator: torch.Generator) -> float:

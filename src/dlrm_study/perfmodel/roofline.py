@@ -50,17 +50,21 @@ class Access:
     read: int
     stride: int
     rows: int
+    tables: tuple[int, ...] = ()  # the rows split into these tables, ids drawn table by table (the loops' order)
 
     def __post_init__(self) -> None:
         if self.kind not in ("gather", "update", "stream"):
             raise ValueError(f"access kind {self.kind!r} is none of gather, update, stream")
         if not (0 < self.read <= self.stride and self.read % 4 == 0 and self.stride % 4 == 0 and self.rows > 0):
             raise ValueError(f"{self}: read and stride must be multiples of 4 bytes, 0 < read <= stride, rows > 0")
+        if self.tables and sum(self.tables) != self.rows:
+            raise ValueError(f"{self}: the tables' rows must add up to rows")
 
     @property
     def key(self) -> str:
-        """The limit's name: `gather_gbps_128B_of_256B_8000000rows`."""
-        return f"{self.kind}_gbps_{self.read}B_of_{self.stride}B_{self.rows}rows"
+        """The limit's name: `gather_gbps_128B_of_256B_8000000rows_8tables` (one table: no `_1tables`)."""
+        split = f"_{len(self.tables)}tables" if len(self.tables) > 1 else ""
+        return f"{self.kind}_gbps_{self.read}B_of_{self.stride}B_{self.rows}rows{split}"
 
     @property
     def table_bytes(self) -> int:
@@ -72,7 +76,7 @@ class Access:
 
     @property
     def latency_key(self) -> str:
-        """The pointer-chase latency at this footprint: `chase_256B_8000000rows_ns` (lower is better)."""
+        """The pointer-chase latency over all the rows: `chase_256B_8000000rows_ns` (lower is better)."""
         return f"chase_{self.stride}B_{self.rows}rows_ns"
 
 
@@ -85,16 +89,17 @@ def needs(*cfgs: Config) -> dict[str, list]:
 
 
 def accesses(cfg: Config) -> dict[str, Access]:
-    """The accesses `bound_ms` and `rates` charge: over all tables stacked, the forward's random-row
+    """The accesses `bound_ms` and `rates` charge: over all tables stacked (ids drawn table by table, as
+    the loops walk them: each table's rows are the footprint of a stretch of the walk), the forward's random-row
     gather in fp32 rows and in bf16 Split-SGD rows ([hi | lo], as wide as fp32's: forward reads the
     first half, an odd dim's rounded up to whole 4-byte words) and the update (whole rows, both); and
     the interaction's features read in order (B x F rows of fp32, its footprint: the memory term)."""
-    dim, rows = cfg.model.embedding_dim, sum(cfg.model.table_rows)
-    features = cfg.train.batch_size * (cfg.model.num_tables + 1)
+    dim, tables = cfg.model.embedding_dim, tuple(cfg.model.table_rows)
+    rows, features = sum(tables), cfg.train.batch_size * (cfg.model.num_tables + 1)
     return {
-        "gather_fp32": Access("gather", 4 * dim, 4 * dim, rows),
-        "gather_bf16": Access("gather", -(-2 * dim // 4) * 4, 4 * dim, rows),
-        "update": Access("update", 4 * dim, 4 * dim, rows),
+        "gather_fp32": Access("gather", 4 * dim, 4 * dim, rows, tables),
+        "gather_bf16": Access("gather", -(-2 * dim // 4) * 4, 4 * dim, rows, tables),
+        "update": Access("update", 4 * dim, 4 * dim, rows, tables),
         "interaction": Access("stream", 4 * dim, 4 * dim, features),
     }
 
