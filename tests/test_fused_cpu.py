@@ -338,3 +338,87 @@ def test_split_sgd_check_runs_the_kernel_training_runs(monkeypatch):
     forgets_the_update = SimpleNamespace(NAME="cpp", split_sgd_dense=lambda hi, lo, grad, lr: None)  # names itself
     monkeypatch.setattr(kernels, "load", lambda: forgets_the_update)
     assert checks.split_sgd_exact() == (False, "cpp")
+
+
+def sequential_pooled(weight, ids, offsets, batch, tables):
+    """Each bag's rows added one at a time from 0.0 in fp32, in bag order: the fused forward's additions."""
+    out = torch.zeros(batch, tables, weight.shape[1])
+    for bag in range(batch * tables):
+        table, sample = divmod(bag, batch)
+        for row in ids[offsets[bag] : offsets[bag + 1]].tolist():
+            out[sample, table] = out[sample, table] + weight[row]
+    return out
+
+
+@pytest.mark.skipif(CPP is None, reason="no compiler")
+@pytest.mark.parametrize("dim", [7, 16, 32, 64, 128])
+def test_cpp_forward_is_exact_in_every_specialised_dimension(dim):
+    """The forward keeps its sums in registers for dims 16/32/64/128, two ids per step, and walks bags of
+    0, 1 (pooling factor 1), 2, 3 and 5 ids: each sum bit for bit the one-at-a-time fp32 sum, fp32 and bf16."""
+    gen = torch.Generator().manual_seed(dim)
+    batch, tables, rows = 6, 3, 40
+    sizes = torch.tensor([0, 1, 2, 3, 5, 1] * tables)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), sizes.cumsum(0)])
+    ids = torch.randint(0, rows, (int(sizes.sum()),), generator=gen)
+    weight = torch.randn(rows, dim, generator=gen)
+    assert torch.equal(CPP.forward_fp32(weight, ids, offsets, batch, tables),
+                       sequential_pooled(weight, ids, offsets, batch, tables))  # fmt: skip
+    table = torch_ops.interleave(weight)
+    truncated = torch_ops.upper(table).contiguous().view(torch.bfloat16).float()
+    assert torch.equal(CPP.forward_bf16(torch_ops.upper(table), ids, offsets, batch, tables),
+                       sequential_pooled(truncated, ids, offsets, batch, tables))  # fmt: skip
+    ones = torch.arange(batch * tables + 1)  # pooling factor 1: every bag one id
+    assert torch.equal(CPP.forward_fp32(weight, ids[: batch * tables], ones, batch, tables),
+                       sequential_pooled(weight, ids[: batch * tables], ones, batch, tables))  # fmt: skip
+
+
+@pytest.mark.skipif(CPP is None, reason="no compiler")
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_cpp_bucketed_update_applies_each_id_in_bag_order(threads):
+    """One shared bucketing pass hands each thread its rows' ids: every id applied once, in bag order, on
+    any thread count (5 threads over 7 rows: some own none), bit for bit the one-at-a-time update."""
+    weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=9, rows=7, dim=64)
+    want = weight.clone()
+    step = torch.tensor(0.1, dtype=torch.float32)
+    for position, row in enumerate(ids.tolist()):
+        bag = int(torch.searchsorted(offsets, position, right=True)) - 1
+        want[row] = want[row] - step * grad[bag % batch, bag // batch]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        CPP.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
+    finally:
+        torch.set_num_threads(previous)
+    assert torch.equal(weight, want)
+
+
+@pytest.mark.parametrize("ops", PATHS)
+def test_interaction_is_within_the_dot_error_bound(ops):
+    """The C++ interaction rounds with fused multiply-adds, not as bmm does: each dot of D terms (and each
+    feature gradient, a sum of at most F terms) is within the standard bound of a float sum of n
+    products, n * u * sum |terms| (u = 2^-24, fp32's unit roundoff), of the exact (float64) value."""
+    from dlrm_study.model.interaction import FusedDotInteractionFunction
+
+    gen = torch.Generator().manual_seed(6)
+    batch, tables, dim = 4, 26, 64
+    dense, pooled = torch.randn(batch, dim, generator=gen), torch.randn(batch, tables, dim, generator=gen)
+    a = [dense.clone().requires_grad_(), pooled.clone().requires_grad_()]
+    out = FusedDotInteractionFunction.apply(a[0], a[1], ops)
+    features = torch.cat([dense.unsqueeze(1), pooled], 1).double()
+    rows, cols = torch.tril_indices(tables + 1, tables + 1, offset=-1)
+    products = features[:, rows] * features[:, cols]  # (B, pairs, D)
+    exact, u = products.sum(-1), 2.0**-24
+    assert torch.equal(out[:, :dim], dense)
+    assert ((out[:, dim:].double() - exact).abs() <= dim * u * products.abs().sum(-1)).all()
+    grad = torch.randn(out.shape, generator=gen)
+    out.backward(grad)
+    g = grad[:, dim:].double()
+    pair_grad = torch.zeros(batch, tables + 1, tables + 1, dtype=torch.float64)
+    pair_grad[:, rows, cols] = g
+    pair_grad = pair_grad + pair_grad.transpose(1, 2)  # each pair's gradient into both features
+    exact_grad = pair_grad @ features
+    exact_grad[:, 0] += grad[:, :dim].double()  # the dense vector's own gradient passes through, then the pairs'
+    terms = pair_grad.abs() @ features.abs()
+    terms[:, 0] += grad[:, :dim].abs().double()
+    got = torch.cat([a[0].grad.unsqueeze(1), a[1].grad], 1).double()
+    assert ((got - exact_grad).abs() <= (tables + 1) * u * terms).all()  # at most F terms per element

@@ -1,6 +1,7 @@
 """The optimized loop's MLPs on oneDNN, bias and ReLU fused in: bf16 bit for bit nn.Linear + nn.ReLU, fp32 close."""
 
 import copy
+import types
 
 import pytest
 import torch
@@ -96,3 +97,19 @@ def test_records_say_which_mlp_kernels_ran(tiny, precision):
 
 def test_only_the_optimized_loop_fuses_its_mlps(tiny):
     assert fused_mlp.kernels(build(tiny).model) == "aten"  # the reference: nn.Linear, as dlrm
+
+
+def test_bf16_weight_gradient_is_made_in_the_weights_layout():
+    """g.T @ x: contiguous like the weight, so AccumulateGrad copies nothing; the values are autograd's
+    (x.T @ g).T bit for bit. The backward alone (its forward needs oneDNN's bf16). Fails before: the
+    gradient came transposed (a strided view)."""
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(64, 48, generator=generator).bfloat16()
+    weight, bias = torch.randn(32, 48, generator=generator).bfloat16(), torch.randn(32, generator=generator).bfloat16()
+    out = torch.relu(nn.functional.linear(x, weight, bias))
+    grad = torch.randn(out.shape, generator=generator).bfloat16()
+    ctx = types.SimpleNamespace(saved_tensors=(x, weight, out), relu=True, needs_input_grad=(False, True, True, False))
+    _, grad_weight, grad_bias, _ = fused_mlp.FusedLinearFunction.backward(ctx, grad)
+    masked = torch.ops.aten.threshold_backward(grad, out, 0)
+    assert grad_weight.is_contiguous() and grad_weight.stride() == weight.stride()
+    assert torch.equal(grad_weight, x.t().mm(masked).t()) and torch.equal(grad_bias, masked.sum(0))

@@ -7,11 +7,13 @@ import pytest
 import torch
 
 from dlrm_study import config
+from dlrm_study.errors import UsageError
 from dlrm_study.measure import limits as machine_limits
 from dlrm_study.measure import limits_cache, membench
 from dlrm_study.model import kernels
 from dlrm_study.perfmodel import roofline
 from dlrm_study.perfmodel.roofline import Access
+from dlrm_study.records import columns as col
 
 SMALL = [Access("gather", 32, 64, 50_000), Access("gather", 64, 64, 50_000), Access("update", 64, 64, 50_000)]
 
@@ -21,6 +23,7 @@ def cache(tmp_path, monkeypatch):
     """A fresh limits cache, and no measurements remembered by this process."""
     monkeypatch.setenv(limits_cache.VARIABLE, str(tmp_path / "limits.json"))
     monkeypatch.setattr(machine_limits, "_measured", {})
+    monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 0.0)  # a quiet machine (see the load tests)
     return tmp_path / "limits.json"
 
 
@@ -35,7 +38,8 @@ def test_rates_are_sane_on_either_path(path, monkeypatch):
     elif kernels.load() is None:
         pytest.skip("no C++ kernels here")
     limits = membench.measure(SMALL, ids=membench.MIN_IDS, repeats=2)
-    assert set(limits) == {a.key for a in SMALL} and sane(limits)
+    latencies = {a.latency_key for a in SMALL if a.kind == "gather"} if path == "cpp" else set()
+    assert set(limits) == {a.key for a in SMALL} | latencies and sane(limits)
 
 
 def test_buffer_is_the_tables_size_and_ids_are_bounded(monkeypatch):
@@ -48,7 +52,7 @@ def test_buffer_is_the_tables_size_and_ids_are_bounded(monkeypatch):
     tiny = config.load("tiny", ["train.loop=optimized", "train.precision=bf16"])
     membench.measure(roofline.needs(tiny)["accesses"], ids=10**9, repeats=1)
     assert sizes == [4000 * 32]  # 4 tables of 1,000 rows of 8 fp32 words (or [hi | lo] bf16 halves)
-    assert calls == [membench.MAX_IDS] * 3
+    assert calls == [membench.MAX_IDS] * 4  # gather fp32 and bf16, update, the interaction's stream
     membench.measure([Access("update", 64, 64, 10**12)], ids=1, repeats=1, max_bytes=2**20)
     assert sizes[-1] == 2**20 and calls[-1] == membench.MIN_IDS  # tables past the memory: as much as fits
 
@@ -128,3 +132,123 @@ def test_roofline_measures_anew_and_the_cache_keeps_the_higher_rate(cache, monke
     limits += [machine_limits.measure_limits(quick=True, accesses=[roofline.accesses(tiny)["update"]], fresh=True)[key]]
     limits += [machine_limits.measure_limits(quick=True, accesses=[roofline.accesses(tiny)["update"]], fresh=True)[key]]
     assert limits == [1.0, 5.0, 5.0] and limits_cache.load(torch.get_num_threads(), True)[key] == 5.0
+
+
+CPP = kernels.load()
+needs_cpp = pytest.mark.skipif(CPP is None, reason="no C++ kernels here")
+
+
+@needs_cpp
+@pytest.mark.parametrize("ahead", [0, 3, 128])
+def test_gather_probe_reads_every_word_of_each_row_independently(ahead):
+    """No bag, no accumulator in memory: the checksum is every read word of every row, any row size (14 words:
+    a tail past the 8 register lanes), any distance in rows. Fails before: the old probe took a bag size."""
+    buffer = torch.randint(0, 100, (64 * 40,), dtype=torch.int32, generator=torch.Generator().manual_seed(1))
+    ids = torch.tensor([3, 7, 3, 0, 39, 12, 5])
+    rows = buffer.view(40, 64)[:, :14]
+    assert CPP.membench_gather(buffer, ids, 256, 56, ahead) == int(rows[ids].sum())
+
+
+@needs_cpp
+def test_update_probe_reads_modifies_and_writes_each_row():
+    buffer = torch.zeros(16 * 10, dtype=torch.int32)
+    CPP.membench_update(buffer, torch.tensor([2, 5, 9]), 64, 32, 8)
+    want = torch.zeros(10, 16, dtype=torch.int32)
+    want[[2, 5, 9], :8] = torch.arange(8, dtype=torch.int32) | 1  # one add per word of the 32 bytes touched
+    assert torch.equal(buffer.view(10, 16), want)
+
+
+@needs_cpp
+def test_stream_and_chase_probes():
+    buffer = torch.ones(4096, dtype=torch.int32)
+    assert CPP.membench_stream(buffer, 1024 * 4) == 1024  # the first 4 KiB, every word once
+    order = torch.randperm(50)
+    following = torch.empty(50, dtype=torch.int64)
+    following[order] = order.roll(-1)
+    assert 0 < CPP.membench_chase(buffer, following, 64, 500) < 1e6  # ns per dependent hop
+
+
+def test_a_loaded_machine_measures_but_keeps_nothing(cache, monkeypatch, capsys):
+    """Limits are a quiet machine's: measured under load, they serve this process, are never cached, one line
+    says so; quiet again, they are kept. Fails before: every measurement was cached."""
+    key = SMALL[2].key
+    monkeypatch.setattr(membench, "measure", lambda accesses, *a: {x.key: 1.0 for x in accesses})
+    monkeypatch.setattr(
+        machine_limits, "gemm_limits", lambda r: {f"gemm_{n}_gflops": 9.0 for n in machine_limits.gemm_dtypes()}
+    )
+    monkeypatch.setenv(machine_limits.LOAD_VARIABLE, "1")
+    monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 3.0)
+    assert machine_limits.measure_limits(quick=True, accesses=[SMALL[2]])[key] == 1.0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "loaded" in err[0] and "not kept" in err[0] and not cache.exists()
+    monkeypatch.setattr(machine_limits, "_measured", {})
+    monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 0.5)
+    machine_limits.measure_limits(quick=True, accesses=[SMALL[2]])
+    assert limits_cache.load(torch.get_num_threads(), True)[key] == 1.0
+
+
+@pytest.mark.parametrize("text", ["-1", "lots"])
+def test_a_bad_load_allowance_is_refused_in_one_line(monkeypatch, text):
+    monkeypatch.setenv(machine_limits.LOAD_VARIABLE, text)
+    with pytest.raises(UsageError, match=machine_limits.LOAD_VARIABLE):
+        machine_limits.load_max()
+
+
+def test_a_bound_a_loop_beats_is_measured_again(cache, monkeypatch, capsys):
+    """A record faster than its bound drops the limits behind that part: the next request measures them anew
+    (and only them). Fails before: a cached limit stayed for good."""
+    tiny = config.load("tiny", ["train.loop=optimized"])
+    rows = roofline.accesses(tiny)
+    measured = []
+
+    def measure(accesses, *args):
+        measured.extend([sorted(a.key for a in accesses)] if accesses else [])
+        return {a.key: 1.0 for a in accesses}
+
+    monkeypatch.setattr(membench, "measure", measure)
+    monkeypatch.setattr(
+        machine_limits, "gemm_limits", lambda r: {f"gemm_{n}_gflops": 9.0 for n in machine_limits.gemm_dtypes()}
+    )
+    wanted = [rows["gather_fp32"], rows["update"]]
+    machine_limits.measure_limits(quick=True, accesses=wanted)
+    machine_limits.measure_limits(quick=True, accesses=wanted)
+    assert measured == [sorted(a.key for a in wanted)]  # once, then cached
+    forward, update = "embedding_forward", "embedding_backward_update"
+    fields = {col.op_column(forward): 1.0, col.bound_column(forward): 2.0,
+              col.op_column(update): 3.0, col.bound_column(update): 2.0}  # fmt: skip
+    assert machine_limits.recheck(tiny, fields) == ["embedding_forward"]
+    assert "bound invalid here" in capsys.readouterr().err
+    monkeypatch.setattr(machine_limits, "_measured", {})  # a new process: only the cache remembers
+    machine_limits.measure_limits(quick=True, accesses=wanted)
+    assert measured[1:] == [[rows["gather_fp32"].key]]
+    assert machine_limits.recheck(tiny, {col.MS_MEDIAN: 5.0, col.ROOFLINE_MS: 4.0}) == []
+
+
+def test_the_cache_keeps_the_lower_latency():
+    assert limits_cache.better("chase_64B_9rows_ns", 80.0, 90.0) and not limits_cache.better("x_gbps", 80.0, 90.0)
+
+
+def test_ids_are_drawn_table_by_table_as_the_loops_walk_them():
+    """An equal share of the ids per table, uniform within it, in table order: while a table is walked, its rows
+    are the footprint, not all tables'. Fails before: ids were uniform over all rows at once."""
+    access = Access("gather", 64, 64, 600, (100, 200, 300))
+    ids = membench.draw(access, 3000, 64 * 600, torch.Generator().manual_seed(0))
+    first, second, third = ids.split(1000)
+    assert first.max() < 100 and second.min() >= 100 and second.max() < 300 and 300 <= third.min() < third.max() < 600
+    halved = membench.draw(access, 3000, 64 * 300, torch.Generator().manual_seed(0))  # half the rows fit: each halved
+    assert halved.split(1000)[2].max() < 300 and halved.split(1000)[2].min() >= 150
+
+
+@needs_cpp
+@pytest.mark.parametrize("read", [256, 128])
+def test_the_fused_forward_is_timed_beside_the_probes(read):
+    """The limit is never below a loop the study runs: the fused forward over the same rows is one of the timed
+    calls, on normal floats (bf16 1.0 halves), in fp32 rows or the upper halves of [hi | lo] rows."""
+    access = Access("gather", read, 256, 1000)
+    buffer = torch.full((64 * 1000,), membench.ONES, dtype=torch.int32)
+    fns = membench.calls(buffer, torch.randint(0, 1000, (250,)), access)
+    assert len(fns) == len(membench.DISTANCES) + 1
+    pooled = fns[-1]()
+    assert pooled.shape == (3, 1, read // 4 if read == 256 else read // 2) and torch.isfinite(pooled).all()
+    if read == 128:
+        assert pooled[0, 0, 0] == membench.BAG  # bf16 1.0 summed over a bag

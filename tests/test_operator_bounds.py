@@ -7,7 +7,7 @@ from dlrm_study import config
 from dlrm_study.analysis import operators
 from dlrm_study.measure.bench import bench
 from dlrm_study.perfmodel import roofline
-from dlrm_study.perfmodel.operator_bounds import BOUNDED, operator_bounds
+from dlrm_study.perfmodel.operator_bounds import BEATEN, BOUNDED, beaten, operator_bounds
 from dlrm_study.records import columns as col
 
 
@@ -46,6 +46,7 @@ def test_bench_records_carry_operator_bounds(tiny):
     tiny.train.loop = "optimized"
     fields = bench(tiny, steps=2, warmup=1, profile_steps=1, progress=False, limits=limits(tiny))
     assert all(fields[col.bound_column(name)] > 0 for name in BOUNDED)
+    assert isinstance(fields[BEATEN], str)  # the parts faster than their bound, "" for none
 
 
 def records(embedding_ms: list[float], mlp_ms: float = 10.0) -> pd.DataFrame:
@@ -81,3 +82,23 @@ def test_an_operator_faster_than_its_bound_is_called_out():
     beaten = [line for line in text.splitlines() if "faster than its bound" in line]
     assert beaten and all(line.split()[0].startswith("embedding") for line in beaten)
     assert "faster than its bound" not in operators.report(records([4.4, 4.5, 4.6, 4.4, 4.5]))
+
+
+def test_one_repeat_faster_than_its_bound_invalidates_it_and_no_share_tops_100_percent():
+    """One repeat of five beat the 4 ms bound: "bound invalid here", no share, no verdict. Fails before: the
+    share was printed (its interval's low end was under 100%) and the half was judged."""
+    frame = operators.table(records([3.9, 4.5, 4.6, 4.4, 4.5])).set_index("part")
+    assert frame.loc["embedding_forward", "beaten"] == 1 and frame.loc["embeddings", "beaten"] == 1
+    assert frame["of_bound"].isna()["embedding_forward"] and not (frame["of_bound"] > 1).any()
+    text = operators.report(records([3.9, 4.5, 4.6, 4.4, 4.5]))
+    lines = [line for line in text.splitlines() if operators.INVALID in line]
+    assert [line.split()[0] for line in lines] == ["embedding_forward", "embedding_backward_update", "embeddings"]
+    assert all("1 of 5 repeats" in line and "target" not in line for line in lines)
+
+
+def test_beaten_names_each_part_faster_than_its_bound():
+    fields = {col.op_column("interaction"): 0.5, col.bound_column("interaction"): 1.0,
+              col.op_column("top_mlp"): 2.0, col.bound_column("top_mlp"): 1.0,
+              col.MS_MEDIAN: 9.0, col.ROOFLINE_MS: 10.0}  # fmt: skip
+    assert beaten(fields) == ["interaction", "step"]
+    assert beaten({col.MS_MEDIAN: 9.0}) == []  # no bound: nothing beaten

@@ -60,8 +60,12 @@ def test_bound_parts_and_scaling(precision: str) -> None:
     work = roofline.iteration_work(cfg)
     gflops = 400.0 if precision == "bf16" else 100.0
     gemm_flops = sum(flops for _, _, flops in roofline.gemm_work(cfg))
-    # The interaction runs in fp32 in every loop, at the fastest fp32 rate measured.
-    expected = gemm_flops / gflops / 1e6 + work["interaction_flops"] / 100.0 / 1e6
+    # The interaction: the slower of its pairs' FLOPs at the fastest GEMM rate measured (bf16's 400)
+    # and its bytes at the stream rate (2 GB/s), forward and backward each.
+    pair_flops = work["interaction_pair_flops"]
+    expected = gemm_flops / gflops / 1e6
+    expected += max(pair_flops / 3 / 400.0, work["interaction_forward_bytes"] / 2.0) / 1e6
+    expected += max(pair_flops * 2 / 3 / 400.0, work["interaction_backward_bytes"] / 2.0) / 1e6
     assert slow["roofline_mlp_ms"] == pytest.approx(expected)
     assert "bound:" in roofline.roofline_report(cfg, fake_limits(cfg))
 
@@ -116,10 +120,11 @@ def test_accesses_are_the_tables_rows() -> None:
     """dlrm-benchmark: 8M rows of 64 dims; bf16 Split-SGD rows are [hi | lo], as wide as fp32's."""
     cfg = config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=bf16"])
     rows = roofline.accesses(cfg)
-    assert rows["gather_fp32"] == Access("gather", 256, 256, 8_000_000)
-    assert rows["gather_bf16"] == Access("gather", 128, 256, 8_000_000)  # forward reads the upper halves
-    assert rows["update"] == Access("update", 256, 256, 8_000_000)  # one row read and written, both halves
-    assert rows["gather_bf16"].key == "gather_gbps_128B_of_256B_8000000rows"
+    tables = (1_000_000,) * 8
+    assert rows["gather_fp32"] == Access("gather", 256, 256, 8_000_000, tables)
+    assert rows["gather_bf16"] == Access("gather", 128, 256, 8_000_000, tables)  # forward reads the upper halves
+    assert rows["update"] == Access("update", 256, 256, 8_000_000, tables)  # one row read and written, both halves
+    assert rows["gather_bf16"].key == "gather_gbps_128B_of_256B_8000000rows_8tables"
     odd = roofline.accesses(config.load("tiny", ["model.embedding_dim=7", "model.bottom_mlp=16-7"]))
     assert odd["gather_bf16"].read == 16  # 14 bytes of bf16, in whole 4-byte words
 
@@ -148,3 +153,23 @@ def test_measure_limits_quick() -> None:
     limits["gemm_fp32_gflops"] = -1.0  # a copy: the per-process cache is untouched
     assert machine_limits.measure_limits(quick=True)["gemm_fp32_gflops"] > 0
     assert roofline.bound_ms(tiny, limits)["roofline_ms"] > 0 and roofline.rates(tiny, limits)
+
+
+def test_interaction_bound_charges_only_the_distinct_pairs_and_its_bytes() -> None:
+    """dlrm-benchmark: F = 9 features, 36 pairs (not bmm's 81), batch 2048, dim 64; fp32 features
+    (2048 x 9 x 64 x 4 B) read and the output (2048 x (64 + 36) x 4 B) written forward."""
+    cfg = config.load("dlrm-benchmark", ["train.loop=optimized"])
+    work = roofline.iteration_work(cfg)
+    assert work["interaction_pair_flops"] == 6 * 2048 * 36 * 64 and work["interaction_flops"] == 6 * 2048 * 81 * 64
+    inputs, outputs = 2048 * 9 * 64 * 4, 2048 * 100 * 4
+    assert work["interaction_forward_bytes"] == inputs + outputs
+    assert work["interaction_backward_bytes"] == 2 * inputs + outputs  # features, output grad in; feature grads out
+    bf16 = roofline.iteration_work(config.load("dlrm-benchmark", ["train.loop=optimized", "train.precision=bf16"]))
+    assert bf16["interaction_forward_bytes"] == (inputs + outputs) / 2  # the fewest bytes a bf16 loop moves
+    limits = fake_limits(cfg)
+    stream = roofline.accesses(cfg)["interaction"]
+    assert stream == Access("stream", 256, 256, 2048 * 9)
+    limits[stream.key] = 1e6  # memory all but free: the FLOPs at the fastest GEMM rate (bf16's 400) bound it
+    assert roofline.interaction_ms(cfg, limits)["forward"] == pytest.approx(2 * 2048 * 36 * 64 / 400.0 / 1e6)
+    limits[stream.key] = 2.0  # slow memory: the bytes bound it
+    assert roofline.interaction_ms(cfg, limits)["backward"] == pytest.approx((2 * inputs + outputs) / 2.0 / 1e6)

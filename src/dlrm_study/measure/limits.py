@@ -8,23 +8,34 @@ GEMMs run through the ops the loops run: torch's (nn.Linear's addmm, autograd's 
 oneDNN is there, the fused layers' matmuls (`model.fused_mlp`); the faster counts. Quick mode uses
 fewer ids and repeats: rougher. No rate depends on which path a torch op takes, and no buffer on
 the cache size a VM reports: each is as large as the bound needs.
+
+Limits are a quiet machine's: a measurement taken while other work keeps the cores busy (the
+load average, less this process, above `load_max()`) is refused as a limit, with one line: it
+serves this process's bound but is never cached. A record whose step or operator beats its bound
+(`recheck`) drops the cached limits behind that bound, so the next request measures them again.
 """
 
 import functools
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
 from dlrm_study import platform
+from dlrm_study.config import Config, Precision
+from dlrm_study.errors import UsageError
 from dlrm_study.measure import limits_cache, membench
 from dlrm_study.measure.timing import best_s
 from dlrm_study.model import fused_mlp
+from dlrm_study.perfmodel import operator_bounds, roofline
 from dlrm_study.perfmodel.roofline import GEMM_PASSES, Access, layer_key
 from dlrm_study.records import columns as col
 
 GEMM_SHAPE = (2048, 1024, 1024)  # M, K, N: one square-ish GEMM, reported beside the layer rates
 IDS = {True: 2**18, False: 2**21}  # random rows per timed membench call, quick and full
+LOAD_SHARE = 0.5  # of the cores: more runnable work than this beside this process is a loaded machine
+LOAD_VARIABLE = "DLRM_STUDY_LOAD_MAX"  # runnable processes beside this one allowed while measuring ("inf": any)
 
 
 def measure_limits(
@@ -42,18 +53,22 @@ def measure_limits(
     accesses, shapes = sorted(set(accesses or ())), sorted(set(layers or ()))
     threads, repeats = torch.get_num_threads(), 3 if quick else 7
     have = {} if fresh else limits_cache.load(threads, quick) | _measured.get((threads, quick), {})
+    loaded_before = load_beside_me()
     squares = [f"gemm_{name}_gflops" for name in gemm_dtypes()]
     layer_keys = {s: [layer_key(p, s, g) for p in gemm_dtypes() for g in GEMM_PASSES] for s in shapes}
     new = membench.measure([a for a in accesses if a.key not in have], IDS[quick], repeats)
     if any(key not in have for key in squares):
         new |= gemm_limits(repeats)
     new |= layer_gemm_limits(tuple(s for s in shapes if any(k not in have for k in layer_keys[s])), repeats)
-    limits_cache.store(threads, quick, new)
+    if new and quiet(loaded_before):
+        limits_cache.store(threads, quick, new)
     _measured.setdefault((threads, quick), {}).update(new)
     have |= new
     if fresh:  # the best of now and before
-        have |= {key: v for key, v in limits_cache.load(threads, quick).items() if v > have.get(key, 0.0)}
+        cached = limits_cache.load(threads, quick).items()
+        have |= {key: v for key, v in cached if key not in have or limits_cache.better(key, v, have[key])}
     wanted = [a.key for a in accesses] + squares + [k for keys in layer_keys.values() for k in keys]
+    wanted += [a.latency_key for a in accesses if a.latency_key in have]  # C++ probes only
     reused = sum(key not in new for key in wanted)
     if reused:
         print(f"dlrm-study: {reused} of {len(wanted)} machine limits reused, measured earlier "
@@ -107,3 +122,64 @@ def layer_gemm_limits(shapes: tuple[tuple[int, int, int], ...], repeats: int) ->
             for gemm_pass, fns in layer_gemms(x, weight, bias, grad).items():
                 limits[layer_key(precision, layer, gemm_pass)] = flops / min(best_s(fn, repeats) for fn in fns) / 1e9
     return limits
+
+
+def load_max() -> float:
+    """Runnable processes beside this one allowed while measuring: DLRM_STUDY_LOAD_MAX, else LOAD_SHARE of the cores."""
+    text = os.environ.get(LOAD_VARIABLE, "")
+    try:
+        most = float(text) if text else LOAD_SHARE * (os.cpu_count() or 1)
+    except ValueError:
+        most = -1.0
+    if not most >= 0:
+        raise UsageError(f"{LOAD_VARIABLE} must be a number of processes >= 0 (or inf), got {text!r}")
+    return most
+
+
+def load_beside_me() -> float:
+    """The last minute's load average, less this process (one runnable thread while it measures)."""
+    return max(0.0, os.getloadavg()[0] - 1.0)
+
+
+def quiet(before: float) -> bool:
+    """Whether limits measured between a load of `before` and now may be kept; one line where not."""
+    load = max(before, load_beside_me())
+    if load <= load_max():
+        return True
+    print(f"dlrm-study: limits measured while the machine was loaded (load average {load:.1f} beside this process, "
+          f"more than {load_max():.1f}): used by this process, not kept as this machine's limits "
+          f"({LOAD_VARIABLE} sets the load allowed)", file=sys.stderr)  # fmt: skip
+    return False
+
+
+def behind(cfg: Config, part: str) -> list[str]:
+    """The limits a bounded part of `cfg`'s step is made of (`operator_bounds.BOUNDED`, or "step": all)."""
+    rows = roofline.accesses(cfg)
+    gather = rows["gather_bf16" if cfg.train.precision == Precision.BF16 else "gather_fp32"]
+    layers = [layer_key(p, s, g) for p in gemm_dtypes() for s in roofline.layer_shapes(cfg) for g in GEMM_PASSES]
+    gemms = layers + [f"gemm_{p}_gflops" for p in gemm_dtypes()]
+    parts = {
+        "embedding_forward": [gather.key],
+        "embedding_backward_update": [rows["update"].key],
+        "interaction": [rows["interaction"].key, *gemms],
+    }
+    if part == "step":
+        return sorted({key for keys in parts.values() for key in keys} | set(gemms))
+    return parts.get(part, gemms)  # the MLPs' parts and the dense backward: the GEMM rates
+
+
+def recheck(cfg: Config, fields: dict[str, object]) -> list[str]:
+    """The parts of a record's `fields` that beat their bound; their limits are dropped (cache and process),
+    with one line, so the next request measures them again. A bound a loop beats is not this machine's limit."""
+    parts = operator_bounds.beaten(fields)
+    if not parts:
+        return []
+    threads = torch.get_num_threads()
+    stale = sorted({key for part in parts for key in behind(cfg, part)})
+    limits_cache.forget(threads, stale)
+    for quick in (True, False):
+        for key in stale:
+            _measured.get((threads, quick), {}).pop(key, None)
+    print(f"dlrm-study: {', '.join(parts)} ran faster than the roofline's bound: its {len(stale)} limits will be "
+          "measured again (the record is flagged: bound invalid here)", file=sys.stderr)  # fmt: skip
+    return parts

@@ -7,7 +7,8 @@ keyed by the machine's key, the thread count, torch's version and a hash of the 
 measures (`key`), so another machine, another torch or changed measuring code measures anew.
 A quick measurement serves quick requests only; a full one serves both. Measured again (`dlrm-study
 roofline` always measures), a limit keeps the higher rate: on a shared machine another job only
-lowers a rate, and a limit is what the machine can do.
+lowers a rate, and a limit is what the machine can do (a latency, `*_ns`, keeps the lower). A limit
+that a loop beat is dropped (`forget`), so the next request measures it anew.
 """
 
 import functools
@@ -68,8 +69,31 @@ def store(threads: int, quick: bool, limits: dict[str, float]) -> None:
     entries = cache.setdefault(key(threads), {})
     for name, value in limits.items():
         old = entries.get(name)
-        if not valid(old) or (old["quick"] and not quick) or (old["quick"] == quick and value > old["value"]):
+        replaces = old["quick"] == quick and better(name, value, old["value"]) if valid(old) else True
+        if replaces or (old["quick"] and not quick):
             entries[name] = {"value": float(value), "quick": quick}
+    write(cache)
+
+
+def better(name: str, value: float, old: float) -> bool:
+    """Whether `value` is the better limit: a higher rate, or a lower latency (`*_ns`)."""
+    return value < old if name.endswith("_ns") else value > old
+
+
+def forget(threads: int, names: list[str]) -> None:
+    """Drop these cached limits (a loop beat a bound made of them): the next request measures them again."""
+    cache = read()
+    entries = cache.get(key(threads), {})
+    dropped = [name for name in names if entries.pop(name, None) is not None]
+    if dropped:
+        write(cache)
+
+
+def write(cache: dict[str, dict]) -> None:
+    """Replace the cache file with `cache` (nothing where the cache is off)."""
+    where = path()
+    if where is None:
+        return
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         tmp = where.with_name(f".{where.name}.{os.getpid()}.tmp")

@@ -1,20 +1,30 @@
-"""The embedding kernels' memory traffic alone: random rows read, and random rows read-modified-written.
+"""The memory system's physical limits at the embedding kernels' access pattern: probes, not kernel copies.
 
-The roofline's embedding bound is what the memory system allows at the loops' access pattern, so
-it is measured by a microbenchmark that does that traffic and nothing else, not by a torch op
-whose path varies (`index_add_` on small bf16 rows takes a scatter path that copies the whole
-table into an fp32 accumulator on every call). The C++ kernels beside the fused ones
-(`membench_gather`, `membench_update` in `fused_cpu.cpp`) walk uniform random rows of a buffer as
-large as the tables, touching `read` bytes of rows `stride` bytes apart, one integer add per
-4-byte word, with the fused kernels' software prefetch at the best of a few distances.
+The roofline's embedding bound must be one no loop can beat, so it is measured by probes of what
+the memory system allows, not by a copy of a kernel's design (an accumulator in memory, a fixed
+prefetch distance: a better loop beats such a "bound"). The C++ probes beside the fused kernels
+(`membench_gather`, `membench_update`, `membench_stream`, `membench_chase` in `fused_cpu.cpp`), in a
+buffer of the tables' own size (the config's footprint), on huge pages where the OS allows:
 
-- gather: rows summed in bags of `BAG` (the pooled forward; a bf16 Split-SGD table's forward reads
-  the first half of each [hi | lo] row: `read` = stride / 2);
-- update: each row read and written back (the fused backward + update; bytes counted twice).
+Random rows are drawn table by table, as the loops walk them (`draw`): while a table's ids are
+walked its rows are the footprint (page-table and cache reach), not all tables' rows at once.
 
-Rates are the best of the repeats: on a shared machine noise only adds time, and a limit is what
-the memory system can do. Without the compiled kernels a PyTorch twin times `index_select`
-(gather) and `index_select` + add + `index_copy_` (update) in chunks that stay in cache.
+- gather: uniform random rows, each independent of the others (its words summed in registers, no
+  bag, no accumulator in memory: right for any pooling factor), `read` bytes of rows `stride` bytes
+  apart (a bf16 Split-SGD table's forward reads the first half of each [hi | lo] row);
+- update: each random row read-modified-written, prefetched with write intent (bytes counted twice);
+- stream: a buffer read once in order (the interaction's features: the bound's memory term);
+- chase: a dependent walk over random rows, the latency one miss costs at the footprint. With a
+  gather's lines/s it gives the misses in flight (Little's law: in flight = lines/s x latency),
+  which is what limits random rows: lines, not bytes.
+
+The fused forward itself is timed beside the gather probes and the faster counts: a probe should
+beat it, and where none does (a loaded machine, a probe a loop outdid), the limit stays one no loop
+of the study beats. Prefetch distances are searched in rows (`DISTANCES`, rows ahead, 0: none) per machine and access;
+the best is the limit. Each access is measured in `ROUNDS` interleaved rounds of `repeats` calls and
+the fewest seconds kept: on a shared machine noise only adds time, and a limit is what the memory
+system can do. Without the compiled kernels a PyTorch twin times `index_select` (gather),
+`index_select` + add + `index_copy_` (update) in chunks that stay in cache, and `sum` (stream).
 """
 
 from collections.abc import Callable, Iterable
@@ -27,15 +37,19 @@ from dlrm_study.model import kernels
 from dlrm_study.model.tables import hugepages
 from dlrm_study.perfmodel.roofline import Access  # what the bound charges; measured here
 
-BAG = 100  # ids per bag in the gather, as in dlrm-benchmark
-DISTANCES = (0, 8, 16, 32, 64, 128)  # prefetch distances (ids ahead) tried; the best is the limit
+DISTANCES = (0, 2, 4, 8, 16, 32, 64, 128)  # prefetch distances tried, in rows ahead; the best is the limit
+ROUNDS = 3  # interleaved rounds over all accesses: a burst of load in one round spares the others
 CHUNK = 2**14  # ids per torch call in the fallback: its temporaries stay in cache
 MIN_IDS, MAX_IDS = 2**16, 2**21  # ids per timed call: long enough to time, short enough to repeat
-VERSION = 1  # of what is measured: part of the limits cache's key
+CHASE_STEPS = 2**18  # hops of the latency walk
+ONES = 0x3F803F80  # each word: bf16 1.0 in each half, fp32 about 1.0: no denormal slows the fused forward
+BAG = 100  # ids per bag when the fused forward itself is timed beside the probes
+LINE = 64  # bytes per cache line
 
 
 def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int | None = None) -> dict[str, float]:
-    """GB/s of each access (gather: bytes read; update: bytes read + written), keyed by `Access.key`.
+    """GB/s of each access (gather, stream: bytes read; update: read + written), keyed by `Access.key`, and
+    each gather's pointer-chase latency in ns (`Access.latency_key`, C++ only).
 
     `ids`: random rows per timed call (clamped to MIN_IDS..MAX_IDS). One buffer, as large as the largest
     table (at most `max_bytes`, default three quarters of the memory available), serves every access.
@@ -44,31 +58,95 @@ def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int |
     if not accesses:
         return {}
     ids = min(max(ids, MIN_IDS), MAX_IDS)
-    size = min(max(a.table_bytes for a in accesses), max_bytes or available_memory("cpu") * 3 // 4)
-    buffer = hugepages.empty(size // 4, dtype=torch.int32)  # on huge pages where the OS allows, as the tables
-    buffer.fill_(1)  # first touch here, not in a timed call
+    size = min(max(max(a.table_bytes for a in accesses), LINE), max_bytes or available_memory("cpu") * 3 // 4)
+    buffer = hugepages.empty(-(-size // 4), dtype=torch.int32)  # on huge pages where the OS allows, as the tables
+    buffer.fill_(ONES)  # first touch here, not in a timed call
     generator = torch.Generator().manual_seed(0)
-    limits = {}
-    for access in accesses:
-        rows = min(access.rows, size // access.stride)  # a table larger than memory: as much of it as fits
-        chosen = torch.randint(rows, (ids,), generator=generator)
-        seconds = min(best_s(fn, repeats) for fn in calls(buffer, chosen, access))
-        limits[access.key] = (2 if access.kind == "update" else 1) * ids * access.read / seconds / 1e9
+    timed = {a: calls(buffer, draw(a, ids, size, generator), a) for a in accesses}
+    seconds = dict.fromkeys(accesses, float("inf"))
+    for _ in range(ROUNDS):
+        for access, fns in timed.items():
+            seconds[access] = min(seconds[access], *(best_s(fn, repeats) for fn in fns))
+    limits = {a.key: traffic(a, ids, size) / seconds[a] / 1e9 for a in accesses}
+    if kernels.load() is not None:
+        for access in {a for a in accesses if a.kind == "gather"}:
+            limits[access.latency_key] = latency_ns(buffer, access, rows_of(access, size), generator)
     return limits
 
 
+def draw(access: Access, ids: int, size: int, generator: torch.Generator) -> torch.Tensor:
+    """`ids` random rows of the access, table by table as the loops walk them (an equal share of the ids per
+    table, uniform within it: a table's rows are the footprint of its stretch), all within `size` bytes
+    (tables larger than memory: each shrunk alike)."""
+    tables = access.tables or (access.rows,)
+    fit = rows_of(access, size) / access.rows
+    rows = [max(1, int(t * fit)) for t in tables]
+    starts = [sum(rows[:i]) for i in range(len(rows))]
+    shares = [ids * (i + 1) // len(rows) - ids * i // len(rows) for i in range(len(rows))]
+    return torch.cat(
+        [torch.randint(r, (n,), generator=generator) + s for r, s, n in zip(rows, starts, shares, strict=True)]
+    )
+
+
+def rows_of(access: Access, size: int) -> int:
+    """The access's rows that fit in `size` bytes (a table larger than memory: as much of it as fits)."""
+    return max(1, min(access.rows, size // access.stride))
+
+
+def stream_bytes(access: Access, size: int) -> int:
+    """Bytes a stream reads: its footprint in whole lines, as much of it as the buffer holds."""
+    return max(LINE, min(access.table_bytes, size) // LINE * LINE)
+
+
+def traffic(access: Access, ids: int, size: int) -> float:
+    """Bytes one timed call moves: `ids` rows read (twice for an update: read and written), or the stream."""
+    if access.kind == "stream":
+        return float(stream_bytes(access, size))
+    return (2 if access.kind == "update" else 1) * ids * access.read
+
+
 def calls(buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> list[Callable[[], object]]:
-    """The timed calls of one access: the C++ walk at each prefetch distance, else the PyTorch twin."""
+    """The timed calls of one access: the C++ probe at each prefetch distance, else the PyTorch twin."""
     ops = kernels.load()
     if ops is None:
         return [torch_twin(buffer, ids, access)]
+    if access.kind == "stream":
+        return [lambda: ops.membench_stream(buffer, stream_bytes(access, buffer.numel() * 4))]
     if access.kind == "gather":
-        return [lambda a=a: ops.membench_gather(buffer, ids, access.stride, access.read, BAG, a) for a in DISTANCES]
+        probes = [lambda a=a: ops.membench_gather(buffer, ids, access.stride, access.read, a) for a in DISTANCES]
+        return [*probes, fused_gather(ops, buffer, ids, access)]
     return [lambda a=a: ops.membench_update(buffer, ids, access.stride, access.read, a) for a in DISTANCES]
+
+
+def fused_gather(ops: object, buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> Callable[[], object]:
+    """The fused forward itself over the same rows, in bags of BAG ids: a loop the study runs, so the limit is
+    never below it (the probes should beat it; where one does not, the bound still holds for this loop)."""
+    rows = len(buffer) * 4 // access.stride
+    offsets = torch.cat([torch.arange(0, len(ids), BAG), torch.tensor([len(ids)])])  # the last bag: what is left
+    bags = len(offsets) - 1
+    if access.read == access.stride:  # whole rows: an fp32 table
+        table = buffer[: rows * access.stride // 4].view(torch.float32).view(rows, access.stride // 4)
+        return lambda: ops.forward_fp32(table, ids, offsets, bags, 1)
+    halves = buffer[: rows * access.stride // 4].view(torch.int16).view(rows, access.stride // 2)
+    return lambda: ops.forward_bf16(halves[:, : access.read // 2], ids, offsets, bags, 1)
+
+
+def latency_ns(buffer: torch.Tensor, access: Access, rows: int, generator: torch.Generator) -> float:
+    """ns per miss: the fewest of a few dependent walks over a random cycle of the access's rows (rows whose
+    size is no multiple of 8 bytes, an odd bf16 dim's, walked 8-byte aligned: a few more bytes each)."""
+    stride = -(-access.stride // 8) * 8
+    rows = max(1, min(rows, len(buffer) * 4 // stride))
+    order = torch.randperm(rows, generator=generator)
+    following = torch.empty(rows, dtype=torch.int64)
+    following[order] = order.roll(-1)  # each row links to the next of the cycle: one cycle through all rows
+    steps = min(CHASE_STEPS, 4 * rows)
+    return min(kernels.load().membench_chase(buffer, following, stride, steps) for _ in range(ROUNDS))
 
 
 def torch_twin(buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> Callable[[], object]:
     """The same traffic through torch's plain row copies (no scatter-add: its path varies with the row size)."""
+    if access.kind == "stream":
+        return lambda: buffer[: stream_bytes(access, buffer.numel() * 4) // 4].sum()
     words = buffer[: len(buffer) // (access.stride // 4) * (access.stride // 4)].view(-1, access.stride // 4)
     table = words[:, : access.read // 4]
     rows = torch.empty(CHUNK, access.read // 4, dtype=buffer.dtype)

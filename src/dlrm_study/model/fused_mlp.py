@@ -9,8 +9,9 @@ MKL's, which on AMD CPUs runs AVX2 code at about half the rate of oneDNN's AVX-5
 fp32 layers run all three GEMMs on oneDNN (the results differ from MKL's by float rounding).
 In bf16 torch's backward GEMMs already are oneDNN's, and backward is what autograd computes for
 Linear + ReLU, with the same ops (the ReLU's mask from its output, grad_input = g @ W,
-grad_weight = (x.T @ g).T, grad_bias = g summed over the batch): gradients and trained weights
-are bit for bit those of nn.Linear + nn.ReLU (tests). The weights stay the bf16 halves Split-SGD
+grad_bias = g summed over the batch), except that the weight gradient is made in the weight's
+layout (g.T @ x, not autograd's (x.T @ g).T, which AccumulateGrad must transpose): gradients and
+trained weights are bit for bit those of nn.Linear + nn.ReLU (tests). The weights stay the bf16 halves Split-SGD
 keeps, or the fp32 parameters (no cast, no copy in a step).
 """
 
@@ -42,7 +43,10 @@ class FusedLinearFunction(torch.autograd.Function):
             grad_x = matmul(grad, weight.t()) if ctx.needs_input_grad[0] else None
             return grad_x, matmul(grad.t(), x.t()), grad.sum(0), None
         grad_x = grad.mm(weight) if ctx.needs_input_grad[0] else None  # AddmmBackward0's mat1
-        grad_weight = x.t().mm(grad).t()  # its mat2 (x.T @ g), then TBackward0
+        # g.T @ x: the weight gradient made in the weight's layout. Autograd's (x.T @ g).T is the same
+        # values in the transposed layout, which AccumulateGrad then copies into the weight's (a
+        # transpose of every weight gradient, per layer and step); the GEMM costs the same either way.
+        grad_weight = grad.t().mm(x)
         return grad_x, grad_weight, grad.sum(0), None
 
 

@@ -3,11 +3,12 @@
 The limits are measured by `measure.limits` (on the CPU, on torch's current thread count, best of
 repeats after a warm-up, kept between runs per machine, threads, torch and measuring code):
 
-- random-row gather and update rates (`measure.membench`): the embedding kernels' memory traffic
-  alone, in C++ beside them, in a buffer of the tables' own size, uniform random rows, with the
-  fused kernels' software prefetch: rows summed in bags (the forward: whole fp32 rows, or the first
-  half of each [hi | lo] bf16 Split-SGD row) and rows read and written back (the fused update:
-  whole rows). Which accesses a config needs is `accesses` (an `Access` each);
+- random-row gather and update rates (`measure.membench`): probes of the memory system's physical
+  limit at the embedding kernels' access pattern, in a buffer of the tables' own size, uniform
+  random independent rows, prefetched at the distance in rows found best: rows read (the forward:
+  whole fp32 rows, or the first half of each [hi | lo] bf16 Split-SGD row) and rows
+  read-modified-written (the update: whole rows); and a stream rate at the interaction's footprint.
+  Which accesses a config needs is `accesses` (an `Access` each);
 - GEMM rates at the model's own layer shapes: for each MLP layer (batch, fan_in, fan_out), its
   forward and its two backward GEMMs (the input gradient `grad @ W` and the weight gradient
   `x.T @ grad`), each the faster of torch's op and the fused layers' oneDNN matmul, in fp32 and,
@@ -24,9 +25,9 @@ divides them by the limits. Assumptions:
 - Row-wise Adagrad's per-row fp32 state is charged like the row's own bytes, as if it came
   with the row.
 - MLP time is each GEMM's FLOPs at the rate measured at its own shape and pass (the first
-  bottom layer has no input gradient: its input is data), plus the interaction's FLOPs at the
-  fastest fp32 GEMM rate measured (it runs in fp32 in every loop). Bias, ReLU and cast traffic
-  are left out.
+  bottom layer has no input gradient: its input is data), plus the interaction: its F(F-1)/2
+  pairs' FLOPs at the fastest GEMM rate measured, or its bytes at the stream rate at its
+  footprint, whichever is slower (`interaction_ms`). Bias, ReLU and cast traffic are left out.
 """
 
 import dataclasses
@@ -45,25 +46,38 @@ class Access:
     its rates without importing the measuring code.
     """
 
-    kind: str  # "gather" or "update"
+    kind: str  # "gather", "update" (random rows) or "stream" (all rows, in order)
     read: int
     stride: int
     rows: int
+    tables: tuple[int, ...] = ()  # the rows split into these tables, ids drawn table by table (the loops' order)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("gather", "update"):
-            raise ValueError(f"access kind {self.kind!r} is neither gather nor update")
+        if self.kind not in ("gather", "update", "stream"):
+            raise ValueError(f"access kind {self.kind!r} is none of gather, update, stream")
         if not (0 < self.read <= self.stride and self.read % 4 == 0 and self.stride % 4 == 0 and self.rows > 0):
             raise ValueError(f"{self}: read and stride must be multiples of 4 bytes, 0 < read <= stride, rows > 0")
+        if self.tables and sum(self.tables) != self.rows:
+            raise ValueError(f"{self}: the tables' rows must add up to rows")
 
     @property
     def key(self) -> str:
-        """The limit's name: `gather_gbps_128B_of_256B_8000000rows`."""
-        return f"{self.kind}_gbps_{self.read}B_of_{self.stride}B_{self.rows}rows"
+        """The limit's name: `gather_gbps_128B_of_256B_8000000rows_8tables` (one table: no `_1tables`)."""
+        split = f"_{len(self.tables)}tables" if len(self.tables) > 1 else ""
+        return f"{self.kind}_gbps_{self.read}B_of_{self.stride}B_{self.rows}rows{split}"
 
     @property
     def table_bytes(self) -> int:
         return self.rows * self.stride
+
+    def lines_per_s(self, gbps: float) -> float:
+        """Cache lines per second at `gbps` of this access: what random rows are limited by, not bytes."""
+        return gbps * 1e9 / self.read * -(-self.read // 64)
+
+    @property
+    def latency_key(self) -> str:
+        """The pointer-chase latency over all the rows: `chase_256B_8000000rows_ns` (lower is better)."""
+        return f"chase_{self.stride}B_{self.rows}rows_ns"
 
 
 def needs(*cfgs: Config) -> dict[str, list]:
@@ -75,14 +89,18 @@ def needs(*cfgs: Config) -> dict[str, list]:
 
 
 def accesses(cfg: Config) -> dict[str, Access]:
-    """The random-row accesses `bound_ms` and `rates` charge, over all tables stacked: the forward's
+    """The accesses `bound_ms` and `rates` charge: over all tables stacked (ids drawn table by table, as
+    the loops walk them: each table's rows are the footprint of a stretch of the walk), the forward's random-row
     gather in fp32 rows and in bf16 Split-SGD rows ([hi | lo], as wide as fp32's: forward reads the
-    first half, an odd dim's rounded up to whole 4-byte words), and the update (whole rows, both)."""
-    dim, rows = cfg.model.embedding_dim, sum(cfg.model.table_rows)
+    first half, an odd dim's rounded up to whole 4-byte words) and the update (whole rows, both); and
+    the interaction's features read in order (B x F rows of fp32, its footprint: the memory term)."""
+    dim, tables = cfg.model.embedding_dim, tuple(cfg.model.table_rows)
+    rows, features = sum(tables), cfg.train.batch_size * (cfg.model.num_tables + 1)
     return {
-        "gather_fp32": Access("gather", 4 * dim, 4 * dim, rows),
-        "gather_bf16": Access("gather", -(-2 * dim // 4) * 4, 4 * dim, rows),
-        "update": Access("update", 4 * dim, 4 * dim, rows),
+        "gather_fp32": Access("gather", 4 * dim, 4 * dim, rows, tables),
+        "gather_bf16": Access("gather", -(-2 * dim // 4) * 4, 4 * dim, rows, tables),
+        "update": Access("update", 4 * dim, 4 * dim, rows, tables),
+        "interaction": Access("stream", 4 * dim, 4 * dim, features),
     }
 
 
@@ -118,8 +136,12 @@ def iteration_work(cfg: Config) -> dict[str, float]:
     Update bytes: the row read and written (fp32: 4+4 bytes per element; bf16 Split-SGD: the
     [hi | lo] row of two 2-byte halves read and written, also 4+4), plus for row-wise Adagrad one
     fp32 state per touched row read and written. FLOPs: 2 * MACs forward plus 4 * MACs backward
-    (input and weight gradients), for the MLPs and, separately, the interaction's bmm
-    (B x F x F x D MACs for F = tables + 1 features). The CPU bound charges the GEMMs one by one
+    (input and weight gradients), for the MLPs and, separately, the interaction: its bmm
+    (`interaction_flops`, B x F x F x D MACs for F = tables + 1 features, the GPU model's count) and the
+    F(F-1)/2 distinct pairs a loop must compute (`interaction_pair_flops`: the CPU bound charges the
+    least work a loop can do). Interaction
+    bytes: its features read and its output written (forward); features and output gradient read,
+    feature gradients written (backward), at the config's element size. The CPU bound charges the GEMMs one by one
     (`gemm_work`, without the first layer's input gradient); `mlp_flops` is the GPU model's count.
     """
     m, batch = cfg.model, cfg.train.batch_size
@@ -129,13 +151,19 @@ def iteration_work(cfg: Config) -> dict[str, float]:
         update += ids * 8
     mlp_macs = sum(fan_in * fan_out for fan_in, fan_out in m.bottom_layers + m.top_layers)
     features = m.num_tables + 1
+    pairs = features * (features - 1) // 2
     interaction_macs = features * features * m.embedding_dim
+    element = 2 if cfg.train.precision == Precision.BF16 else 4  # bf16 features: the fewest bytes a loop moves
+    inputs, outputs = batch * features * m.embedding_dim * element, batch * (m.embedding_dim + pairs) * element
     return {
         "ids_per_iteration": ids,
         "embedding_forward_bytes": ids * embedding_row_bytes(cfg),
         "embedding_update_bytes": update,
         "mlp_flops": 6.0 * batch * mlp_macs,
         "interaction_flops": 6.0 * batch * interaction_macs,
+        "interaction_pair_flops": 6.0 * batch * pairs * m.embedding_dim,
+        "interaction_forward_bytes": float(inputs + outputs),
+        "interaction_backward_bytes": float(2 * inputs + outputs),
     }
 
 
@@ -167,9 +195,21 @@ def mlp_gemm_ms(cfg: Config, limits: dict[str, float], precision: str) -> float:
     return sum(flops / rate(limits, layer_key(precision, layer, p)) for layer, p, flops in gemm_work(cfg)) / 1e6
 
 
-def fastest_fp32_gemm(limits: dict[str, float]) -> float:
-    """The best fp32 GEMM rate measured (square or at any layer shape), GFLOP/s."""
-    return max(value for key, value in limits.items() if key.startswith("gemm_fp32_gflops"))
+def fastest_gemm(limits: dict[str, float]) -> float:
+    """The best GEMM rate measured (square or at any layer shape, fp32 or bf16), GFLOP/s: the most
+    arithmetic this machine was seen to do, which no dot-product loop is taken to beat."""
+    return max(value for key, value in limits.items() if key.startswith("gemm_") and "_gflops" in key)
+
+
+def interaction_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
+    """ms the interaction needs at least, forward and backward: the slower of its FLOPs at the fastest
+    GEMM rate and its bytes at the stream rate at its footprint (either alone is a bound; both hold)."""
+    work, stream = iteration_work(cfg), rate(limits, accesses(cfg)["interaction"].key)
+    flops = {"forward": work["interaction_pair_flops"] / 3, "backward": work["interaction_pair_flops"] * 2 / 3}
+    return {
+        p: max(flops[p] / fastest_gemm(limits), work[f"interaction_{p}_bytes"] / stream) / 1e6
+        for p in ("forward", "backward")
+    }
 
 
 def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
@@ -179,7 +219,7 @@ def bound_ms(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
     forward = work["embedding_forward_bytes"] / rate(limits, gather.key) / 1e6
     update = work["embedding_update_bytes"] / rate(limits, rows["update"].key) / 1e6
     mlp = mlp_gemm_ms(cfg, limits, gemm_precision(cfg, limits))
-    mlp += work["interaction_flops"] / fastest_fp32_gemm(limits) / 1e6  # fp32 in every loop
+    mlp += sum(interaction_ms(cfg, limits).values())
     return {
         col.ROOFLINE_MS: forward + update + mlp,
         "roofline_embedding_ms": forward + update,
@@ -216,16 +256,20 @@ def roofline_report(cfg: Config, limits: dict[str, float]) -> str:
     gemm = gemm_precision(cfg, limits)
     layers = rates(cfg, limits)[f"roofline_gemm_{gemm}_gflops"]
     t = cfg.train
+    lines = gather.lines_per_s(limits[gather.key])
+    latency = limits.get(gather.latency_key)
+    flight = f", {lines * latency * 1e-9:.0f} misses in flight at {latency:.0f} ns each" if latency else ""
     return "\n".join(
         [
             f"machine ({limits.get(col.THREADS, 0):.0f} threads), {gather.rows:,} random rows of {gather.stride} B: "
             f"gather {limits[gather.key]:.2f} GB/s ({gather.read} B of each), "
             f"update {limits[rows['update'].key]:.2f} GB/s (read + written); "
             f"GEMM {gemm} {layers:.0f} GFLOP/s at the layers' shapes ({limits[f'gemm_{gemm}_gflops']:.0f} square)",
+            f"gather: {lines / 1e6:.0f} M cache lines/s{flight} (Little's law)",
             f"work per iteration ({cfg.name}, {t.precision}, {t.optimizer}, batch {t.batch_size}): "
             f"{work['ids_per_iteration'] / 1e6:.3g} M ids, {work['embedding_forward_bytes'] / 1e6:.4g} MB forward, "
             f"{work['embedding_update_bytes'] / 1e6:.4g} MB update, "
-            f"{(sum(f for _, _, f in gemm_work(cfg)) + work['interaction_flops']) / 1e9:.4g} GFLOP",
+            f"{(sum(f for _, _, f in gemm_work(cfg)) + work['interaction_pair_flops']) / 1e9:.4g} GFLOP",
             f"bound: {ms[col.ROOFLINE_MS]:.4g} ms/it = embedding {ms['roofline_embedding_ms']:.4g} "
             f"(forward {ms['roofline_embedding_forward_ms']:.4g} + update {ms['roofline_embedding_update_ms']:.4g}) "
             f"+ MLP {ms['roofline_mlp_ms']:.4g}; at most {t.batch_size / ms[col.ROOFLINE_MS] * 1e3:,.0f} samples/s",

@@ -31,6 +31,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -100,28 +101,64 @@ inline void prefetch_row(const void* row, int64_t bytes, int write = 0) {
   }
 }
 
-// `stride`: bytes from one row to the next; `read`: bytes of each row the sum reads.
-template <typename Load>
-torch::Tensor pooled_forward(const Layout& l, Load load, const void* base, int64_t stride, int64_t read) {
-  // Not zero-filled up front: each bag's row is zeroed by its thread just before it sums
-  // into it, while the row is in cache (a separate fill of a large output costs a pass).
+// One thread's bags of the pooled forward, [first, last): each bag's sum kept in `acc`, D
+// floats the compiler holds in registers where D is a compile-time constant (D = 0: the
+// dimension known at run time only, `dim`), written to the output once per bag. Ids are summed
+// in bag order from 0.0f, two rows per step (acc + r0, then + r1: the same additions, in the same
+// order, as one row at a time, so the sums are bit for bit those of the plain loop). Every line of
+// the row `ahead` ids on is prefetched (across bag boundaries: with one id per bag, pooling factor
+// 1, the bags themselves are the rows). The bag's output row [i][t] is stepped, not divided out.
+template <int64_t D, typename T, typename Widen>
+void pool_bags(const Layout& l, const T* table, int64_t stride, int64_t dim, Widen widen, float* o, int64_t first,
+               int64_t last, int64_t ahead, int64_t read) {
+  constexpr bool fixed = D > 0;
+  const int64_t n = fixed ? D : dim, end = l.offsets[last];
+  const char* bytes = reinterpret_cast<const char*>(table);
+  float held[fixed ? D : 1];
+  int64_t t = first / l.batch, i = first % l.batch;
+  for (int64_t bag = first; bag < last; ++bag) {
+    float* acc = fixed ? held : o + (i * l.tables + t) * n;
+    for (int64_t d = 0; d < n; ++d) acc[d] = 0.0f;
+    int64_t j = l.offsets[bag];
+    const int64_t stop = l.offsets[bag + 1];
+    for (; j + 1 < stop; j += 2) {
+      if (ahead && j + 1 + ahead < end) {
+        prefetch_row(bytes + l.ids[j + ahead] * stride * sizeof(T), read);
+        prefetch_row(bytes + l.ids[j + 1 + ahead] * stride * sizeof(T), read);
+      }
+      const T* r0 = table + l.ids[j] * stride;
+      const T* r1 = table + l.ids[j + 1] * stride;
+      for (int64_t d = 0; d < n; ++d) acc[d] = acc[d] + widen(r0[d]) + widen(r1[d]);
+    }
+    if (j < stop) {
+      if (ahead && j + ahead < end) prefetch_row(bytes + l.ids[j + ahead] * stride * sizeof(T), read);
+      const T* r = table + l.ids[j] * stride;
+      for (int64_t d = 0; d < n; ++d) acc[d] = acc[d] + widen(r[d]);
+    }
+    if (fixed) std::memcpy(o + (i * l.tables + t) * n, held, n * sizeof(float));
+    if (++i == l.batch) i = 0, ++t;
+  }
+}
+
+// The pooled forward over rows of `T` (`stride` elements apart, `dim` of each read, widened to
+// float by `widen`): a contiguous range of bags per thread, dimension-specialised for the
+// common embedding sizes (accumulators in registers), the general loop otherwise.
+template <typename T, typename Widen>
+torch::Tensor pooled_forward(const Layout& l, const T* table, int64_t stride, Widen widen) {
+  // Not zero-filled up front: each bag's sum is written whole by its thread.
   auto out = torch::empty({l.batch, l.tables, l.dim}, torch::kFloat32);
   float* o = out.data_ptr<float>();
-  const char* table = static_cast<const char*>(base);
+  const int64_t read = l.dim * sizeof(T), ahead = rows_ahead(read);
 #pragma omp parallel
   {
-    // A contiguous range of bags per thread; prefetch runs ahead across bag boundaries,
-    // which matters when bags hold one id (pooling factor 1).
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
     const int64_t first = l.bags * me / threads, last = l.bags * (me + 1) / threads;
-    const int64_t end = l.offsets[last], ahead = rows_ahead(read);
-    for (int64_t bag = first; bag < last; ++bag) {
-      float* acc = o + out_row(l, bag) * l.dim;
-      std::fill(acc, acc + l.dim, 0.0f);
-      for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
-        if (ahead && j + ahead < end) prefetch_row(table + l.ids[j + ahead] * stride, read);
-        load(acc, l.ids[j]);
-      }
+    switch (l.dim) {
+      case 16: pool_bags<16>(l, table, stride, l.dim, widen, o, first, last, ahead, read); break;
+      case 32: pool_bags<32>(l, table, stride, l.dim, widen, o, first, last, ahead, read); break;
+      case 64: pool_bags<64>(l, table, stride, l.dim, widen, o, first, last, ahead, read); break;
+      case 128: pool_bags<128>(l, table, stride, l.dim, widen, o, first, last, ahead, read); break;
+      default: pool_bags<0>(l, table, stride, l.dim, widen, o, first, last, ahead, read);
     }
   }
   return out;
@@ -136,39 +173,81 @@ struct Owned {
   int64_t size;
 };
 
-// The (row, gradient) pairs whose row this thread owns, in bag order: one cheap pass over
-// the ids, so the update loop below touches only its own rows and can prefetch them.
-// Branch-free (a thread owns a random half of the ids: a branch would mispredict on every
-// other one), into a buffer the thread keeps between calls (no page faults, no zero-fill),
-// with each bag's gradient row found once per bag (a division), not once per id.
-Owned owned_pairs(const Layout& l, int64_t me, int64_t threads) {
-  static thread_local std::unique_ptr<Pair[]> buffer;
-  static thread_local int64_t capacity = 0;
-  const uint64_t first = l.rows * me / threads, span = l.rows * (me + 1) / threads - first;
-  const int64_t n = l.offsets[l.bags];
-  if (capacity < n + 1) {
-    buffer.reset(new Pair[n + 1]);
-    capacity = n + 1;
+// Which thread owns a row: rows split into `threads` contiguous ranges, found by one 128-bit
+// multiply (no division per id). An id past the table (refused before any kernel runs, see
+// above) maps to `threads`: no thread's, skipped.
+struct Owners {
+  unsigned __int128 factor;
+  int64_t threads;
+  int64_t of(int64_t row) const {
+    const auto wide = static_cast<unsigned __int128>(static_cast<uint64_t>(row));
+    const uint64_t owner = static_cast<uint64_t>((wide * factor) >> 64);
+    return static_cast<int64_t>(std::min<uint64_t>(owner, threads));
   }
-  Pair* out = buffer.get();
-  int64_t count = 0;
-  for (int64_t bag = 0; bag < l.bags; ++bag) {
-    const int64_t g = out_row(l, bag) * l.dim;
+};
+
+// The ids bucketed by owner in one pass shared by the threads (not every thread scanning all
+// ids): each thread counts the ids of its share of the bags per owner, a prefix sum places the
+// buckets, each thread writes its ids into them. An owner's bucket holds thread 0's share, then
+// thread 1's, ...: its ids in bag order, as a walk of all ids would find them, so the updates
+// apply in the same order as ever (deterministic, bit for bit). `buffer`: n pairs; `counts`:
+// (threads + 1) x (threads + 1) slots; both shared by the team, which every thread must call this in.
+Owned bucketed_pairs(const Layout& l, Pair* buffer, int64_t* counts, int64_t me, int64_t threads) {
+  const int64_t slots = threads + 1;  // the last bucket: ids no thread owns
+  const Owners owners{(static_cast<unsigned __int128>(threads) << 64) / static_cast<uint64_t>(l.rows), threads};
+  const int64_t first = l.bags * me / threads, last = l.bags * (me + 1) / threads;
+  int64_t* mine = counts + me * slots;
+  std::fill(mine, mine + slots, 0);
+  for (int64_t j = l.offsets[first]; j < l.offsets[last]; ++j) ++mine[owners.of(l.ids[j])];
+#pragma omp barrier
+#pragma omp single
+  {
+    int64_t at = 0;  // counts[s][o] becomes where thread s's ids owned by o start
+    for (int64_t o = 0; o < slots; ++o)
+      for (int64_t source = 0; source < threads; ++source) {
+        std::swap(counts[source * slots + o], at);
+        at += counts[source * slots + o];
+      }
+  }  // implicit barrier: every thread sees the starts
+  int64_t t = first / l.batch, i = first % l.batch;
+  for (int64_t bag = first; bag < last; ++bag) {
+    const int64_t g = (i * l.tables + t) * l.dim;
     for (int64_t j = l.offsets[bag]; j < l.offsets[bag + 1]; ++j) {
-      out[count] = {l.ids[j], g};
-      count += static_cast<uint64_t>(l.ids[j]) - first < span;  // one unsigned compare: first <= id < last
+      buffer[mine[owners.of(l.ids[j])]++] = {l.ids[j], g};
     }
+    if (++i == l.batch) i = 0, ++t;
   }
-  return {out, count};
+#pragma omp barrier
+  // After the scatter, counts[s][o] is where thread s's ids owned by o end: bucket o ends at counts[threads-1][o].
+  const int64_t begin = me == 0 ? 0 : counts[(threads - 1) * slots + me - 1];
+  return {buffer + begin, counts[(threads - 1) * slots + me] - begin};
+}
+
+// The buffers `bucketed_pairs` shares: kept by the calling thread between calls (no page faults, no zero-fill).
+struct Shared {
+  Pair* pairs;
+  int64_t* counts;
+};
+
+Shared shared_buffers(const Layout& l, int64_t threads) {
+  static thread_local std::vector<Pair> pairs;
+  static thread_local std::vector<int64_t> counts;
+  const size_t n = l.offsets[l.bags];
+  if (pairs.size() < n) pairs.resize(n);
+  counts.resize((threads + 1) * (threads + 1));
+  return {pairs.data(), counts.data()};
 }
 
 // Calls update(row, grad_row) for every looked-up id, on the thread that owns the row
 // (`touched`: the bytes of a row the update reads and writes).
 template <typename Prefetch, typename Update>
 void owned_rows_update(const Layout& l, const float* grad, int64_t touched, Prefetch prefetch, Update update) {
-#pragma omp parallel
+  if (l.rows == 0) return;  // no row to update (and no range to split)
+  const int64_t most = omp_get_max_threads();
+  const Shared shared = shared_buffers(l, most);
+#pragma omp parallel num_threads(most)
   {
-    const Owned mine = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    const Owned mine = bucketed_pairs(l, shared.pairs, shared.counts, omp_get_thread_num(), omp_get_num_threads());
     const int64_t n = mine.size, ahead = rows_ahead(touched);
     for (int64_t k = 0; k < n; ++k) {
       if (ahead && k + ahead < n) prefetch(mine.pairs[k + ahead].row);
@@ -181,9 +260,12 @@ void owned_rows_update(const Layout& l, const float* grad, int64_t touched, Pref
 // thread sorts its own (row, gradient) pairs and updates each distinct row once.
 template <typename Prefetch, typename Update>
 void owned_rows_summed_update(const Layout& l, const float* grad, int64_t touched, Prefetch prefetch, Update update) {
-#pragma omp parallel
+  if (l.rows == 0) return;
+  const int64_t most = omp_get_max_threads();
+  const Shared shared = shared_buffers(l, most);
+#pragma omp parallel num_threads(most)
   {
-    const Owned owned = owned_pairs(l, omp_get_thread_num(), omp_get_num_threads());
+    const Owned owned = bucketed_pairs(l, shared.pairs, shared.counts, omp_get_thread_num(), omp_get_num_threads());
     std::vector<Pair> mine(owned.pairs, owned.pairs + owned.size);
     std::stable_sort(mine.begin(), mine.end(), [](const Pair& a, const Pair& b) { return a.row < b.row; });
     std::vector<float> sum(l.dim);
@@ -221,15 +303,7 @@ torch::Tensor forward_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tenso
                            int64_t tables) {
   const auto l = layout(ids, offsets, batch, tables, weight.size(1), weight.size(0));
   TORCH_CHECK(weight.is_contiguous(), "weight must be contiguous");
-  const float* w = weight.data_ptr<float>();
-  const int64_t dim = l.dim;
-  return pooled_forward(
-      l,
-      [=](float* acc, int64_t row) {
-        const float* r = w + row * dim;
-        for (int64_t d = 0; d < dim; ++d) acc[d] += r[d];
-      },
-      w, dim * sizeof(float), dim * sizeof(float));
+  return pooled_forward(l, weight.data_ptr<float>(), l.dim, [](float v) { return v; });
 }
 
 // `hi`: (rows, dim) bf16 bits, rows `hi.stride(0)` apart: a plain table, or the upper
@@ -239,15 +313,7 @@ torch::Tensor forward_bf16(torch::Tensor hi, torch::Tensor ids, torch::Tensor of
                            int64_t tables) {
   const auto l = layout(ids, offsets, batch, tables, hi.size(1), hi.size(0));
   TORCH_CHECK(hi.dtype() == torch::kInt16 && hi.stride(1) == 1, "hi must be int16 with contiguous rows");
-  const int16_t* h = hi.data_ptr<int16_t>();
-  const int64_t dim = l.dim, stride = hi.stride(0);
-  return pooled_forward(
-      l,
-      [=](float* acc, int64_t row) {
-        const int16_t* r = h + row * stride;
-        for (int64_t d = 0; d < dim; ++d) acc[d] += bf16_to_float(r[d]);
-      },
-      h, stride * sizeof(int16_t), dim * sizeof(int16_t));
+  return pooled_forward(l, hi.data_ptr<int16_t>(), hi.stride(0), [](int16_t h) { return bf16_to_float(h); });
 }
 
 void sgd_fp32(torch::Tensor weight, torch::Tensor ids, torch::Tensor offsets, torch::Tensor grad, double lr,
@@ -332,43 +398,87 @@ void rowwise_adagrad_split_bf16(torch::Tensor table, torch::Tensor momentum, tor
   owned_rows_summed_update(l, grad.data_ptr<float>(), 2 * dim * sizeof(int16_t), prefetch, update);
 }
 
-// The memory traffic of the embedding kernels alone, for the roofline (`measure/membench.py`):
-// the same random rows, the same prefetching, no arithmetic beyond one integer add per
-// 4-byte word (no float rounding, denormals or conversions to wait on).
+// The memory system's limits at the embedding kernels' access pattern, for the roofline
+// (`measure/membench.py`): probes of the physical limit, not copies of a kernel's design.
+// Uniform random rows, each independent of the others (no row waits on another, no
+// accumulator in memory: each row's words go into 8 lanes the compiler keeps in one
+// register), every line of a row prefetched `ahead` rows ahead (0: none), the ids split
+// evenly over the threads. One integer add per 4-byte word: no float rounding,
+// denormals or conversions to wait on. Ids are not checked (a pass over them would be
+// timed): the caller draws them within the buffer.
 //
-// Gather: for each bag of `bag` ids, sum `read` bytes of each of its rows (rows `stride`
-// bytes apart) into a small accumulator, as the pooled forward does. Returns a checksum
+// Gather: read `read` bytes of each row (rows `stride` bytes apart). Returns a checksum
 // (so the reads cannot be optimised away).
-int64_t membench_gather(torch::Tensor buffer, torch::Tensor ids, int64_t stride, int64_t read, int64_t bag,
-                        int64_t ahead) {
-  TORCH_CHECK(ids.dtype() == torch::kInt64 && ids.is_contiguous() && bag > 0, "ids: contiguous int64, bag > 0");
+int64_t membench_gather(torch::Tensor buffer, torch::Tensor ids, int64_t stride, int64_t read, int64_t ahead) {
+  TORCH_CHECK(ids.dtype() == torch::kInt64 && ids.is_contiguous() && ahead >= 0, "ids: contiguous int64, ahead >= 0");
   TORCH_CHECK(read % 4 == 0 && read > 0 && read <= stride && read <= 4096, "read: 4..4096 bytes, within a row");
   const char* base = static_cast<const char*>(buffer.data_ptr());
   const int64_t* id = ids.data_ptr<int64_t>();
-  const int64_t n = ids.numel(), bags = (n + bag - 1) / bag, words = read / 4;
+  const int64_t n = ids.numel(), words = read / 4, whole = words / 8 * 8;
   uint64_t sum = 0;
 #pragma omp parallel reduction(+ : sum)
   {
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
-    const int64_t end = std::min(n, bags * (me + 1) / threads * bag);
-    std::vector<uint32_t> acc(words);
-    for (int64_t b = bags * me / threads; b < bags * (me + 1) / threads; ++b) {
-      std::fill(acc.begin(), acc.end(), 0u);
-      for (int64_t j = b * bag; j < std::min(n, (b + 1) * bag); ++j) {
-        if (ahead && j + ahead < end) prefetch_row(base + id[j + ahead] * stride, read);
-        const uint32_t* r = reinterpret_cast<const uint32_t*>(base + id[j] * stride);
-        for (int64_t d = 0; d < words; ++d) acc[d] += r[d];
-      }
-      sum += acc[0];
+    const int64_t first = n * me / threads, last = n * (me + 1) / threads;
+    uint32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = first; j < last; ++j) {
+      if (ahead && j + ahead < last) prefetch_row(base + id[j + ahead] * stride, read);
+      const uint32_t* r = reinterpret_cast<const uint32_t*>(base + id[j] * stride);
+      for (int64_t d = 0; d < whole; d += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += r[d + k];
+      for (int64_t d = whole; d < words; ++d) acc[d & 7] += r[d];
     }
+    for (int k = 0; k < 8; ++k) sum += acc[k];
   }
   return static_cast<int64_t>(sum);
 }
 
-// Ids are not checked (a pass over them would be timed): the caller draws them within the buffer.
-//
-// Update: read-modify-write `bytes` of each row (one integer add per word), ids split
-// evenly over the threads (a race on a repeated row changes the sum, not the traffic).
+// Stream: read the first `bytes` of the buffer once, in order, split evenly over the threads
+// (the interaction's features and gradients: the bound's memory term). Returns a checksum.
+int64_t membench_stream(torch::Tensor buffer, int64_t bytes) {
+  TORCH_CHECK(bytes % 64 == 0 && bytes > 0 && bytes <= buffer.numel() * buffer.element_size(),
+              "bytes: whole 64-byte lines within the buffer");
+  const uint32_t* base = static_cast<const uint32_t*>(buffer.data_ptr());
+  const int64_t lines = bytes / 64;
+  uint64_t sum = 0;
+#pragma omp parallel reduction(+ : sum)
+  {
+    const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
+    uint32_t acc[32] = {};  // two lines in flight per step: independent lanes, no dependency chain
+    int64_t c = lines * me / threads;
+    const int64_t last = lines * (me + 1) / threads;
+    for (; c + 1 < last; c += 2)
+      for (int k = 0; k < 32; ++k) acc[k] += base[c * 16 + k];
+    for (; c < last; ++c)
+      for (int k = 0; k < 16; ++k) acc[k] += base[c * 16 + k];
+    for (int k = 0; k < 32; ++k) sum += acc[k];
+  }
+  return static_cast<int64_t>(sum);
+}
+
+// Latency: a dependent walk of `steps` hops through `next` (a random cycle over the rows,
+// `stride` bytes apart): each load waits for the one before, so the time per hop is the
+// memory's latency at this footprint (Little's law: lines in flight = lines/s x latency).
+// Returns ns per hop; the links are written into the rows first, outside the timed walk.
+double membench_chase(torch::Tensor buffer, torch::Tensor next, int64_t stride, int64_t steps) {
+  TORCH_CHECK(next.dtype() == torch::kInt64 && next.is_contiguous() && stride % 8 == 0 && steps > 0,
+              "next: contiguous int64; stride: a multiple of 8; steps > 0");
+  TORCH_CHECK(next.numel() * stride <= buffer.numel() * buffer.element_size(), "next: rows within the buffer");
+  char* base = static_cast<char*>(buffer.data_ptr());
+  const int64_t* to = next.data_ptr<int64_t>();
+  for (int64_t r = 0; r < next.numel(); ++r) *reinterpret_cast<int64_t*>(base + r * stride) = to[r] * stride;
+  const auto start = std::chrono::steady_clock::now();
+  int64_t at = 0;
+  for (int64_t s = 0; s < steps; ++s) at = *reinterpret_cast<const volatile int64_t*>(base + at);
+  const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+  TORCH_CHECK(at >= 0, "the walk left the buffer");  // uses `at`: the walk cannot be optimised away
+  return took.count() / steps;
+}
+
+// Update: read-modify-write `bytes` of each row (one integer add per word), prefetched with
+// write intent (prefetchw: the line comes owned), the ids split evenly over the threads (a
+// race on a repeated row changes the sum, not the traffic). No ownership pass: a bound
+// charges the traffic, not a kernel's way of keeping threads apart.
 void membench_update(torch::Tensor buffer, torch::Tensor ids, int64_t stride, int64_t bytes, int64_t ahead) {
   TORCH_CHECK(ids.dtype() == torch::kInt64 && ids.is_contiguous(), "ids: contiguous int64");
   TORCH_CHECK(bytes % 4 == 0 && bytes > 0 && bytes <= stride && bytes <= 4096, "bytes: 4..4096, within a row");
@@ -397,6 +507,8 @@ int64_t set_prefetch_bytes(int64_t bytes) {
 // (feature 0 the bottom-MLP output, 1..T the pooled embeddings), lower triangle in row
 // order, after the dense vector: out = [dense, f1.f0, f2.f0, f2.f1, ...]. No (F, F)
 // matrix, no gather of its triangle; backward accumulates each pair into both features.
+// Dots and gradients are fused multiply-adds: they round differently from bmm's (within the
+// error bound of a dot of `dim` terms, which the tests check), not bit for bit.
 torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
   TORCH_CHECK(dense.dtype() == torch::kFloat32 && pooled.dtype() == torch::kFloat32, "interaction takes fp32");
   dense = dense.contiguous();
@@ -419,8 +531,10 @@ torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
       for (int64_t j = 0; j < i; ++j) {
         const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
         float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)  // lets the compiler reorder the sum into vector lanes
-        for (int64_t d = 0; d < dim; ++d) dot += fi[d] * fj[d];
+        // Fused multiply-adds (one rounding per term, not two: -ffp-contract=off leaves explicit
+        // fma alone) in vector lanes, then the lanes summed as a tree by the compiler's reduction.
+#pragma omp simd reduction(+ : dot)
+        for (int64_t d = 0; d < dim; ++d) dot = std::fma(fi[d], fj[d], dot);
         row[p++] = dot;
       }
     }
@@ -459,8 +573,8 @@ std::vector<torch::Tensor> interaction_backward(torch::Tensor dense, torch::Tens
         float* gj = j == 0 ? g0 : gf + (j - 1) * dim;
         const float s = row[p++];
         for (int64_t d = 0; d < dim; ++d) {
-          gi[d] += s * fj[d];
-          gj[d] += s * fi[d];
+          gi[d] = std::fma(s, fj[d], gi[d]);
+          gj[d] = std::fma(s, fi[d], gj[d]);
         }
       }
     }
@@ -492,6 +606,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("split_sgd_dense", &split_sgd_dense);
   m.def("membench_gather", &membench_gather);
   m.def("membench_update", &membench_update);
+  m.def("membench_stream", &membench_stream);
+  m.def("membench_chase", &membench_chase);
   m.def("set_prefetch_bytes", &set_prefetch_bytes);
   m.def("interaction_forward", &interaction_forward);
   m.def("interaction_backward", &interaction_backward);
