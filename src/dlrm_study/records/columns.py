@@ -13,6 +13,7 @@ import statistics
 STUDY, VARIANT, REPEAT, POINT, ORDER = "study", "variant", "repeat", "point", "order"
 CONFIG_NAME, CONFIG_HASH = "config_name", "config_hash"
 MACHINE, THREADS, RUN_ID, RULES_HASH = "machine", "threads", "run_id", "rules_hash"
+CODE_FINGERPRINT = "code_fingerprint"  # digest of the timed-path source that measured a record (empty: older)
 TIMESTAMP, GIT_COMMIT, DEVICE = "timestamp", "git_commit", "device"
 FLAGS, ERROR = "flags", "error"
 # Timing.
