@@ -8,8 +8,9 @@ regenerates identically anywhere (tests/test_readme.py).
 import re
 from pathlib import Path
 
-from dlrm_study.analysis import findings, predictions, stats
+from dlrm_study.analysis import findings, predictions
 from dlrm_study.analysis.claims import CLAIMS, class_status, verdicts
+from dlrm_study.analysis.clusters import MIN_RUNS
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP
 from dlrm_study.analysis.judgement import Judgement
@@ -106,11 +107,12 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             "## Claim ledger",
             "",
             f"Computed from the `{profile}` profile's records in `results/` (machines: {hosts}); the claims and",
-            "their verdict rules are in [docs/claims.md](docs/claims.md). Intervals are 95% (a rule that holds",
-            "when any of m comparisons does takes each at 1 - 0.05/m); ratios are paired within repeats of one",
-            "run on one machine, and the runs of a study pooled; every pair counts, and a verdict is **fragile**",
-            "only where the unflagged pairs turn it over; a verdict word needs "
-            f"{stats.MIN_PAIRS} pairs, and S1-S3 read the machine's most threads.",
+            "their verdict rules are in [docs/claims.md](docs/claims.md). Per machine, only the records of its",
+            "newest code are judged (older code's are counted as history), repeat 0 of every run is a warm-up",
+            "(counted, not used); ratios are paired within repeats of one run, summarized per run, and the",
+            "interval is a t interval over the run means (95%; a rule that holds when any of m comparisons does",
+            f"takes each at 1 - 0.05/m); a verdict word needs {MIN_RUNS} runs, and a verdict is **fragile** where",
+            "leaving out any one run turns it; flags are diagnostics only. S1-S3 read the machine's most threads.",
             "",
             rules_line(evidence),
             "",
