@@ -517,3 +517,56 @@ def test_the_centre_is_the_one_the_interval_is_built_on() -> None:
     r = stats.Ratio.of([1.0, 1.0, 4.0])  # median 1, geometric mean 4 ** (1/3)
     assert r.center == pytest.approx(4 ** (1 / 3))
     assert r.low < r.center < r.high and math.log(r.high / r.center) == pytest.approx(math.log(r.center / r.low))
+
+
+# --- every constant of docs/claims.md at its boundary ------------------------------------------------
+
+
+def tight(centre: float) -> list[float]:
+    """Five runs whose interval is within 0.3% of `centre`: a case just either side of a constant."""
+    return ratios(centre, centre * 0.997)
+
+
+def h4_at(cached: float) -> str:
+    return verdict("H4", GPU, gpu_placements=placements(tight(0.5), tight(cached))).status
+
+
+def auc_at(gap: float) -> str:
+    loops = pd.DataFrame(speed(XEON, tight(1.9)))
+    return verdict("S3", XEON, cpu_loops=loops, accuracy=aucs(XEON, [gap, gap + 1e-5, gap - 1e-5])).status
+
+
+def grid_at(change: float) -> str:
+    rates = {(16, 2): 100, (1024, 2): 100 * change, (16, 32): 100, (1024, 32): 100 * change}
+    return verdict("H2", GPU, **grid(rates, spread=0.001)).status
+
+
+@pytest.mark.parametrize(
+    ("case", "status"),
+    [
+        (lambda: h1({"rows": tight(1.55)}), "reproduced"),  # H1_FACTOR 1.5
+        (lambda: h1({"rows": tight(1.45)}), "not reproduced"),
+        (lambda: grid_at(1.27), "reproduced"),  # GRID_MARGIN 1.25
+        (lambda: grid_at(1.23), "not reproduced"),
+        (lambda: h4_at(0.76), "reproduced"),  # H4_RECOVERY 0.5: needed(0.5) = 0.75
+        (lambda: h4_at(0.74), "not reproduced"),
+        (lambda: verdict("S1", SOCKET, baseline=baseline(SOCKET, tight(112.0), threads=28)).status, "reproduced"),
+        (lambda: verdict("S1", SOCKET, baseline=baseline(SOCKET, tight(108.0), threads=28)).status, "not reproduced"),
+        (lambda: verdict("S2", XEON, cpu_loops=breakdown([0.51 + 0.0005 * z for z in PATTERN[:5]])).status,
+         "reproduced"),  # S2_SHARE 50%
+        (lambda: verdict("S2", XEON, cpu_loops=breakdown([0.49 + 0.0005 * z for z in PATTERN[:5]])).status,
+         "not reproduced"),
+        (lambda: auc_at(0.0018), "reproduced"),  # S3_AUC_GAP 0.002
+        (lambda: auc_at(0.0022), "not reproduced"),
+    ],
+)  # fmt: skip
+def test_every_constant_has_a_boundary_case(case, status: str) -> None:
+    assert case() == status
+
+
+def test_a_class_row_leaves_out_machines_without_records_of_it() -> None:
+    zen4 = "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
+    status, mine = claims.class_status(
+        {XEON: Judgement(Status.REPRODUCED), zen4: Judgement(Status.NOT_YET)}, "native bf16 without AMX"
+    )
+    assert status == Status.REPRODUCED and set(mine) == {XEON}
