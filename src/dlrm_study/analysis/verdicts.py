@@ -13,14 +13,15 @@ takes each interval at 1 - 0.05 / m (`stats.family`). What a rule leaves out of 
 """
 
 import dataclasses
-import math
 
 import pandas as pd
 
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.baseline import projection
 from dlrm_study.analysis.clusters import MIN_RUNS, over_runs
+from dlrm_study.analysis.convergence import s3_accuracy
 from dlrm_study.analysis.cpu import embedding_share_rows
+from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.judgement import Judgement, Status, decided
 from dlrm_study.analysis.readers import leave_out, left_out
@@ -343,19 +344,8 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
 
 
 def auc_gap(accuracy: pd.DataFrame) -> tuple[stats.Ratio | None, int, list[str]]:
-    """bf16's held-out AUC minus fp32's, paired by seed within a run, on each timed preset; the gaps pooled
-    (a t interval over them), how many seeds, and the presets they came from."""
-    evals = accuracy[accuracy[col.KIND] == "eval"] if not accuracy.empty else accuracy
-    if evals.empty:
-        return None, 0, []
-    index = [col.MACHINE, col.RUN_ID, col.CONFIG_NAME, "train.seed"]
-    wide = evals.pivot_table(index=index, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
-    if not {OPTIMIZED_BF16, OPTIMIZED_FP32} <= set(wide):
-        return None, 0, []
-    gaps = (wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32]).dropna()
-    mean, low, high, n = stats.mean_interval(gaps)
-    presets = sorted(set(gaps.index.get_level_values(col.CONFIG_NAME)))
-    return stats.Ratio(mean, low, high, n, math.nan), n, presets
+    """S3's accuracy half (`convergence.s3_accuracy`) as (gap, seeds, presets)."""
+    return tuple(s3_accuracy(accuracy, ""))  # type: ignore[return-value]
 
 
 def s3_records(evidence: Evidence) -> pd.DataFrame:
@@ -392,7 +382,7 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
     if not parts:
         return counted(Judgement(Status.NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), loops)
-    gap, seeds, presets = auc_gap(evidence.accuracy)
+    gap, seeds, presets = s3_accuracy(evidence.accuracy, machine, code_of([evidence.accuracy], machine).fingerprint)
     text = f"{m.bf16_class}; bf16 / fp32 samples/s at {stats.family(len(S3_PRESETS)):.1%} each: " + ", ".join(parts)
     text += f"; reaches the claim above {reach:.2f}x (1.8x less {S3_MARGIN:.0%})"
     if gap is not None:
