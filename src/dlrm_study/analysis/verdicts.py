@@ -280,8 +280,9 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
             today, ours = lens.paired(group, REFERENCE, OLD), lens.paired(group, loop, OLD)
             parts.append(f"at {int(threads)} thread(s): today's reference {ratio_text(today)} and {loop} "
                          f"{ratio_text(ours)} over the 2020 step")  # fmt: skip
-        if p := projection(old, "dlrm-benchmark", S1_CORES):
-            parts.append(f"projected, not measured, to {p['cores']} cores: {p['projected']:.0f}x")
+        if p := projection(old, "dlrm-benchmark", S1_CORES, loop):  # the declared loop, never the better one
+            parts.append(f"{loop} projected, not measured, to {p['cores']} cores (a power law from 1 and 2 threads, "
+                         f"no interval): {p['projected']:.0f}x")  # fmt: skip
     if not loops.empty:
         parts.append(f"{loop} over today's reference at {int(loops[col.THREADS].max())} threads: "
                      f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
