@@ -162,3 +162,32 @@ def test_a_record_without_a_breakdown_is_not_checked_against_one():
     # Read back from a CSV that also holds profiled records, its operator cells are empty (NaN).
     fields = {"ms_median": 100.0, "ms_p10": 95.0, "ms_p90": 110.0, "op_bottom_mlp_ms": float("nan"), "op_other_ms": ""}
     assert selfcheck.flags(fields) == ""
+
+
+def test_a_finding_keeps_its_flagged_pairs() -> None:
+    """One pair's member spread (flagged): the finding's centre and count are over every pair, the flagged one
+    too; only the sensitivity view leaves it out."""
+    frame = pd.DataFrame(
+        [{"machine": "m", "threads": 2, "run_id": "r", "repeat": i, "variant": v, "samples_per_s": rate,
+          "flags": "spread" if (i == 0 and v == "a") else ""}
+         for i, ratio in enumerate([2.0, 2.2, 1.8, 2.1, 1.9, 3.0]) for v, rate in (("a", 100 * ratio), ("b", 100.0))]
+    )  # fmt: skip
+    found = wording.paired_finding(frame, "a", "b")
+    every = stats.Ratio.of([2.0, 2.2, 1.8, 2.1, 1.9, 3.0])
+    assert found.all.n == 6 and found.all.center == pytest.approx(every.center)
+    assert found.views.flagged >= 1
+
+
+def test_runs_are_clusters_their_means_the_observations() -> None:
+    """Two runs of 4 pairs: the interval is t with 1 degree of freedom over the two run means, not over 8 pairs."""
+    from dlrm_study.analysis.clusters import over_runs
+
+    runs = {"r1": [2.0, 2.1, 1.9, 2.0], "r2": [1.5, 1.6, 1.4, 1.5]}
+    rows = [{"machine": "m", "threads": 2, "run_id": run, "ratio": r} for run, values in runs.items() for r in values]
+    r = over_runs(pd.DataFrame(rows))
+    means = [math.exp(sum(math.log(x) for x in v) / 4) for v in runs.values()]
+    expected = stats.log_interval(means)
+    assert (r.runs, r.n) == (2, 8)
+    assert (r.center, r.low, r.high) == pytest.approx(expected)
+    pooled = stats.Ratio.of([x["ratio"] for x in rows])
+    assert r.high - r.low > 3 * (pooled.high - pooled.low)

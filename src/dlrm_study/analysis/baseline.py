@@ -55,8 +55,11 @@ def factors(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
-def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[str, float] | None:
-    """The best optimized loop's factor over the 2020 step, extrapolated from 2 threads to `cores`.
+def projection(
+    frame: pd.DataFrame, config_name: str, cores: int = 28, loop: str | None = None
+) -> dict[str, float] | None:
+    """An optimized loop's factor over the 2020 step, extrapolated from 2 threads to `cores`: `loop` where
+    given (S1 declares its loop: bf16 where the CPU has it), else the faster of the pair.
 
     Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
     from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
@@ -64,7 +67,7 @@ def projection(frame: pd.DataFrame, config_name: str, cores: int = 28) -> dict[s
     clean = frame[frame[col.CONFIG_NAME] == config_name]
     rate = clean.groupby([col.VARIANT, col.THREADS])[col.SAMPLES_PER_S].median()
     best = max(
-        (v for v in BF16_PAIR if (v, 2) in rate and (v, 1) in rate),
+        (v for v in ((loop,) if loop else BF16_PAIR) if (v, 2) in rate and (v, 1) in rate),
         key=lambda v: rate[(v, 2)],
         default=None,
     )

@@ -1,12 +1,14 @@
 """Notebook 07's records: the convergence study's windowed losses and held-out evaluations."""
 
+import math
+import typing
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
-from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_FP32, REFERENCE
+from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -77,6 +79,33 @@ def auc_gaps(records: pd.DataFrame) -> pd.DataFrame:
 def accuracy_gaps(records: pd.DataFrame) -> pd.DataFrame:
     """S3 on the timed presets: optimized bf16's held-out AUC less optimized fp32's, per preset, over seeds."""
     return gaps(records, "eval", col.EVAL_AUC, (col.CONFIG_NAME,), base=OPTIMIZED_FP32)
+
+
+class S3Accuracy(typing.NamedTuple):
+    """S3's accuracy half on one machine: bf16's held-out AUC less fp32's, paired by seed within a run on the
+    timed presets (`gap`: mean and t interval, None where nothing pairs), its seeds, and the presets."""
+
+    gap: stats.Ratio | None
+    seeds: int
+    presets: list[str]
+
+
+def s3_accuracy(frame: pd.DataFrame, machine: str, fingerprint: str = "") -> S3Accuracy:
+    """S3's accuracy half, as `analysis.verdicts.s3` reads it (one call, so its rule can be rewritten here alone).
+
+    Today: the gaps of every record of `frame` (the evidence's accuracy frame: the machine's bf16 class, each
+    machine at its newest code), pooled; `machine` and `fingerprint` name whose verdict it serves."""
+    evals = frame[frame[col.KIND] == "eval"] if not frame.empty else frame
+    if evals.empty:
+        return S3Accuracy(None, 0, [])
+    index = [col.MACHINE, col.RUN_ID, col.CONFIG_NAME, "train.seed"]
+    wide = evals.pivot_table(index=index, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
+    if not {OPTIMIZED_BF16, OPTIMIZED_FP32} <= set(wide):
+        return S3Accuracy(None, 0, [])
+    gaps = (wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32]).dropna()
+    mean, low, high, n = stats.mean_interval(gaps)
+    presets = sorted(set(gaps.index.get_level_values(col.CONFIG_NAME)))
+    return S3Accuracy(stats.Ratio(mean, low, high, n, math.nan), n, presets)
 
 
 def preset_of(records: pd.DataFrame) -> str:

@@ -52,6 +52,15 @@ def embedding_share(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> 
     return stats.summarize(records.assign(share=share), [col.CONFIG_NAME], "share", share=True)
 
 
+def embedding_share_rows(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> pd.DataFrame:
+    """The records with `share`: each one's share of its profiled iteration in the operators `parts`
+    (summarized with runs as clusters by the S2 rule, `analysis.clusters`)."""
+    if records.empty:
+        return records.assign(share=pd.Series(dtype=float))
+    ops = records[list(col.OP_COLUMNS)].sum(axis=1)
+    return records.assign(share=sum(records[col.op_column(name)] for name in parts) / ops)
+
+
 def speedups(records: pd.DataFrame, baseline: str = REFERENCE) -> pd.DataFrame:
     """Every variant's samples/s over the baseline's, paired within repeats, per config."""
     parts = [

@@ -12,6 +12,7 @@ import pandas as pd
 
 from dlrm_study.analysis.baseline import baseline_records
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
+from dlrm_study.analysis.current import at_head, current, newest
 from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
 from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.scaling import scaling_records
@@ -21,6 +22,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
 
+UNTIMED = ("convergence", "accuracy", "cache")  # frames of trained seeds or hit rates: no warm-up to drop
 H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size
 
 
@@ -72,10 +74,27 @@ class Evidence:
         return named | {f"gpu_knob:{k}": v for k, v in self.gpu_knobs.items()}
 
     def of(self, machine: str) -> "Evidence":
-        """One machine's part of the evidence; S3's accuracy half is its bf16 class's (`same_class`)."""
-        own = {f.name: of(getattr(self, f.name), machine) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
-        own["accuracy"] = same_class(self.accuracy, machine)
-        return dataclasses.replace(self, **own, gpu_knobs={k: of(v, machine) for k, v in self.gpu_knobs.items()})
+        """One machine's part of the evidence at its newest code, warm-up repeats out (`analysis.current`);
+        S3's accuracy half is its bf16 class's (`same_class`), each machine's at its own newest code."""
+        code = newest(self.frames().values())
+
+        def mine(frame: pd.DataFrame) -> pd.DataFrame:
+            return current(of(frame, machine), code)
+
+        own = {f.name: mine(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        # Trained seeds, not timed repeats: their `repeat` is the seed, and no first-use cost is in an AUC.
+        own |= {name: at_head(of(getattr(self, name), machine), code) for name in UNTIMED}
+        own["accuracy"] = at_head(same_class(self.accuracy, machine), code)
+        return dataclasses.replace(self, **own, gpu_knobs={k: mine(v) for k, v in self.gpu_knobs.items()})
+
+    def without_run(self, run: str) -> "Evidence":
+        """This evidence less one run's records (a leave-one-out check)."""
+
+        def less(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame[col.RUN_ID].astype(str) != run] if col.RUN_ID in frame else frame
+
+        plain = {f.name: less(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        return dataclasses.replace(self, **plain, gpu_knobs={k: less(v) for k, v in self.gpu_knobs.items()})
 
     def machines(self) -> list[str]:
         """Every machine with current records: recorded CPU-only hosts, GPU hosts, then unrecorded ones."""

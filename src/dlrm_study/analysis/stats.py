@@ -157,6 +157,7 @@ class Ratio(typing.NamedTuple):
     high: float
     n: int
     half_width: float
+    runs: int = 0  # the runs the interval is over (`analysis.clusters`); 0: pooled pairs, runs not counted
 
     @classmethod
     def of(cls, values: Sequence[float], confidence: float = CONFIDENCE) -> "Ratio":

@@ -7,6 +7,7 @@ import pandas as pd
 
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.flags import flagged
+from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.views import Views, paired, side
 from dlrm_study.records import columns as col
 
@@ -119,3 +120,9 @@ def describe_gap(mean: float, low: float, high: float, n: int, digits: int = 4) 
     if n < 2:
         return f"{mean:+.{digits}f} (one pair: no interval)"
     return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] ({count(n, 'pair')})"
+
+
+def judgement_text(judgement: Judgement) -> str:
+    """A claim's judgement as the ledger's cell: `**status**: the numbers (notes)`."""
+    said = f"**{judgement.status}**: {judgement.detail}" if judgement.detail else f"**{judgement.status}**"
+    return f"{said} ({judgement.note})" if judgement.note else said

@@ -289,7 +289,7 @@ def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
     grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
     evidence = Evidence(gpu_grid=sweep_records(grid))  # the grid alone: what H2 and H3 read
     along = "model.dense_features" if claim == "H2" else "tables"
-    changes, _ = grid_changes(evidence, Lens(clean=False), along)  # every pair, as the verdict counts
+    changes, _ = grid_changes(evidence, Lens(), along)  # every pair, as the verdict counts
     return min((r.n for _, r in changes), default=0)
 
 

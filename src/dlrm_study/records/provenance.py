@@ -8,6 +8,7 @@ old timing stale, and `code_fingerprint` the source that runs in the timed regio
 key): a record of other code is never the measurement a run would make now.
 """
 
+import ast
 import datetime
 import functools
 import hashlib
@@ -103,25 +104,59 @@ def process_run_id() -> str:
 
 RULES = Path(dlrm_study.__file__).resolve().parents[2] / "docs" / "claims.md"
 RULES_BEGIN, RULES_END = "<!-- rules: begin -->", "<!-- rules: end -->"
-# The code that applies the rules: the verdicts, the statistics and flags they rest on, and the readers
-# that decide which records they see. Its source is hashed with the rules' text.
-RULES_CODE = tuple(
-    Path(dlrm_study.__file__).resolve().parent / "analysis" / name
-    for name in ("verdicts.py", "stats.py", "flags.py", "views.py", "readers.py")
-)
+PACKAGE = Path(dlrm_study.__file__).resolve().parent
+# The deciding code: the claims, and every module of the package they import, directly or not (the rules, the
+# statistics, the readers, the evidence filters, the machine keys, the selfcheck thresholds, the studies' points).
+RULES_ROOTS = ("analysis/claims.py",)
+
+
+def module_files(name: str, package: Path) -> list[Path]:
+    """The files of a dotted module name inside `package` (its module, or its package's __init__.py)."""
+    parts = name.split(".")
+    if parts[0] != package.name:
+        return []
+    base = package.joinpath(*parts[1:])
+    return [f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()]
+
+
+def imports_of(path: Path, package: Path) -> set[Path]:
+    """The package's files `path` imports (at any depth of its body; `from a import b` where b is a module too)."""
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.update(module_files(alias.name, package))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(module_files(node.module, package))
+            for alias in node.names:
+                found.update(module_files(f"{node.module}.{alias.name}", package))
+    return found
+
+
+def deciding_code(package: Path = PACKAGE, roots: tuple[str, ...] = RULES_ROOTS) -> list[Path]:
+    """Every file the roots import within the package, directly or not (the import graph's closure), sorted."""
+    seen: set[Path] = set()
+    todo = [package / root for root in roots]
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo.extend(imports_of(path, package) - seen)
+    return sorted(seen)
 
 
 @functools.cache
-def rules_hash(path: Path = RULES, code: tuple[Path, ...] = RULES_CODE) -> str:
+def rules_hash(path: Path = RULES, package: Path = PACKAGE, roots: tuple[str, ...] = RULES_ROOTS) -> str:
     """12 hex digits of sha256 over the verdict rules (docs/claims.md between its rules markers) and the
-    source of the code that applies them (`RULES_CODE`), so a change to either is a new hash.
+    source of every module the deciding code imports (`deciding_code`), each under its path in the package,
+    so a change to either, or a new import, is a new hash.
 
     Every record carries it, so the ledger can tell records measured under the rules in force
     from records the rules were written after. "" where the rules or their code are not beside the package.
     """
     try:
         text = path.read_text()
-        sources = [part.read_text() for part in code]
+        sources = [f"{part.relative_to(package)}\n{part.read_text()}" for part in deciding_code(package, roots)]
     except OSError:
         return ""
     if RULES_BEGIN not in text or RULES_END not in text:

@@ -14,13 +14,15 @@ import pandas as pd
 from dlrm_study.analysis import baseline as old_stack
 from dlrm_study.analysis import findings
 from dlrm_study.analysis import scaling as scaling_read
+from dlrm_study.analysis.claims import judge
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
 from dlrm_study.analysis.evidence import Evidence, gpu_hosts, same_class
 from dlrm_study.analysis.gpu_loop import label as loop_label
+from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.placement import cache_hit_rates, remote_vs_local
 from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.analysis.verdicts import Verdict, judge
+from dlrm_study.analysis.wording import judgement_text
 from dlrm_study.errors import UsageError
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import sensitivity
@@ -111,9 +113,9 @@ FINDINGS: dict[str, Callable[[Path, str, str], list[str]]] = {
 }
 
 
-def plain(verdict: Verdict) -> str:
+def plain(verdict: Judgement) -> str:
     """A verdict as a notebook prints it: the ledger's cell without its Markdown."""
-    return verdict.cell().replace("**", "")
+    return judgement_text(verdict).replace("**", "")
 
 
 def gpu_note(claim: str, evidence: Evidence, machine: str) -> str:

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from dlrm_study.analysis.claims import BY_ID, verdicts
 from dlrm_study.analysis.evidence import Evidence, published_machine
-from dlrm_study.analysis.verdicts import CLAIMS, verdicts
 from dlrm_study.analysis.wording import count
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
@@ -67,7 +67,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     table = verdicts(evidence)
     lines = []
     for claim in claims:
-        lines.append(f"{claim}. {CLAIMS[claim]}")
+        lines.append(f"{claim}. {BY_ID[claim].text}")
         for host, verdict in table[claim].items():
             lines.append(f"    on {machine_words(host)}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
         if not table[claim]:

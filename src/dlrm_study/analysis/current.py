@@ -1,0 +1,99 @@
+"""Evidence at HEAD: per machine, the records of the newest code it measured, each run's warm-up left out.
+
+A record carries the fingerprint of the timed-path source that measured it (`code_fingerprint`).
+Per machine, the newest fingerprint is the one whose latest record is latest; records of any other
+fingerprint are counted as history and never mixed into a ratio with current ones. Records without a
+fingerprint (measured before fingerprints existed) are a machine's current records only where it has
+none newer; a verdict on them says the code is unknown and names the commits they were measured at.
+
+Repeat 0 of every run is a warm-up: recorded, counted under `WARM_UP`, not used (first-use costs fall
+on whichever variant runs first), unless its run has fewer than 2 repeats.
+"""
+
+import dataclasses
+from collections.abc import Iterable
+
+import pandas as pd
+
+from dlrm_study.analysis.readers import leave_out
+from dlrm_study.records import columns as col
+
+HISTORY = "earlier code (history)"
+WARM_UP = "warm-up (repeat 0 of its run)"
+RUN = (col.MACHINE, col.THREADS, col.RUN_ID)
+
+
+@dataclasses.dataclass(frozen=True)
+class Code:
+    """The code a machine's current records were measured by: a fingerprint, or unknown with its commits."""
+
+    fingerprint: str
+    commits: tuple[str, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return bool(self.fingerprint)
+
+
+def fingerprints(frame: pd.DataFrame) -> pd.Series:
+    """Each record's fingerprint ("" where it has none)."""
+    if col.CODE_FINGERPRINT not in frame:
+        return pd.Series("", index=frame.index, dtype=str)
+    return frame[col.CODE_FINGERPRINT].fillna("").astype(str)
+
+
+def newest(frames: Iterable[pd.DataFrame]) -> dict[str, str]:
+    """machine -> its newest fingerprint (latest timestamp among its fingerprinted records); "" for none."""
+    latest: dict[tuple[str, str], str] = {}
+    machines: set[str] = set()
+    for frame in frames:
+        if frame.empty or col.MACHINE not in frame:
+            continue
+        stamps = frame[col.TIMESTAMP].fillna("").astype(str) if col.TIMESTAMP in frame else pd.Series("", frame.index)
+        for machine, fp, stamp in zip(frame[col.MACHINE].astype(str), fingerprints(frame), stamps, strict=True):
+            machines.add(machine)
+            if fp:
+                latest[(machine, fp)] = max(latest.get((machine, fp), ""), stamp)
+    best = {m: "" for m in machines}
+    for (machine, fp), _stamp in sorted(latest.items(), key=lambda item: (item[1], item[0][1])):
+        best[machine] = fp  # sorted by time: the last one written is the newest
+    return best
+
+
+def at_head(frame: pd.DataFrame, newest_code: dict[str, str]) -> pd.DataFrame:
+    """The records of each machine's newest code; the others counted under HISTORY."""
+    if frame.empty or col.MACHINE not in frame:
+        return frame
+    wanted = frame[col.MACHINE].astype(str).map(lambda m: newest_code.get(m, ""))
+    return leave_out(frame, fingerprints(frame) == wanted, HISTORY)
+
+
+def without_warm_up(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records less repeat 0 of every run that has at least 2 repeats (counted under WARM_UP)."""
+    if frame.empty or col.REPEAT not in frame or col.RUN_ID not in frame:
+        return frame
+    keys = [k for k in RUN if k in frame]
+    repeats = frame[col.REPEAT].astype(float)
+    distinct = repeats.groupby([frame[k].astype(str) for k in keys]).transform("nunique")
+    return leave_out(frame, ~((repeats == 0) & (distinct >= 2)), WARM_UP)
+
+
+def current(frame: pd.DataFrame, newest_code: dict[str, str]) -> pd.DataFrame:
+    """What a verdict may read of a frame: each machine's newest code, warm-ups out."""
+    return without_warm_up(at_head(frame, newest_code))
+
+
+def code_of(frames: Iterable[pd.DataFrame], machine: str) -> Code:
+    """The code of a machine's current records in these frames: its fingerprint, or the commits of unknown code."""
+    fps: set[str] = set()
+    commits: set[str] = set()
+    for frame in frames:
+        if frame.empty or col.MACHINE not in frame:
+            continue
+        mine = frame[frame[col.MACHINE] == machine]
+        fps |= set(fingerprints(mine)) - {""}
+        if col.GIT_COMMIT in mine:
+            commits |= set(mine[col.GIT_COMMIT].dropna().astype(str)) - {""}
+    if len(fps) == 1:
+        return Code(fps.pop())
+    return Code("", tuple(sorted(c[:7] for c in commits)))

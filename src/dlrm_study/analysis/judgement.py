@@ -1,0 +1,64 @@
+"""What a claim's rule decides: a status and the numbers it decided on (`Judgement`); no sentences here
+beyond the rule's own account of its numbers (`detail`): `analysis.wording` says a Judgement in words."""
+
+import dataclasses
+import enum
+
+from dlrm_study.analysis import stats
+
+
+class Status(enum.StrEnum):
+    """The outcomes of a claim's rule on one machine (docs/claims.md, Outcomes)."""
+
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+    FRAGILE = "fragile"
+    ONE_RUN = "one run"
+    TOO_FEW = "too few repeats"
+    NOT_MEASURABLE = "not measurable here"
+    NOT_YET = "not yet measured"
+    UNRECORDED = "unrecorded machine"
+    MACHINES_DISAGREE = "machines disagree"
+
+    @property
+    def word(self) -> bool:
+        """Whether this is a verdict word (it needs MIN_RUNS runs)."""
+        return self in (Status.REPRODUCED, Status.NOT_REPRODUCED)
+
+    @property
+    def opposite(self) -> "Status | None":
+        return {Status.REPRODUCED: Status.NOT_REPRODUCED, Status.NOT_REPRODUCED: Status.REPRODUCED}.get(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """A rule's decision on one claim and machine.
+
+    `numbers`: the comparisons it decided on, by name; `runs` and `pairs`: the fewest runs of a deciding
+    comparison and the pairs over all of them; `left_out`: records of the claim's frames not used, by
+    reason; `notes`: robustness and provenance, said after the evidence."""
+
+    status: Status
+    detail: str = ""
+    numbers: dict[str, stats.Ratio] = dataclasses.field(default_factory=dict, compare=False)
+    runs: int = 0
+    pairs: int = 0
+    left_out: dict[str, int] = dataclasses.field(default_factory=dict, compare=False)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def evidence(self) -> str:  # the name the notebooks and tests have read since the first rules
+        return self.detail
+
+    @property
+    def note(self) -> str:
+        return "; ".join(self.notes)
+
+
+def decided(status: Status, detail: str, numbers: dict[str, stats.Ratio] | None = None) -> Judgement:
+    """A Judgement whose runs and pairs are counted from the comparisons it decided on."""
+    numbers = numbers or {}
+    used = [r for r in numbers.values() if r.n]
+    runs = min((r.runs for r in used), default=0)
+    return Judgement(status, detail, numbers, runs, sum(r.n for r in used))

@@ -1,0 +1,137 @@
+"""The claims layer's mutations: apply each, run the tests meant to kill it, restore the file.
+
+Not collected by pytest. Run from the repository root with the project's Python (the one with torch):
+`.venv/bin/python tests/claims_mutations.py [index ...]`;
+each line says KILLED (a test failed) or SURVIVED.
+"""
+
+import pathlib
+import subprocess
+import sys
+
+PYTHON = sys.executable
+VERDICT = {0: "SURVIVED", 1: "KILLED "}  # pytest: 1 is a failed test; any other code is a broken run
+A = "src/dlrm_study/analysis/"
+M = [
+    (A + "verdicts.py", "S3_MARGIN = 0.1 ", "S3_MARGIN = 0.15 ", "tests/test_verdicts.py", "margin_is_pinned"),
+    (A + "verdicts.py", "S3_MARGIN = 0.1 ", "S3_MARGIN = 0.08 ", "tests/test_verdicts.py", "margin_is_pinned"),
+    (A + "stats.py", " and not run_id.startswith(LEGACY)", "", "tests/test_verdicts.py", "legacy"),
+    (
+        A + "current.py",
+        "~((repeats == 0) & (distinct >= 2))",
+        "repeats == repeats",
+        "tests/test_verdicts.py",
+        "warm_up",
+    ),
+    (A + "current.py", "distinct >= 2", "distinct >= 1", "tests/test_verdicts.py", "one_repeat_keeps"),
+    (
+        A + "current.py",
+        "fingerprints(frame) == wanted",
+        "fingerprints(frame) == fingerprints(frame)",
+        "tests/test_verdicts.py",
+        "newest_code",
+    ),
+    (
+        A + "clusters.py",
+        "MIN_RUNS = 2 ",
+        "MIN_RUNS = 1 ",
+        "tests/test_verdicts.py",
+        "s1_outcomes or h4_outcomes or s2_outcomes",
+    ),
+    (A + "verdicts.py", "GRID_MARGIN = 1.25 ", "GRID_MARGIN = 1.0 ", "tests/test_verdicts.py", "grid_claims"),
+    (
+        A + "claims.py",
+        "{Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE} - {found.status}",
+        "{found.status.opposite}",
+        "tests/test_verdicts.py",
+        "fragile_where",
+    ),
+    (
+        A + "verdicts.py",
+        "all(each[name].high < reach",
+        "all(judged[name].high < reach",
+        "tests/test_verdicts.py",
+        "both_short",
+    ),
+    (
+        A + "views.py",
+        "every = stats.Ratio.of(ratios, confidence)",
+        "every = stats.Ratio.of(clean, confidence)",
+        "tests/test_stats.py",
+        "keeps_its_flagged",
+    ),
+    (
+        "src/dlrm_study/records/provenance.py",
+        "todo.extend(imports_of(path, package) - seen)",
+        "pass",
+        "tests/test_rules_hash.py",
+        "",
+    ),
+    (
+        A + "clusters.py",
+        "spread = means if len(means) > 1 else",
+        "spread = [x for g in groups for x in logs(g[value], share)] if len(means) > 1 else",
+        "tests/test_stats.py",
+        "clusters",
+    ),
+    (A + "verdicts.py", "H1_FACTOR = 1.5 ", "H1_FACTOR = 1.4 ", "tests/test_verdicts.py", "h1 or boundary"),
+    (A + "verdicts.py", "S2_SHARE = 0.5\n", "S2_SHARE = 0.45\n", "tests/test_verdicts.py", "s2"),
+    (
+        A + "verdicts.py",
+        "S3_AUC_GAP = 0.002\n",
+        "S3_AUC_GAP = 0.003\n",
+        "tests/test_verdicts.py",
+        "s3_outcomes or boundary",
+    ),
+    (A + "verdicts.py", "S3_SEEDS = 3 ", "S3_SEEDS = 1 ", "tests/test_verdicts.py", "s3_outcomes"),
+    (
+        A + "claims.py",
+        " and j.status != Status.NOT_YET",
+        "",
+        "tests/test_verdicts.py",
+        "class_row or leaves_out_machines",
+    ),
+    (
+        A + "verdicts.py",
+        "H4_RECOVERY = 0.5 ",
+        "H4_RECOVERY = 0.6 ",
+        "tests/test_verdicts.py",
+        "h4_outcomes or boundary",
+    ),
+    (A + "verdicts.py", "S1_FACTOR = 110.0", "S1_FACTOR = 100.0", "tests/test_verdicts.py", "s1_outcomes or boundary"),
+    (A + "verdicts.py", "GRID_MARGIN = 1.25 ", "GRID_MARGIN = 1.3 ", "tests/test_verdicts.py", "boundary"),
+    (A + "verdicts.py", "H1_FACTOR = 1.5 ", "H1_FACTOR = 1.6 ", "tests/test_verdicts.py", "boundary"),
+]
+only = sys.argv[1:]
+for i, (path, old, new, test, k) in enumerate(M):
+    if only and str(i) not in only:
+        continue
+    p = pathlib.Path(path)
+    text = p.read_text()
+    assert text.count(old) >= 1, (path, old)
+    p.write_text(text.replace(old, new, 1))
+    try:
+        args = [
+            "timeout",
+            "300",
+            "nice",
+            "-n",
+            "10",
+            PYTHON,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            test,
+        ] + (["-k", k] if k else [])
+        r = subprocess.run(args, capture_output=True, text=True, env={"PYTHONPATH": "src", "PATH": "/usr/bin:/bin"})
+        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-200:]
+        print(
+            f"{i:2d} {VERDICT.get(r.returncode, f'ERROR {r.returncode}')} {path}: {old.strip()!r} -> {new.strip()!r} "
+            f"[{test} -k {k!r}] {last}",
+            flush=True,
+        )
+    finally:
+        p.write_text(text)
