@@ -11,28 +11,27 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import predictions
+from dlrm_study.analysis.claims import BY_ID, verdicts
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.gpu_loop import old_loop
+from dlrm_study.analysis.judgement import Status
+from dlrm_study.analysis.stats import Ratio
 from dlrm_study.analysis.verdicts import (
-    CLAIMS,
     H1_FACTOR,
     H4_RECOVERY,
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
     S1_CORES,
     S1_FACTOR,
     S2_SHARE,
     S3_AUC_GAP,
     S3_FACTOR,
     S3_MARGIN,
-    verdicts,
+    ratio_text,
 )
+from dlrm_study.analysis.wording import judgement_text
 from dlrm_study.config.variants import GPU_HBM
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
 from dlrm_study.report import manifest
-from dlrm_study.report.ledger import NOTEBOOKS
 from dlrm_study.report.readable import MAX_CELL, machine_words
 from dlrm_study.studies.gpu_targets import TARGETS
 
@@ -44,7 +43,7 @@ PAPERS = {
     "HPCA 2021 (GPU, Acun et al.)": ("H1", "H2", "H3", "H4"),
     "SC20 (CPU, Kalamkar et al.)": ("S1", "S2", "S3", "S4"),
 }
-DECIDED = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, "fragile")
+DECIDED = (Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE, Status.FRAGILE)
 # What the paper claims, from the rules' own constants (docs/claims.md): nothing typed twice.
 PAPER = {
     "H1": f"throughput moves with the model's shape (judged at {H1_FACTOR}x either way)",
@@ -56,7 +55,7 @@ PAPER = {
     "S3": f"up to {S3_FACTOR}x (judged above {S3_FACTOR * (1 - S3_MARGIN):.2f}x), AUC within {S3_AUC_GAP}",
     "S4": "efficient scaling to 64 sockets",
 }
-FIGURE = r"-?[\d.,]+(?:x|%) \[[^\]]+\](?: \(\d+ (?:pairs|repeats)\))?"
+FIGURE = r"-?[\d.,]+(?:x|%) \[[^\]]+\](?: \(\d+ (?:pairs|repeats)[^)]*\))?"
 # Per claim, the numbers a cell shows: (what it is, in words; the text the verdict prints before it).
 QUANTITIES = {
     "H1": [("largest knob effect", r"")],
@@ -96,17 +95,23 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
     table = verdicts(evidence)
     hosts = [m for m in evidence.machines() if Machine.parse(m).recorded]
     found = {}
-    for claim in CLAIMS:
+    for claim in BY_ID:
         found[claim] = {}
         for host in hosts:
             v = table[claim][host]
             gpu = evidence.of(host).gpu
             old = claim.startswith("H") and not gpu.empty and bool(old_loop(gpu).all())
-            figures = [(what, m.group(1)) for what, before in QUANTITIES.get(claim, [])
-                       if (m := re.search(before + f"({FIGURE})", v.evidence))]  # fmt: skip
+            full = judgement_text(v)
+            figures = [(name, said_as(name, r, full)) for name, r in v.numbers.items() if r.n]
             reason = re.split(r"[;:]", v.evidence, maxsplit=1)[0].strip() if v.evidence else ""
-            found[claim][host] = Judged(v.status, figures, reason, old, v.cell())
+            found[claim][host] = Judged(v.status, figures, reason, old, full)
     return found
+
+
+def said_as(name: str, r: Ratio, cell: str) -> str:
+    """A deciding comparison's number as the verdict's own text prints it after its name, else as a ratio."""
+    found = re.search(re.escape(name) + f" ({FIGURE})", cell)
+    return found.group(1) if found else ratio_text(r)
 
 
 def short_cell(j: Judged) -> str:
@@ -141,7 +146,7 @@ def claims_table(found: dict[str, dict[str, Judged]], link: str) -> list[str]:
     hosts = list(next(iter(found.values())))
     head = "| claim | the paper | " + " | ".join(machine_words(h) for h in hosts) + " | why |"
     rows = [
-        f"| [{claim}]({link}{NOTEBOOKS[claim]}.ipynb) {CLAIMS[claim]} | {PAPER[claim]} | "
+        f"| [{claim}]({link}{BY_ID[claim].notebook}.ipynb) {BY_ID[claim].text} | {PAPER[claim]} | "
         + " | ".join(short_cell(found[claim][h]) for h in hosts)
         + f" | {why(claim, found[claim])} |"
         for claim in found
