@@ -124,3 +124,28 @@ def test_a_timed_accuracy_near_chance_is_called_weak_evidence():
 
     assert any("near chance" in line for line in timed_accuracy(frame(NEAR_CHANCE_AUC - 0.05)))
     assert not any("near chance" in line for line in timed_accuracy(frame(0.8)))
+
+
+def test_plain_bf16_sgd_loses_updates_below_half_a_bf16_spacing_that_split_sgd_keeps():
+    """Why the control can fail: at |w| = 1 bf16's spacing is 2^-7, so an update of 2^-10 rounds away in plain
+    bf16, step after step, while Split-SGD's lower halves add them up."""
+    import torch
+    from torch import nn
+
+    from dlrm_study.model.kernels.torch_ops import join
+    from dlrm_study.train.split_sgd import PlainBF16SGD, SplitSGD
+
+    def trained(make) -> tuple[nn.Linear, torch.optim.Optimizer]:
+        layer = nn.Linear(4, 1, bias=False)
+        nn.init.ones_(layer.weight)
+        optimizer = make([layer], 2.0**-10)
+        for _ in range(8):
+            layer.weight.grad = torch.ones_like(layer.weight)
+            optimizer.step()
+        return layer, optimizer
+
+    plain, _ = trained(PlainBF16SGD.from_fp32)
+    assert (plain.weight.float() == 1.0).all()  # eight updates of 2^-10: every one lost
+    split, optimizer = trained(SplitSGD.from_fp32)
+    master = join(split.weight.data.view(torch.int16), optimizer.state[split.weight]["lo"])
+    assert torch.allclose(master, torch.full_like(master, 1 - 8 * 2.0**-10))  # every one kept
