@@ -1,14 +1,15 @@
-"""Notebook 07's records: the convergence study's windowed losses and held-out evaluations."""
+"""Notebook 07's records: the convergence study's windowed losses and held-out evaluations, and S3's accuracy
+rule (`s3_accuracy`): bf16's learned AUC gain relative to fp32's, per preset, over seeds."""
 
 import math
-import typing
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
-from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
+from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REFERENCE
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -77,35 +78,10 @@ def auc_gaps(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy_gaps(records: pd.DataFrame) -> pd.DataFrame:
-    """S3 on the timed presets: optimized bf16's held-out AUC less optimized fp32's, per preset, over seeds."""
-    return gaps(records, "eval", col.EVAL_AUC, (col.CONFIG_NAME,), base=OPTIMIZED_FP32)
-
-
-class S3Accuracy(typing.NamedTuple):
-    """S3's accuracy half on one machine: bf16's held-out AUC less fp32's, paired by seed within a run on the
-    timed presets (`gap`: mean and t interval, None where nothing pairs), its seeds, and the presets."""
-
-    gap: stats.Ratio | None
-    seeds: int
-    presets: list[str]
-
-
-def s3_accuracy(frame: pd.DataFrame, machine: str, fingerprint: str = "") -> S3Accuracy:
-    """S3's accuracy half, as `analysis.verdicts.s3` reads it (one call, so its rule can be rewritten here alone).
-
-    Today: the gaps of every record of `frame` (the evidence's accuracy frame: the machine's bf16 class, each
-    machine at its newest code), pooled; `machine` and `fingerprint` name whose verdict it serves."""
-    evals = frame[frame[col.KIND] == "eval"] if not frame.empty else frame
-    if evals.empty:
-        return S3Accuracy(None, 0, [])
-    index = [col.MACHINE, col.RUN_ID, col.CONFIG_NAME, "train.seed"]
-    wide = evals.pivot_table(index=index, columns=col.VARIANT, values=col.EVAL_AUC, aggfunc="first")
-    if not {OPTIMIZED_BF16, OPTIMIZED_FP32} <= set(wide):
-        return S3Accuracy(None, 0, [])
-    gaps = (wide[OPTIMIZED_BF16] - wide[OPTIMIZED_FP32]).dropna()
-    mean, low, high, n = stats.mean_interval(gaps)
-    presets = sorted(set(gaps.index.get_level_values(col.CONFIG_NAME)))
-    return S3Accuracy(stats.Ratio(mean, low, high, n, math.nan), n, presets)
+    """S3 on the timed presets: optimized bf16's held-out AUC less optimized fp32's, per preset, over seeds (plain
+    bf16 SGD, the control, left out: `s3_accuracy` judges it)."""
+    found = gaps(records, "eval", col.EVAL_AUC, (col.CONFIG_NAME,), base=OPTIMIZED_FP32)
+    return found[found[col.VARIANT] == OPTIMIZED_BF16] if not found.empty else found
 
 
 def preset_of(records: pd.DataFrame) -> str:
@@ -118,3 +94,153 @@ def preset_of(records: pd.DataFrame) -> str:
     tables = f"{len(rows)} x {rows[0]:,} rows" if len(set(rows)) == 1 else f"{len(rows)} tables"
     shape = f"{tables}, dim {int(first['model.embedding_dim'])}, batch {int(first['train.batch_size'])}"
     return f"{', '.join(sorted(set(described[col.CONFIG_NAME].astype(str))))} ({shape})"
+
+
+# S3's accuracy rule (docs/claims.md, written before the records it judges): on each timed preset's accuracy
+# benchmark, bf16's learned gain (held-out AUC - 0.5) relative to fp32's, paired by seed, has its interval over
+# seeds at or above GAIN_MARGIN; it fails when the interval lies below. The benchmark must have learned: fp32
+# reaches LEARNED_SHARE of the attainable gain (the teacher's own AUC - 0.5) and a held-out AUC of MIN_AUC.
+GAIN_MARGIN = 0.99
+LEARNED_SHARE = 0.9
+MIN_AUC = 0.70
+MIN_SEEDS = 3  # per preset, counted as seeds
+HOLDS, FAILS, UNDECIDED, TOO_FEW, NOT_LEARNED, NO_RECORDS = (
+    "holds", "fails", "undecided", "too few seeds", "benchmark did not learn", "no records",
+)  # fmt: skip
+ATTAINABLE = "eval_attainable_auc"
+
+
+@dataclass(frozen=True)
+class Gain:
+    """One precision's learned gain relative to fp32's on one preset, over seeds (`ratio` = mean of per-seed
+    ratios, `low`-`high` its 95% t interval), and the steps it took to reach fp32's final held-out AUC."""
+
+    variant: str
+    preset: str
+    seeds: int
+    ratio: float
+    low: float
+    high: float
+    steps_to_fp32: float  # mean over the seeds that reached it (NaN: none did)
+    reached: int  # seeds that reached fp32's final AUC within the run
+
+    @property
+    def status(self) -> str:
+        if self.seeds < MIN_SEEDS:
+            return TOO_FEW
+        if self.low >= GAIN_MARGIN:
+            return HOLDS
+        return FAILS if self.high < GAIN_MARGIN else UNDECIDED
+
+
+@dataclass(frozen=True)
+class AccuracyJudgement:
+    """S3's accuracy half on one machine (and code): `status` for bf16 Split-SGD, `plain_status` for plain bf16
+    SGD (the control: the rule must fail it), each preset's gains, and fp32's share of the attainable gain."""
+
+    status: str
+    plain_status: str
+    split: list[Gain] = field(default_factory=list)
+    plain: list[Gain] = field(default_factory=list)
+    learned: dict[str, float] = field(default_factory=dict)  # preset -> fp32's mean share of the attainable gain
+    fp32_auc: dict[str, float] = field(default_factory=dict)  # preset -> fp32's mean held-out AUC
+    attainable: dict[str, float] = field(default_factory=dict)  # preset -> the teacher's mean held-out AUC
+    seeds: dict[str, int] = field(default_factory=dict)  # preset -> seeds with all precisions recorded
+
+
+def s3_accuracy(frame: pd.DataFrame, machine: str, fingerprint: str | None = None) -> AccuracyJudgement:
+    """S3's accuracy half from accuracy records (`accuracy_records`) of one machine and, when given, one code
+    fingerprint (the `code_fingerprint` column; no filter where records lack it)."""
+    rows = frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
+    if fingerprint is not None and col.CODE_FINGERPRINT in rows:
+        rows = rows[rows[col.CODE_FINGERPRINT].fillna("").astype(str) == fingerprint]
+    final = rows[rows[col.KIND] == "eval"] if not rows.empty else rows
+    if final.empty:
+        return AccuracyJudgement(NO_RECORDS, NO_RECORDS)
+    judged = {preset: _preset(rows, preset) for preset in sorted(set(final[col.CONFIG_NAME].astype(str)))}
+    split = [g for j in judged.values() for g in j[0] if g.variant == OPTIMIZED_BF16]
+    plain = [g for j in judged.values() for g in j[0] if g.variant == PLAIN_BF16]
+    learned = {p: j[1] for p, j in judged.items()}
+    fp32_auc = {p: j[2] for p, j in judged.items()}
+    unlearned = any(not (learned[p] >= LEARNED_SHARE and fp32_auc[p] >= MIN_AUC) for p in judged)
+    return AccuracyJudgement(
+        NOT_LEARNED if unlearned else _overall(split),
+        NOT_LEARNED if unlearned else _overall(plain),
+        split,
+        plain,
+        learned,
+        fp32_auc,
+        {p: j[3] for p, j in judged.items()},
+        {p: j[4] for p, j in judged.items()},
+    )
+
+
+def _overall(gains: list[Gain]) -> str:
+    """Holds when it holds on every preset; fails when it fails on any."""
+    statuses = {g.status for g in gains}
+    if not gains or TOO_FEW in statuses:
+        return TOO_FEW
+    if FAILS in statuses:
+        return FAILS
+    return HOLDS if statuses == {HOLDS} else UNDECIDED
+
+
+def _preset(rows: pd.DataFrame, preset: str) -> tuple[list[Gain], float, float, float, int]:
+    """One preset's gains (each precision against fp32, paired by seed), fp32's share of the attainable gain,
+    fp32's mean AUC, the mean attainable AUC, and the seeds that recorded every precision."""
+    mine = rows[rows[col.CONFIG_NAME].astype(str) == preset]
+    final = mine[mine[col.KIND] == "eval"]
+    keys = [k for k in SEED if k in final]
+    wide = final.pivot_table(index=keys, columns=col.VARIANT, values=col.EVAL_AUC)
+    if OPTIMIZED_FP32 not in wide:
+        return [], math.nan, math.nan, math.nan, 0
+    base = wide[OPTIMIZED_FP32]
+    fp32 = final[final[col.VARIANT] == OPTIMIZED_FP32]
+    ceiling = fp32[ATTAINABLE].astype(float) if ATTAINABLE in fp32 else pd.Series(dtype=float)
+    share = ((fp32[col.EVAL_AUC].astype(float) - 0.5) / (ceiling - 0.5)).mean() if not ceiling.empty else math.nan
+    curves = mine[mine[col.KIND] == "auc"]
+    gains = [_gain(wide, curves, variant, preset) for variant in (OPTIMIZED_BF16, PLAIN_BF16) if variant in wide]
+    seeds = int(wide.dropna().shape[0]) if set(wide) >= {OPTIMIZED_FP32, OPTIMIZED_BF16, PLAIN_BF16} else 0
+    return gains, float(share), float(base.mean()), float(ceiling.mean()), seeds
+
+
+def _gain(wide: pd.DataFrame, curves: pd.DataFrame, variant: str, preset: str) -> Gain:
+    """`variant`'s gain over fp32's, paired by seed, and its steps to each seed's fp32 final AUC."""
+    paired = wide[[OPTIMIZED_FP32, variant]].dropna()
+    ratios = (paired[variant] - 0.5) / (paired[OPTIMIZED_FP32] - 0.5)
+    mean, low, high, n = stats.mean_interval(ratios)
+    steps = [steps_to(curves, variant, seed, target) for seed, target in paired[OPTIMIZED_FP32].items()]
+    reached = [s for s in steps if s == s]
+    return Gain(variant, preset, n, mean, low, high, sum(reached) / len(reached) if reached else math.nan,
+                len(reached))  # fmt: skip
+
+
+def steps_to(curves: pd.DataFrame, variant: str, seed: tuple, target: float) -> float:
+    """The first step at which `variant`'s held-out AUC curve of one seed (its SEED key) reaches `target`."""
+    seed = seed if isinstance(seed, tuple) else (seed,)
+    keys = [k for k in SEED if k in curves]
+    mine = curves[curves[col.VARIANT] == variant]
+    for key, value in zip(keys, seed, strict=False):
+        mine = mine[mine[key] == value]
+    hit = mine[mine[col.EVAL_AUC].astype(float) >= target - 1e-12]
+    return float(hit[col.STEP].min()) if not hit.empty else math.nan
+
+
+def accuracy_words(judgement: AccuracyJudgement) -> list[str]:
+    """Plain words on how much each model learned and whether the rule holds, from a judgement."""
+    lines = []
+    for preset, share in judgement.learned.items():
+        lines.append(
+            f"{preset}: fp32 reached a held-out AUC of {judgement.fp32_auc[preset]:.3f}, {share:.0%} of the gain "
+            f"attainable (the teacher's own AUC, {judgement.attainable[preset]:.3f}), over "
+            f"{judgement.seeds[preset]} seeds"
+        )
+    for gain in [*judgement.split, *judgement.plain]:
+        steps = f"reached fp32's final AUC in {gain.steps_to_fp32:.0f} steps ({gain.reached} of {gain.seeds} seeds)"
+        steps = steps if gain.reached else "never reached fp32's final AUC"
+        lines.append(
+            f"{gain.preset}, {gain.variant}: {gain.ratio:.1%} of fp32's gain [{gain.low:.1%}, {gain.high:.1%}] "
+            f"over {gain.seeds} seeds ({gain.status} at {GAIN_MARGIN:.0%}); {steps}"
+        )
+    lines.append(f"bf16 Split-SGD: {judgement.status}; plain bf16 SGD (the control): {judgement.plain_status}")
+    return lines

@@ -19,7 +19,16 @@ import pandas as pd
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.baseline import projection
 from dlrm_study.analysis.clusters import MIN_RUNS, over_runs
-from dlrm_study.analysis.convergence import s3_accuracy
+from dlrm_study.analysis.convergence import (
+    FAILS,
+    GAIN_MARGIN,
+    HOLDS,
+    MIN_SEEDS,
+    NO_RECORDS,
+    AccuracyJudgement,
+    s3_accuracy,
+)
+from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
@@ -44,8 +53,6 @@ S1_CORES = 28  # SC20's single socket (a 28-core Xeon): S1 is judged at that siz
 S2_SHARE = 0.5
 S3_FACTOR = 1.8  # "up to 1.8x"
 S3_MARGIN = 0.1  # bf16 reaches the claim when its interval lies above 1.8x less this margin (1.62x)
-S3_AUC_GAP = 0.002
-S3_SEEDS = 3  # held-out AUC over at least this many seeds
 S3_PRESETS = ("dlrm-benchmark", "mlperf-scaled")
 S2_PRESETS = tuple(CPU_PRESETS)  # S2 is judged at each timed preset, each named (the study's own list)
 OTHER_PRESETS = "of other presets"
@@ -344,9 +351,10 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     return counted(decided(Status.INCONCLUSIVE, text, shares), ref)
 
 
-def auc_gap(accuracy: pd.DataFrame) -> tuple[stats.Ratio | None, int, list[str]]:
-    """S3's accuracy half (`convergence.s3_accuracy`) as (gap, seeds, presets)."""
-    return tuple(s3_accuracy(accuracy, ""))  # type: ignore[return-value]
+def accuracy_said(accuracy: AccuracyJudgement) -> str:
+    """S3's accuracy half in a clause: its status and each preset's Split-SGD gain with its interval and seeds."""
+    gains = ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in accuracy.split)
+    return f"{accuracy.status}" + (f", {gains}" if gains else "")
 
 
 def s3_records(evidence: Evidence) -> pd.DataFrame:
@@ -383,29 +391,26 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
     if not parts:
         return counted(Judgement(Status.NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), loops)
-    gap, seeds, presets = s3_accuracy(evidence.accuracy, machine, code_of([evidence.accuracy], machine).fingerprint)
+    code = code_of([loops], machine).fingerprint  # the accuracy half reads the speed half's machine and code
+    accuracy = s3_accuracy(evidence.accuracy, machine, code)
     text = f"{m.bf16_class}; bf16 / fp32 samples/s at {stats.family(len(S3_PRESETS)):.1%} each: " + ", ".join(parts)
     text += f"; reaches the claim above {reach:.2f}x (1.8x less {S3_MARGIN:.0%})"
-    if gap is not None:
-        shown = f" [{gap.low:+.4f}, {gap.high:+.4f}]" if gap.low == gap.low else ""
-        text += (f"; held-out AUC bf16 - fp32 on {', '.join(presets)}: {gap.center:+.4f}{shown} ({seeds} seeds, "
-                 f"margin {S3_AUC_GAP})")  # fmt: skip
+    text += f"; accuracy (bf16's learned AUC gain over fp32's, >= {GAIN_MARGIN:.0%}): {accuracy_said(accuracy)}"
     judged = {name: r for name, r in speed.items() if lens.enough(r)}
     if not judged:
         return counted(too_few({k: r for k, r in speed.items() if r.n}, text), loops)
     fast = any(r.low > reach for r in judged.values())
     short = len(judged) == len(S3_PRESETS) and all(each[name].high < reach for name in judged)
-    same = gap is not None and seeds >= S3_SEEDS and gap.low >= -S3_AUC_GAP and gap.high <= S3_AUC_GAP
-    differs = gap is not None and seeds >= S3_SEEDS and (gap.low > S3_AUC_GAP or gap.high < -S3_AUC_GAP)
+    same, differs = accuracy.status == HOLDS, accuracy.status == FAILS
     if short:
         faster = all(each[name].low > 1 for name in judged)
         said = ": faster but short of 1.8x" if faster else ": not faster enough to reach 1.8x"
         return counted(decided(Status.NOT_REPRODUCED, text + said, judged), loops)
     if differs:
         return counted(decided(Status.NOT_REPRODUCED, text + ": accuracy differs", judged), loops)
-    if gap is None or seeds < S3_SEEDS:
-        return counted(decided(Status.TOO_FEW, text + f": accuracy on the timed presets needs {S3_SEEDS} seeds",
-                               judged), loops)  # fmt: skip
+    if accuracy.status in (NO_RECORDS, TOO_FEW_SEEDS):
+        return counted(decided(Status.TOO_FEW, text + f": accuracy needs {MIN_SEEDS} seeds per preset", judged),
+                       loops)  # fmt: skip
     return counted(decided(Status.REPRODUCED if fast and same else Status.INCONCLUSIVE, text, judged), loops)
 
 

@@ -99,6 +99,7 @@ class DataConfig:
     id_distribution: str = "uniform"  # uniform | zipf
     zipf_alpha: float = 1.05
     teacher_seed: int = 1234  # the fixed model that labels synthetic samples
+    teacher: str = "additive"  # additive | dlrm (data/synthetic.py)
 
 
 @dataclass
@@ -128,6 +129,9 @@ class TrainConfig:
     # The fused dense path: the dot-interaction kernel and the MLP layers as oneDNN matmuls with bias and ReLU
     # fused in (false: bmm and nn.Linear, as the reference).
     fused_interaction: bool = True
+    # bf16 in the optimized loop: Split-SGD keeps each weight's lower 16 bits (false: plain bf16 weights, each
+    # update rounded to bf16, the variant Split-SGD exists to beat; see train/split_sgd.py).
+    split_sgd: bool = True
 
     def __post_init__(self) -> None:
         for name, kind in CHOICES.items():  # a config made from text (a checkpoint, a test) holds members too
@@ -180,6 +184,9 @@ LATER_FIELDS = {
     "train.fused_interaction": True,
     # Before it existed the gpu loop ran eager: records tell the two apart by their `capture` field.
     "train.cuda_graph": True,
+    "data.teacher": "additive",
+    # Before it existed bf16 always kept Split-SGD's lower halves (false: plain bf16 weights and SGD).
+    "train.split_sgd": True,
 }
 
 

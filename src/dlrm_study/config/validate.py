@@ -59,6 +59,7 @@ def validate(cfg: Config) -> Config:
         "data.source": (d.source, ("synthetic", "criteo")),
         "data.pooling": (d.pooling, ("fixed", "uniform")),
         "data.id_distribution": (d.id_distribution, ("uniform", "zipf")),
+        "data.teacher": (d.teacher, ("additive", "dlrm")),
         "train.loop": (t.loop, LOOPS),
         "train.precision": (t.precision, PRECISIONS),
         "train.optimizer": (t.optimizer, OPTIMIZERS),

@@ -18,12 +18,14 @@ from dlrm_study.config.schema import Loop, Placement, Precision
 # The fields a variant sets: what ran, apart from the model and the data.
 FIELDS = (
     "loop", "precision", "placement", "cache_policy", "cuda_graph", "table_batching", "huge_pages", "fused_interaction",
+    "split_sgd",
 )  # fmt: skip
 HOST = "host-"  # a CPU loop run on a GPU machine's host, in the GPU's sweep: GPU over CPU paired in one run
 SWITCHES = ("table_batching", "huge_pages", "fused_interaction")  # the optimized loop's techniques
 
 # The registered names, for readers that pick records of one variant (each is a REGISTRY key).
 REFERENCE, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16 = "reference", "torchrec", "optimized-fp32", "optimized-bf16"
+PLAIN_BF16 = "optimized-bf16-plain-sgd"  # bf16 weights, no Split-SGD lower halves: the control S3's accuracy needs
 GPU_HBM, GPU_HBM_FP32, GPU_EAGER = "gpu-hbm", "gpu-hbm-fp32", "gpu-eager"
 GPU_HOST, GPU_UVM, GPU_CACHED, GPU_CACHED_LFU = "gpu-host", "gpu-uvm", "gpu-cached", "gpu-cached-lfu"
 FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES = "fused-update", "+table-batching", "+huge-pages"
@@ -32,6 +34,7 @@ REGISTRY: dict[str, list[str]] = {
     REFERENCE: ["train.loop=reference"],
     OPTIMIZED_FP32: ["train.loop=optimized", "train.precision=fp32"],
     OPTIMIZED_BF16: ["train.loop=optimized", "train.precision=bf16"],
+    PLAIN_BF16: ["train.loop=optimized", "train.precision=bf16", "train.split_sgd=false"],
     TORCHREC: ["train.loop=torchrec"],
     # The gpu loop: the dense part in bf16 (autocast) unless -fp32; tables placed as named.
     # The device is the sweep's to set (train.device=cuda; cpu for a dry run of the GPU script).
@@ -60,13 +63,14 @@ REGISTRY |= {
 # The groups studies run and readers show, in their order.
 CPU_LOOPS = (REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16, TORCHREC)  # `dlrm-study compare`'s default
 BF16_PAIR = (OPTIMIZED_FP32, OPTIMIZED_BF16)  # the optimized loop in fp32 and in bf16 (S3)
+ACCURACY_PRECISIONS = (*BF16_PAIR, PLAIN_BF16)  # S3's accuracy half: the pair, and the control that must fail
 # `optimized-fp32` is the ablation's step that adds the fused interaction, `optimized-bf16` the one that adds bf16.
 ABLATION = (REFERENCE, FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES, OPTIMIZED_FP32, OPTIMIZED_BF16)
 GPU_PLACEMENTS = (GPU_HBM, GPU_CACHED, GPU_CACHED_LFU, GPU_UVM, GPU_HOST)
 GPU_PRESETS = (GPU_HBM, GPU_HBM_FP32, GPU_EAGER)  # bf16 against fp32, graph against eager
 # The order figures and tables show variants in (then any others, in their own order).
 ORDER = (
-    REFERENCE, FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16,
+    REFERENCE, FUSED_UPDATE, TABLE_BATCHING, HUGE_PAGES, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16, PLAIN_BF16,
     GPU_HBM_FP32, GPU_HBM, GPU_CACHED, GPU_CACHED_LFU, GPU_UVM, GPU_HOST,
 )  # fmt: skip
 
@@ -117,6 +121,8 @@ def signature(cfg) -> tuple:
     t = cfg.train
     gpu = t.loop == Loop.GPU
     switches = tuple(getattr(t, s) for s in SWITCHES) if t.loop == Loop.OPTIMIZED else ()
+    if t.loop == Loop.OPTIMIZED and t.precision == Precision.BF16 and not t.split_sgd:
+        switches += ("plain-sgd",)
     placement = (t.placement, t.cache_policy if t.placement == Placement.CACHED else "", t.cuda_graph) if gpu else ()
     precision = t.precision if t.loop in (Loop.OPTIMIZED, Loop.GPU) else ""
     return (t.loop, precision, placement, switches)
@@ -129,7 +135,8 @@ def describe(cfg) -> str:
         return t.loop
     if t.loop == Loop.OPTIMIZED:
         off = "".join(f"-no-{name.replace('_', '-')}" for name in SWITCHES if not getattr(t, name))
-        return f"optimized-{t.precision}{off}"
+        plain = "-plain-sgd" if t.precision == Precision.BF16 and not t.split_sgd else ""
+        return f"optimized-{t.precision}{plain}{off}"
     name = f"gpu-{t.placement}" + ("-lfu" if t.placement == Placement.CACHED and t.cache_policy == "lfu" else "")
     name = name if t.precision == Precision.BF16 else f"{name}-fp32"
     return name if t.cuda_graph else f"{name}-eager"

@@ -2,8 +2,15 @@
 
 Ids are uniform or Zipf(alpha) per table, bags have a fixed or uniform pooling factor,
 dense features are uniform in [0, 1), and labels are drawn from a fixed random
-*teacher*: a score per id (hashed into at most 65,536 buckets per table) and a linear
-function of the dense features, so a model can learn and AUC means something.
+*teacher*, so a model can learn and AUC means something. `data.teacher` picks it:
+
+- `additive`: a score per id (hashed into at most 65,536 buckets per table) and a linear
+  function of the dense features.
+- `dlrm`: a teacher DLRM: a linear bottom layer (dense -> TEACHER_DIM), one TEACHER_DIM
+  embedding per id bucket (bags sum-pooled), the dot interaction of every pair of features
+  and a linear top over the bottom output, the dots and the additive teacher's id scores.
+  Its probability of each label is known (`probabilities`), so the AUC it reaches on the
+  labels it drew is the ceiling any model can attain on them.
 
 Batch `i` of a stream is a pure function of (seed, stream, i): runs are repeatable,
 a resumed run sees the same batches, and no state is carried between batches.
@@ -23,6 +30,12 @@ STREAMS = {"train": 0, "eval": 1}
 SCATTER = 2654435761
 # Teacher logit scale: a unit-variance score times this gives a Bayes AUC near 0.9.
 TEACHER_SCALE = 3.0
+TEACHERS = ("additive", "dlrm")
+TEACHER_DIM = 4  # the teacher DLRM's embedding width: small, so a student of any width can represent it
+# The share of the dlrm teacher's logit variance in its pairwise dots (the rest: first-order terms). Dots are
+# learnt slowly (both factors start random), so a larger share leaves more of the attainable AUC unlearnt in a
+# short run; a quarter keeps interactions in the labels and the ceiling reachable.
+PAIRWISE_SHARE = 0.25
 
 
 class SyntheticData:
@@ -37,14 +50,23 @@ class SyntheticData:
         features = self.model.dense_features
         self.dense_weights = torch.randn(features, generator=teacher) * (12.0 / features) ** 0.5
         self.id_scores = [torch.randn(min(rows, TEACHER_BUCKETS), generator=teacher) for rows in self.model.table_rows]
+        self.dlrm = TeacherDLRM(self.model, teacher) if self.data.teacher == "dlrm" else None
 
     def batch(self, index: int) -> Batch:
         """Batch number `index` of this stream."""
+        return self.sample(index)[0]
+
+    def probabilities(self, index: int) -> torch.Tensor:
+        """The teacher's probability of a positive label for each sample of batch `index` (its labels' source)."""
+        return self.sample(index)[1]
+
+    def sample(self, index: int) -> tuple[Batch, torch.Tensor]:
+        """Batch number `index` and the teacher's probabilities its labels were drawn from."""
         seed = np.random.SeedSequence([self.seed, self.stream, index]).generate_state(2, np.uint64)
         gen = torch.Generator().manual_seed(int(seed[0] >> np.uint64(1)))
         b = self.batch_size
         dense = torch.rand(b, self.model.dense_features, generator=gen)
-        indices, offsets = [], []
+        indices, offsets, lengths_of = [], [], []
         score = (dense - 0.5) @ self.dense_weights
         sparse_score = torch.zeros(b)
         for table, rows in enumerate(self.model.table_rows):
@@ -52,12 +74,16 @@ class SyntheticData:
             ids = self._ids(int(lengths.sum()), rows, gen)
             offsets.append(torch.cumsum(lengths, 0) - lengths)
             indices.append(ids)
+            lengths_of.append(lengths)
             sparse_score += self._bag_scores(table, ids, lengths) * lengths.rsqrt()
         # Dense and sparse terms each have unit variance; together they are scaled.
         score += sparse_score / self.model.num_tables**0.5
+        if self.dlrm is not None:  # first-order and pairwise terms, PAIRWISE_SHARE of the variance the latter's
+            pairwise = self.dlrm.pairwise(dense, indices, lengths_of) * 2**0.5
+            score = (1 - PAIRWISE_SHARE) ** 0.5 * score + PAIRWISE_SHARE**0.5 * pairwise
         prob = torch.sigmoid(TEACHER_SCALE * score / 2**0.5)
         labels = (torch.rand(b, generator=gen) < prob).float()
-        return Batch(dense, indices, offsets, labels)
+        return Batch(dense, indices, offsets, labels), prob
 
     def batches(self, start: int = 0) -> Iterator[Batch]:
         """Batches `start`, `start + 1`, ... without end."""
@@ -89,6 +115,34 @@ class SyntheticData:
             return torch.randint(0, rows, (n,), generator=gen)
         ranks = zipf_ranks(n, rows, self.data.zipf_alpha, gen)
         return (ranks * SCATTER) % rows
+
+
+class TeacherDLRM:
+    """The pairwise half of the `dlrm` teacher: bottom layer, bucketed embeddings, dot interaction, linear top."""
+
+    def __init__(self, model, generator: torch.Generator) -> None:
+        k, features = TEACHER_DIM, model.dense_features
+        # Dense features are uniform: centred, each has variance 1/12; each bottom output has unit variance.
+        self.bottom = torch.randn(features, k, generator=generator) * (12.0 / features) ** 0.5
+        self.tables = [torch.randn(min(rows, TEACHER_BUCKETS), k, generator=generator) for rows in model.table_rows]
+        pairs = (model.num_tables + 1) * model.num_tables // 2
+        self.top = torch.randn(pairs, generator=generator)
+
+    def pairwise(self, dense: torch.Tensor, indices: list[torch.Tensor], lengths: list[torch.Tensor]) -> torch.Tensor:
+        """Each sample's top-layer score over the dots of every pair of features, of unit variance."""
+        features = [(dense - 0.5) @ self.bottom]
+        for table, ids, n in zip(self.tables, indices, lengths, strict=True):
+            vectors = table[ids % len(table)]
+            if len(ids) % len(n) == 0 and bool((n == len(ids) // len(n)).all()):  # fixed pooling: no bag index
+                pooled = vectors.view(len(n), -1, TEACHER_DIM).sum(1)
+            else:
+                bag = torch.repeat_interleave(torch.arange(len(n)), n)
+                pooled = torch.zeros(len(n), TEACHER_DIM).index_add_(0, bag, vectors)
+            features.append(pooled * n.rsqrt().unsqueeze(1))  # unit variance per component, any pooling
+        stacked = torch.stack(features, 1)
+        rows, cols = torch.triu_indices(len(features), len(features), 1)
+        dots = (stacked @ stacked.transpose(1, 2))[:, rows, cols] / TEACHER_DIM**0.5
+        return dots @ self.top / len(self.top) ** 0.5
 
 
 def zipf_ranks(n: int, rows: int, alpha: float, gen: torch.Generator) -> torch.Tensor:

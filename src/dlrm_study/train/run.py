@@ -23,7 +23,7 @@ from dlrm_study.model import fused_mlp
 from dlrm_study.model.dlrm import DLRM
 from dlrm_study.model.interaction import interaction_for
 from dlrm_study.model.tables import SparseArch, make_sparse_arch
-from dlrm_study.train.split_sgd import SplitSGD
+from dlrm_study.train.split_sgd import PlainBF16SGD, SplitSGD, drop_lower_halves
 
 
 @dataclass
@@ -59,6 +59,8 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
         cfg.train.placement = resolve_placement(cfg, device.type)
         print(f"dlrm-study: train.placement auto -> {cfg.train.placement}", file=sys.stderr)
     check_fits(cfg, device.type)
+    if not cfg.train.split_sgd and not (cfg.train.loop == Loop.OPTIMIZED and cfg.train.precision == Precision.BF16):
+        raise UsageError("train.split_sgd=false (plain bf16 SGD) needs train.loop=optimized and train.precision=bf16")
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
     if cfg.train.precision == Precision.BF16 and not native_bf16(device):
@@ -76,7 +78,10 @@ def build(cfg: Config, make_arch: Callable[..., SparseArch] = make_sparse_arch) 
     if cfg.train.loop == Loop.GPU:  # fp32 parameters; in bf16 the dense math runs under autocast
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
         return Run(cfg, model, optimizer, device, autocast=cfg.train.precision == Precision.BF16)
-    if cfg.train.precision == Precision.BF16:  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
+    if plain_bf16(cfg):  # the control: bf16 weights with no lower halves, dense and tables alike
+        optimizer = PlainBF16SGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
+        drop_lower_halves(model.sparse_arch)
+    elif cfg.train.precision == Precision.BF16:  # bf16 MLPs on oneDNN/AMX, fp32 masters kept by Split-SGD
         optimizer = SplitSGD.from_fp32([model.bottom_mlp, model.top_mlp], cfg.train.learning_rate)
     else:
         optimizer = torch.optim.SGD(model.dense_parameters(), lr=cfg.train.learning_rate)
@@ -103,12 +108,19 @@ def native_bf16(device: torch.device) -> bool:
     return platform.native_bf16()
 
 
-def precision_label(precision: str, device: torch.device) -> str:
-    """What ran, as records and output name it: `bf16 (emulated)` where the hardware has no bf16.
+def plain_bf16(cfg: Config) -> bool:
+    """Whether a run keeps bf16 weights with no lower halves (`train.split_sgd=false`): plain bf16 SGD."""
+    return cfg.train.precision == Precision.BF16 and not cfg.train.split_sgd
+
+
+def precision_label(precision: str, device: torch.device, split_sgd: bool = True) -> str:
+    """What ran, as records and output name it: `bf16 (emulated)` where the hardware has no bf16, and
+    `bf16 plain SGD (no lower halves)` for the control that drops Split-SGD's lower halves.
 
     The config keeps `train.precision=bf16` (its hash names the experiment, not the machine).
     """
-    return "bf16 (emulated)" if precision == Precision.BF16 and not native_bf16(device) else precision
+    label = str(precision) if precision != Precision.BF16 or split_sgd else "bf16 plain SGD (no lower halves)"
+    return f"{label} (emulated)" if precision == Precision.BF16 and not native_bf16(device) else label
 
 
 def place(run: Run, batch: Batch | StagedBatch) -> Batch | StagedBatch:

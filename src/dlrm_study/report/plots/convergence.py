@@ -1,10 +1,19 @@
-"""Notebook 07's figure: each loop's training loss and held-out AUC less the reference's, over seeds."""
+"""Notebook 07's figures: each loop's training loss and held-out AUC less the reference's, over seeds; and S3's
+accuracy benchmark (`accuracy`): curves per seed and precision, the attainable AUC, the gains against the margin."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from dlrm_study.analysis.convergence import accuracy_gaps, auc_gaps, loss_gaps, preset_of
-from dlrm_study.analysis.verdicts import S3_AUC_GAP
+from dlrm_study.analysis.convergence import (
+    ATTAINABLE,
+    GAIN_MARGIN,
+    AccuracyJudgement,
+    accuracy_gaps,
+    auc_gaps,
+    loss_gaps,
+    preset_of,
+)  # fmt: skip
+from dlrm_study.config.variants import ACCURACY_PRECISIONS
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import add_caption, ordered
 
@@ -43,16 +52,63 @@ def convergence(records: pd.DataFrame, title: str, accuracy: pd.DataFrame | None
 
 
 def timed_panel(ax: plt.Axes, timed: pd.DataFrame, accuracy: pd.DataFrame, records: pd.DataFrame) -> None:
-    """S3 on the timed presets: bf16's AUC less fp32's per preset, inside the band the rule allows
-    (`S3_AUC_GAP` either side), and the machine that trained them where it is not the other panels'."""
-    ax.axhspan(-S3_AUC_GAP, S3_AUC_GAP, color="grey", alpha=0.15, linewidth=0, label=f"S3's margin, ±{S3_AUC_GAP}")
+    """S3's accuracy benchmark: each bf16 precision's AUC less fp32's per preset, and the machine that trained them
+    where it is not the other panels'."""
     gap_points(ax, timed, col.CONFIG_NAME, {}, "bf16's held-out AUC less fp32's")
     steps = int(accuracy[col.STEP].max()) if col.STEP in accuracy else 0
-    ax.set_title(f"S3: timed presets, {steps:,} steps, {int(timed['n'].max())} seeds", fontsize=10)
-    ax.legend(frameon=False, fontsize=8, loc="upper right")
+    ax.set_title(f"S3: accuracy benchmark, {steps:,} steps, {int(timed['n'].max())} seeds", fontsize=10)
     trained, drawn = set(accuracy[col.MACHINE]), set(records[col.MACHINE])
     if trained != drawn:
         ax.set_xlabel("trained on " + ", ".join(sorted(key.split("/")[0] for key in trained)), fontsize=8)
+
+
+def accuracy(frame: pd.DataFrame, judgement: AccuracyJudgement, title: str) -> plt.Figure:
+    """Per preset: windowed training loss and held-out AUC of every seed (a line each) in each precision, the
+    teacher's attainable AUC dashed. Last panel: each bf16 precision's gain relative to fp32's with its 95%
+    interval over seeds, against the margin S3's rule asks (dotted)."""
+    presets = sorted(set(frame[col.CONFIG_NAME].astype(str)))
+    fig, axes = plt.subplots(1, 2 * len(presets) + 1, figsize=(3.6 * (2 * len(presets) + 1), 3.8), squeeze=False)
+    colors = dict(zip(ACCURACY_PRECISIONS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    for i, preset in enumerate(presets):
+        mine = frame[frame[col.CONFIG_NAME].astype(str) == preset]
+        for kind, value, ax in (("loss", col.LOSS, axes[0][2 * i]), ("auc", col.EVAL_AUC, axes[0][2 * i + 1])):
+            curves(ax, mine[mine[col.KIND] == kind], value, colors)
+            ax.set_title(f"{preset}: {'training loss' if kind == 'loss' else 'held-out AUC'}", fontsize=10)
+            ax.set_xlabel("training step")
+        if ATTAINABLE in mine and mine[ATTAINABLE].notna().any():
+            axes[0][2 * i + 1].axhline(mine[ATTAINABLE].mean(), color="black", linestyle="--", linewidth=0.8,
+                                       label="attainable (the teacher's AUC)")  # fmt: skip
+        axes[0][2 * i + 1].legend(frameon=False, fontsize=7)
+    gains_panel(axes[0][-1], judgement, colors)
+    fig.suptitle(title)
+    fig.tight_layout()
+    add_caption(fig, frame[frame[col.KIND] == "eval"])
+    return fig
+
+
+def curves(ax: plt.Axes, rows: pd.DataFrame, value: str, colors: dict[str, str]) -> None:
+    """One line per (precision, seed), coloured by precision, labelled once."""
+    for variant in [v for v in ACCURACY_PRECISIONS if v in set(rows[col.VARIANT])]:
+        for n, (_, seed) in enumerate(rows[rows[col.VARIANT] == variant].groupby("train.seed")):
+            seed = seed.sort_values(col.STEP)
+            ax.plot(seed[col.STEP], seed[value], color=colors[variant], linewidth=1, alpha=0.8,
+                    label=variant if n == 0 else None)  # fmt: skip
+
+
+def gains_panel(ax: plt.Axes, judgement: AccuracyJudgement, colors: dict[str, str]) -> None:
+    """Each bf16 precision's learned gain relative to fp32's, per preset, with its interval over seeds."""
+    gains = [*judgement.split, *judgement.plain]
+    for i, gain in enumerate(gains):
+        low, high = gain.ratio - gain.low, gain.high - gain.ratio
+        ax.errorbar([i], [gain.ratio], yerr=[[low], [high]], fmt="o", capsize=4, color=colors.get(gain.variant))
+    ax.axhline(1, color="black", linestyle="--", linewidth=0.8)
+    ax.axhline(GAIN_MARGIN, color="black", linestyle=":", linewidth=0.8, label=f"S3's margin: {GAIN_MARGIN:.0%}")
+    ax.set_xticks(range(len(gains)), [f"{g.preset}\n{g.variant}" for g in gains], rotation=20, ha="right",
+                  fontsize=7)  # fmt: skip
+    ax.set_xlim(-0.6, max(len(gains), 1) - 0.4)
+    ax.set_ylabel("learned gain (AUC - 0.5) over fp32's")
+    ax.set_title("gain relative to fp32, 95% over seeds", fontsize=10)
+    ax.legend(frameon=False, fontsize=7)
 
 
 def gap_points(ax: plt.Axes, gaps: pd.DataFrame, label: str, colors: dict[str, str], ylabel: str) -> None:
