@@ -128,6 +128,7 @@ def test_dry_run_writes_every_record(tmp_path):
 def test_the_session_runs_the_gpu_tests_from_the_repository(monkeypatch):
     """The session's first step finds the tests beside the package (src/dlrm_study/cli/ is three folders down)."""
     from dlrm_study.cli import gpu_session
+    from dlrm_study.studies import gpu_phases
 
     seen = {}
 
@@ -135,7 +136,7 @@ def test_the_session_runs_the_gpu_tests_from_the_repository(monkeypatch):
         seen.update(command=command, cwd=cwd)
         return subprocess.CompletedProcess(command, 5, "no tests ran", "")
 
-    monkeypatch.setattr(gpu_session.subprocess, "run", fake_run)
+    monkeypatch.setattr(gpu_phases.subprocess, "run", fake_run)
     assert gpu_session.run_tests(dry_run=True) == "tests: no tests ran"
     assert seen["cwd"] == ROOT and all((ROOT / f).is_file() for f in seen["command"] if f.startswith("tests/"))
 

@@ -28,7 +28,8 @@ TEST_FILES = ["tests/test_gpu_step.py", "tests/test_placements.py"]  # the files
 
 def run_phase(phase: Phase, work: Path, dry_run: bool, deadline: float) -> int:
     """Run `phase` with records in `work`, starting no measurement past `deadline` (time.monotonic); its exit code."""
-    graph_profiler.use("attach" if phase.kind == "profiles" else graph_profiler.NOT_PROFILED)
+    if phase.kind != "profiles":  # (the profiles phase sets its way from the probes, `choose_profiler`)
+        graph_profiler.use(graph_profiler.NOT_PROFILED)
     try:
         if phase.kind == "tests":
             print(run_tests(dry_run, timeout_s=min(GPU_TESTS_TIMEOUT_S, max(1.0, deadline - time.monotonic()))))
@@ -139,7 +140,6 @@ def embedding_records(out: Path, dry_run: bool) -> None:
 def choose_profiler(dry_run: bool) -> str:
     """Set this process's way of profiling CUDA graphs from the probes (before any capture); a line saying it."""
     if dry_run:
-        graph_profiler.use("init")
         return "profiler: dry run (CPU): no graph to profile, each point's window timed by the wall clock"
     way, seen = graph_profiler.choose()
     graph_profiler.use(way)
