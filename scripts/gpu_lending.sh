@@ -9,8 +9,8 @@
 # OUT_DIR gets at most 6 files, rewritten whole as they change (no lock files): the records CSVs, summary.txt
 # (rewritten after every phase) and lending.log. An earlier call's OUT_DIR, carried in, is resumed from with
 # --resume-from DIR. Afterwards: python scripts/merge_records.py OUT_DIR (docs/reproduce.md).
-# Needs the image's python (torch with CUDA, Triton); nothing is installed. --dry-run: the same on the CPU at
-# tiny sizes. On a copy of the tree without .git, set DLRM_STUDY_COMMIT=<commit> so records name it.
+# Needs the image's python (torch with CUDA, Triton); what else it lacks comes from wheels/gpu, carried in
+# (scripts/gpu_env.sh). --dry-run: the same on the CPU at tiny sizes. On a copy of the tree without .git, set DLRM_STUDY_COMMIT=<commit> so records name it.
 set -euo pipefail
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
   echo "usage: bash scripts/gpu_lending.sh OUT_DIR [--budget-s S] [--resume-from DIR] [--dry-run]" >&2
@@ -21,9 +21,10 @@ shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-# The session stops starting phases at --budget-s (540 s by default); this ends it past that, by a margin
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
+# The session starts no phase past --budget-s (540 s by default) and a phase no point within 20 s of its
+# watchdog; this ends it past that, by a margin, inside the device tool's 600 s with the wheels installed
 # (GPU_LENDING_TIMEOUT_S changes it: the CPU dry run's test lifts it, a busy machine is no overrun).
-exec timeout "${GPU_LENDING_TIMEOUT_S:-570}" "$PYTHON" -m dlrm_study.cli.gpu_session --lending --out "$out" \
+exec timeout "${GPU_LENDING_TIMEOUT_S:-560}" "$PYTHON" -m dlrm_study.cli.gpu_session --lending --out "$out" \
   --budget-s 540 "$@"

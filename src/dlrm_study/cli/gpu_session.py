@@ -366,6 +366,7 @@ def lending_main(args: argparse.Namespace) -> int:
     """One lending: the plan's phases in order, each in its own process under a watchdog, records mirrored
     into --out as they are made, the summary rewritten after every phase."""
     start = time.monotonic()
+    isolated.end_on_sigterm()
     if not args.dry_run and not torch.cuda.is_available():
         print("gpu_check: no CUDA GPU here: run on a GPU machine, or pass --dry-run", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,16 +90,21 @@ def run_phase(name: str, argv: list[str], limit_s: float, log: Path, work: Path,
         sink.flush()
         child = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         mirrored = start
-        while child.poll() is None:
-            now = time.monotonic()
-            if now - start > limit_s:
+        try:
+            while child.poll() is None:
+                now = time.monotonic()
+                if now - start > limit_s:
+                    stop(child)
+                    mirror(work, out)
+                    return Outcome(name, f"killed by the watchdog at {limit_s:.0f} s", now - start)
+                if now - mirrored >= MIRROR_EVERY_S:
+                    mirror(work, out)
+                    mirrored = now
+                time.sleep(POLL_S)
+        finally:  # this process told to end (SystemExit on SIGTERM, `end_on_sigterm`): its phase ends with it
+            if child.poll() is None:
                 stop(child)
                 mirror(work, out)
-                return Outcome(name, f"killed by the watchdog at {limit_s:.0f} s", now - start)
-            if now - mirrored >= MIRROR_EVERY_S:
-                mirror(work, out)
-                mirrored = now
-            time.sleep(POLL_S)
     mirror(work, out)
     seconds = time.monotonic() - start
     if child.returncode == 0:
@@ -106,6 +112,11 @@ def run_phase(name: str, argv: list[str], limit_s: float, log: Path, work: Path,
     if child.returncode == CONTEXT_LOST:
         return Outcome(name, "CUDA context lost: the phase ended, the next starts a fresh process", seconds)
     return Outcome(name, f"FAILED (exit {child.returncode})", seconds)
+
+
+def end_on_sigterm() -> None:
+    """SIGTERM (the call's `timeout`) raises SystemExit here, so a running phase is stopped and mirrored first."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def stop(child: subprocess.Popen) -> None:
