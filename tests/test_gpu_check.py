@@ -242,17 +242,17 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path):
 
 
 def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, monkeypatch):
-    from dlrm_study.cli import gpu_session
+    from dlrm_study.analysis import gpu_pairs
 
     runs = gpu_grid.runs(tmp_path, dry_run=False)
-    lines = gpu_session.claim_lines(tmp_path, runs)  # nothing measured yet
+    lines = gpu_pairs.claim_lines(tmp_path, runs)  # nothing measured yet
     assert [line.split(":")[0] for line in lines] == ["H1", "H2", "H3", "H4"]
     assert lines[3].startswith("H4: 0 of the 5 pairs a verdict needs at host, uvm and cached with hbm")
     assert lines[3].endswith(": 25 measurements of gpu-placements left for a later call")
     assert lines[0].endswith(" measurements of gpu-sensitivity-quick left for a later call")  # (bf16 where native)
-    monkeypatch.setattr(gpu_session, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
-    monkeypatch.setattr(gpu_session, "pending", lambda run: [])  # every repeat measured
-    lines = gpu_session.claim_lines(tmp_path, runs)
+    monkeypatch.setattr(gpu_pairs, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
+    monkeypatch.setattr(gpu_pairs, "pending", lambda run: [])  # every repeat measured
+    lines = gpu_pairs.claim_lines(tmp_path, runs)
     assert (
         lines[3]
         == "H4: 5 pairs at host, uvm and cached with hbm (the fewest of the three): enough for a verdict (5 needed)"
@@ -260,7 +260,7 @@ def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, 
     assert lines[1].endswith(
         ": gpu-sensitivity-quick is measured: a failure, or a repeat split between two calls, left pairs out"
     )
-    assert gpu_session.claim_lines(tmp_path, runs[:1]) == [
+    assert gpu_pairs.claim_lines(tmp_path, runs[:1]) == [
         f"{claim}: its verdict points are not in this plan" for claim in ("H1", "H2", "H3", "H4")
     ]
 

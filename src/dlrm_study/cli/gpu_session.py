@@ -34,20 +34,15 @@ from pathlib import Path
 import torch
 
 from dlrm_study.analysis import findings, predictions, stats, wording
-from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
-from dlrm_study.analysis.placement import placement_records
-from dlrm_study.analysis.readers import sweep_records
-from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.analysis.verdicts import Lens, grid_changes
+from dlrm_study.analysis.gpu_pairs import claim_lines, pending
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, isolated, runner, sweep
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
-from dlrm_study.records.machine import machine_key
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import gpu_budget, gpu_lending, gpu_phases, gpu_targets
-from dlrm_study.studies.gpu import DISPATCH_FLOOR, PLACEMENTS_RUN, TARGETS_RUN, GpuRun
+from dlrm_study.studies.gpu import DISPATCH_FLOOR, TARGETS_RUN, GpuRun
 from dlrm_study.studies.gpu_phases import choose_profiler, embedding_records, first_line, run_tests
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
@@ -78,12 +73,6 @@ def run_sweeps(run: GpuRun, deadline: float, gate: Gate | None = None) -> str:
     except Exception as err:  # one GPU session is scarce: a run that breaks must not stop the others
         return f"{run.study}: STOPPED by {type(err).__name__}: {first_line(err)}"
     return f"{run.study}: {counts}{note}"
-
-
-def pending(run: GpuRun) -> list[runner.Task]:
-    """The run's measurements its records file lacks, in the runner's order (all its repeats)."""
-    plan, _ = sweep.merged_plan(run.specs, run.only)
-    return runner.pending(runner.schedule(plan, run.specs[0].repeats, runner.machine_of), Path(run.specs[0].out))
 
 
 def whole(run: GpuRun, start: float, budget_s: float, tests: bool) -> tuple[list[sweep.Sweep] | None, str]:
@@ -156,74 +145,6 @@ def summary(
     if dry_run:
         lines.insert(0, "dry run (CPU, tiny sizes): the verdicts below exercise the code, they judge nothing")
     return lines
-
-
-CLAIM_POINTS = {  # what each rule pairs (analysis.verdicts), and over what the fewest pairs are counted
-    "H1": "each model-shape knob's two ends (gpu-hbm; the fewest over the knobs)",
-    "H2": "the grid's dense-features ends (GPU over host CPU; the fewest over the table counts)",
-    "H3": "the grid's table-count ends (GPU over host CPU; the fewest over the dense-feature counts)",
-    "H4": "host, uvm and cached with hbm (the fewest of the three)",
-}
-
-
-def claim_lines(out: Path, runs: list[GpuRun]) -> list[str]:
-    """Per claim H1-H4: the pairs its rule (`analysis.verdicts`) counts at its verdict points in `out`'s
-    records of this machine (all repeats), against the `stats.MIN_PAIRS` a verdict word needs; where
-    fewer, why. Pairs only: the verdicts themselves are the claim ledger's (`report.ledger`)."""
-    by_claim = {claim: run for run in runs for claim in run.claims}
-    left: dict[str, int] = {}  # a run's measurements not yet recorded, by study
-    lines = []
-    for claim, what in CLAIM_POINTS.items():
-        run = by_claim.get(claim)
-        if run is None:
-            lines.append(f"{claim}: its verdict points are not in this plan")
-            continue
-        try:
-            n = claim_pairs(claim, out, run)
-            if n < stats.MIN_PAIRS and run.study not in left:
-                left[run.study] = len(pending(run))
-        except Exception as err:  # the summary is the session's record: a count that fails must not stop it
-            lines.append(f"{claim}: its pairs not counted: {type(err).__name__}: {first_line(err)}")
-            continue
-        if n >= stats.MIN_PAIRS:
-            lines.append(f"{claim}: {n} pairs at {what}: enough for a verdict ({stats.MIN_PAIRS} needed)")
-            continue
-        planned = run.specs[0].repeats
-        if planned < stats.MIN_PAIRS:
-            why = f"this plan measures {planned} repeats"
-        elif left[run.study]:
-            why = f"{left[run.study]} measurements of {run.study} left for a later call"
-        else:
-            why = f"{run.study} is measured: a failure, or a repeat split between two calls, left pairs out"
-        lines.append(f"{claim}: {n} of the {stats.MIN_PAIRS} pairs a verdict needs at {what}: {why}")
-    return lines
-
-
-def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
-    """The fewest pairs among the comparisons the claim's rule reads, as the rule pairs them (within one
-    repeat of one run, on this machine); 0 before any record."""
-    if not (out / GPU_RECORDS).exists():
-        return 0
-    if claim == "H4":
-        frame = placement_records(out, PLACEMENTS_RUN)
-        if frame.empty or col.MACHINE not in frame:
-            return 0
-        frame = frame[frame[col.MACHINE] == machine_key()]
-        return min(stats.paired_ratio(frame, v, GPU_HBM).n for v in (GPU_HOST, GPU_UVM, GPU_CACHED))
-    named = {spec.name: spec for spec in run.specs}
-    if claim == "H1":
-        counts = []
-        for knob in H1_KNOBS:
-            spec = next(s for name, s in named.items() if name.startswith(f"gpu-sensitivity-{knob.replace('_', '-')}-"))
-            frame = sensitivity_records(knob, spec)
-            ends = (frame["x"].max(), frame["x"].min()) if not frame.empty else (None, None)
-            counts.append(stats.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
-        return min(counts)
-    grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
-    evidence = Evidence(gpu_grid=sweep_records(grid))  # the grid alone: what H2 and H3 read
-    along = "model.dense_features" if claim == "H2" else "tables"
-    changes, _ = grid_changes(evidence, Lens(clean=False), along)  # every pair, as the verdict counts
-    return min((r.n for _, r in changes), default=0)
 
 
 def verdict(ok: bool) -> str:
