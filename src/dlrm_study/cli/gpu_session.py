@@ -1,6 +1,12 @@
 """One GPU session, prepared: the GPU tests, then the benchmark grid, records under --out.
 
     python -m dlrm_study.cli.gpu_session --out DIR [--budget-s 290] [--dry-run]
+    python -m dlrm_study.cli.gpu_session --lending --out DIR [--budget-s 540] [--resume-from DIR] [--dry-run]
+
+`--lending` (`scripts/gpu_lending.sh`): one lending's plan instead (`studies.gpu_lending`): the headline
+first, each phase in a process of its own under a watchdog (`measure.isolated`, `studies.gpu_phases`), the
+records made in a work folder and mirrored whole into DIR, DIR/summary.txt rewritten after every phase.
+The rest of this docstring is the older session's, in calls of 290 s:
 
 In order: the tests marked `gpu`; the profiler's probes (how it meets CUDA graphs on this
 machine, `measure.graph_profiler`); the GPU's copy bandwidths; the embedding-only benchmark of
