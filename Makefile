@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks lab reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-wheels triton36-check lock clean
+.PHONY: env test lint notebooks lab reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-lending gpu-wheels triton36-check lock clean
 
 env: $(STAMP)
 
@@ -97,6 +97,11 @@ lock: env
 # `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
 gpu-check:
 	DLRM_STUDY_COMMIT=$$(git rev-parse HEAD) PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_check.sh --out results/gpu-run
+
+# One GPU lending (docs/reproduce.md, "One GPU lending"): one call of under 10 minutes, headline first,
+# everything under results/gpu-lending/; `make gpu-lending DRY=--dry-run` runs it on the CPU at tiny sizes.
+gpu-lending:
+	DLRM_STUDY_COMMIT=$$(git rev-parse HEAD) PYTHON=$(or $(GPU_PYTHON),python3) bash scripts/gpu_lending.sh results/gpu-lending $(DRY)
 
 # The Triton kernels compiled for sm_90 under the GPU machine's Triton (3.6, Python 3.12), no GPU needed:
 # .venv-triton36 holds Triton alone (no torch), then the compile test runs against it.

@@ -13,24 +13,8 @@
 # --dry-run: the same on the CPU at tiny sizes (CI runs it; TRITON_INTERPRET=1 adds the Triton kernels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-# module:package pairs; ninja is optional (without it the host placement's CPU kernels are PyTorch's).
-missing=()
-for pair in yaml:pyyaml tqdm:tqdm pytest:pytest pandas:pandas numpy:numpy ninja:ninja; do
-  "$PYTHON" -c "import ${pair%%:*}" 2>/dev/null || missing+=("${pair##*:}")
-done
-# Into the environment where pip may; else (an externally managed Python) into .gpu-site here.
-export PYTHONPATH="$PWD/src:$PWD/.gpu-site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-if [ ${#missing[@]} -gt 0 ] && [ -d wheels/gpu ]; then
-  echo "gpu_check: installing ${missing[*]} from wheels/gpu (offline)"
-  "$PYTHON" -m pip install -q --no-index --find-links wheels/gpu "${missing[@]}" 2>/dev/null \
-    || "$PYTHON" -m pip install -q --no-index --find-links wheels/gpu --target .gpu-site "${missing[@]}" \
-    || true
-fi
-if ! "$PYTHON" -c "import yaml, tqdm, pytest, pandas, numpy" 2>/dev/null; then
-  echo "gpu_check: needs pyyaml, tqdm, pytest, pandas and numpy: run make gpu-wheels and bring wheels/gpu" >&2
-  exit 2
-fi
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 # 340 s: the grid stops starting points at --budget-s (290 s by default); this ends a point that overruns.
 # GPU_CHECK_TIMEOUT_S changes it (the CPU dry run's test lifts both: a busy machine is no overrun).
 exec timeout "${GPU_CHECK_TIMEOUT_S:-340}" "$PYTHON" -m dlrm_study.cli.gpu_session "$@"

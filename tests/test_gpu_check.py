@@ -50,7 +50,8 @@ def test_dry_run_writes_every_record(tmp_path):
     grid = store.load(tmp_path / sensitivity_study.GPU_RECORDS)
     for spec in sweeps(tmp_path, dry_run=True):  # every point of every sweep measured (shared points once)
         measured = sweep_records(spec, machine=None)
-        assert len(measured) == len(sweep.points(spec)) * spec.repeats, spec.name
+        runnable = sum(len(cfgs) for _, cfgs in sweep.plan(spec)[0])  # (a CPU without native bf16 skips its loops')
+        assert len(measured) == runnable * spec.repeats, spec.name
     assert grid["error"].isna().all() and (grid["device"] == "cpu").all()
     host = grid[grid["variant"].str.startswith("host-")]  # the grid's CPU loops, in the GPU study's own run
     assert set(host["loop"]) == {"optimized"} and set(host["study"]) == {"gpu-sensitivity-smoke"}
@@ -82,7 +83,7 @@ def test_dry_run_writes_every_record(tmp_path):
     assert set(grid[grid["repeat"] == 1]["profile_reused"]) == {True}
     host_loops = store.load(tmp_path / "sweeps.csv")  # last: the CPU loops on the GPU machine's CPU (S1, S3)
     assert set(host_loops["study"]) == {"cpu-loops-smoke"} and (host_loops["device"] == "cpu").all()
-    assert set(host_loops["variant"]) == set(gpu_grid.HOST_LOOPS)
+    assert set(host_loops["variant"]) == set(sweep.runnable(gpu_grid.HOST_LOOPS)[0])  # (bf16 where native)
     embedding = store.load(tmp_path / "gpu_embedding.csv")
     assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
     assert sorted(set(embedding["repeat"])) == [0, 1]
@@ -128,6 +129,7 @@ def test_dry_run_writes_every_record(tmp_path):
 def test_the_session_runs_the_gpu_tests_from_the_repository(monkeypatch):
     """The session's first step finds the tests beside the package (src/dlrm_study/cli/ is three folders down)."""
     from dlrm_study.cli import gpu_session
+    from dlrm_study.studies import gpu_phases
 
     seen = {}
 
@@ -135,7 +137,7 @@ def test_the_session_runs_the_gpu_tests_from_the_repository(monkeypatch):
         seen.update(command=command, cwd=cwd)
         return subprocess.CompletedProcess(command, 5, "no tests ran", "")
 
-    monkeypatch.setattr(gpu_session.subprocess, "run", fake_run)
+    monkeypatch.setattr(gpu_phases.subprocess, "run", fake_run)
     assert gpu_session.run_tests(dry_run=True) == "tests: no tests ran"
     assert seen["cwd"] == ROOT and all((ROOT / f).is_file() for f in seen["command"] if f.startswith("tests/"))
 
@@ -171,9 +173,14 @@ def test_the_targets_run_fits_the_first_calls_budget():
     assert "The targets' run ends inside the first call's budget" in " ".join(gpu_grid.__doc__.split())
 
 
-def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path):
+def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path, monkeypatch):
     """studies.gpu's docstring: the calls of 290 s (the tests in each) that H4's and H1-H3's runs end in, and
-    the whole plan's, are the estimate's (studies.gpu_budget); and each call begins with its fixed costs."""
+    the whole plan's, are the estimate's (studies.gpu_budget); and each call begins with its fixed costs.
+    Planned as on the GPU machine, whose AMX host measures the CPU loops' bf16 variants (a CPU without native
+    bf16 skips them, and its plan is shorter)."""
+    from dlrm_study import platform
+
+    monkeypatch.setattr(platform, "native_bf16", lambda: True)
     costs = {c.study: c for c in gpu_budget.estimate(gpu_grid.runs(tmp_path, dry_run=False))}
     doc = " ".join(gpu_grid.__doc__.split())
     found = re.search(r"placements \(H4\) end in call (\d+) and the sensitivity run \(H1-H3\) in call (\d+), "
@@ -241,17 +248,17 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path):
 
 
 def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, monkeypatch):
-    from dlrm_study.cli import gpu_session
+    from dlrm_study.analysis import gpu_pairs
 
     runs = gpu_grid.runs(tmp_path, dry_run=False)
-    lines = gpu_session.claim_lines(tmp_path, runs)  # nothing measured yet
+    lines = gpu_pairs.claim_lines(tmp_path, runs)  # nothing measured yet
     assert [line.split(":")[0] for line in lines] == ["H1", "H2", "H3", "H4"]
     assert lines[3].startswith("H4: 0 of the 5 pairs a verdict needs at host, uvm and cached with hbm")
     assert lines[3].endswith(": 25 measurements of gpu-placements left for a later call")
     assert lines[0].endswith(" measurements of gpu-sensitivity-quick left for a later call")  # (bf16 where native)
-    monkeypatch.setattr(gpu_session, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
-    monkeypatch.setattr(gpu_session, "pending", lambda run: [])  # every repeat measured
-    lines = gpu_session.claim_lines(tmp_path, runs)
+    monkeypatch.setattr(gpu_pairs, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
+    monkeypatch.setattr(gpu_pairs, "pending", lambda run: [])  # every repeat measured
+    lines = gpu_pairs.claim_lines(tmp_path, runs)
     assert (
         lines[3]
         == "H4: 5 pairs at host, uvm and cached with hbm (the fewest of the three): enough for a verdict (5 needed)"
@@ -259,7 +266,7 @@ def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, 
     assert lines[1].endswith(
         ": gpu-sensitivity-quick is measured: a failure, or a repeat split between two calls, left pairs out"
     )
-    assert gpu_session.claim_lines(tmp_path, runs[:1]) == [
+    assert gpu_pairs.claim_lines(tmp_path, runs[:1]) == [
         f"{claim}: its verdict points are not in this plan" for claim in ("H1", "H2", "H3", "H4")
     ]
 

@@ -361,3 +361,32 @@ def test_evaluation_leaves_the_cache_and_its_counters_alone():
             mine.copy_(theirs)
     reference.model.sparse_arch.set_tables(arch.tables())
     assert evaluate(reference, batches) == pytest.approx(metrics, abs=1e-6)
+
+
+def test_an_unknown_placement_is_a_usage_error_naming_the_known_ones():
+    from dlrm_study.model.tables.placement import one_placement
+
+    cfg = config.load("tiny", ["train.loop=gpu", "train.device=cpu"])
+    spec = TableSpec.of(cfg, torch.device("cpu"))
+    with pytest.raises(UsageError, match=r"unknown placement 'nvme'.*hbm, uvm, host, cached"):
+        one_placement("nvme", spec, cfg, torch.Generator().manual_seed(0))
+
+
+def test_each_registered_placement_says_what_its_arch_and_the_gpu_model_do():
+    """Capturable where the arch has no capture blocker; cost terms where the GPU model charges its bytes;
+    memory as the memory estimate says; every per-table placement registered."""
+    from dlrm_study.config.memory import table_bytes
+    from dlrm_study.config.schema import PLACEMENTS
+    from dlrm_study.model.tables import registry
+    from dlrm_study.perfmodel import gpu as gpu_model
+
+    assert set(registry.REGISTRY) == set(PLACEMENTS)
+    for placement, entry in registry.REGISTRY.items():
+        cfg = config.load("tiny", ["train.loop=gpu", "train.device=cpu", f"train.placement={placement}"])
+        if placement != "host" or can_build_cpp():
+            arch = entry.make(TableSpec.of(cfg, torch.device("cpu")), cfg, torch.Generator().manual_seed(0))
+            assert entry.capturable == (getattr(arch, "capture_blocker", None) == ""), placement
+        bound = gpu_model.bound_ms(cfg, gpu_model.DEVICES["h200"], placement, hit_rate=0.5)
+        charged = {term for term, ms in bound.items() if term != "dense_ms" and ms > 0}
+        assert charged == set(entry.cost_terms), placement
+        assert entry.memory(cfg) == table_bytes(cfg, placement)

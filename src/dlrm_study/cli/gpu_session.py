@@ -1,6 +1,12 @@
 """One GPU session, prepared: the GPU tests, then the benchmark grid, records under --out.
 
     python -m dlrm_study.cli.gpu_session --out DIR [--budget-s 290] [--dry-run]
+    python -m dlrm_study.cli.gpu_session --lending --out DIR [--budget-s 540] [--resume-from DIR] [--dry-run]
+
+`--lending` (`scripts/gpu_lending.sh`): one lending's plan instead (`studies.gpu_lending`): the headline
+first, each phase in a process of its own under a watchdog (`measure.isolated`, `studies.gpu_phases`), the
+records made in a work folder and mirrored whole into DIR, DIR/summary.txt rewritten after every phase.
+The rest of this docstring is the older session's, in calls of 290 s:
 
 In order: the tests marked `gpu`; the profiler's probes (how it meets CUDA graphs on this
 machine, `measure.graph_profiler`); the GPU's copy bandwidths; the embedding-only benchmark of
@@ -25,6 +31,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -32,23 +39,17 @@ from pathlib import Path
 
 import torch
 
-from dlrm_study import config
 from dlrm_study.analysis import findings, predictions, stats, wording
-from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
-from dlrm_study.analysis.placement import placement_records
-from dlrm_study.analysis.readers import sweep_records
-from dlrm_study.analysis.sensitivity import sensitivity_records
-from dlrm_study.analysis.verdicts import Lens, grid_changes
-from dlrm_study.config import Placement
+from dlrm_study.analysis.gpu_pairs import claim_lines, pending
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import gpu, graph_profiler, runner, sweep
+from dlrm_study.measure import gpu, isolated, runner, sweep
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
-from dlrm_study.records.machine import machine_key
 from dlrm_study.studies import gpu as gpu_grid
-from dlrm_study.studies import gpu_budget, gpu_targets
-from dlrm_study.studies.gpu import DISPATCH_FLOOR, PLACEMENTS_RUN, REPEATS, TARGETS_RUN, GpuRun
+from dlrm_study.studies import gpu_budget, gpu_lending, gpu_phases, gpu_targets
+from dlrm_study.studies.gpu import DISPATCH_FLOOR, TARGETS_RUN, GpuRun
+from dlrm_study.studies.gpu_phases import choose_profiler, embedding_records, first_line, run_tests
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 # The throughput targets are studies.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
@@ -56,68 +57,6 @@ PRESET_STUDIES = [TARGETS_RUN, "gpu-presets", "gpu-presets-large"]
 TARGET_BUSY = 0.9  # GPU busy at batches >= 16,384
 TARGET_FORWARD_FRACTION = 0.5  # embedding lookup bytes / copy bandwidth (dlrm-benchmark, hbm)
 TARGET_COPY_FRACTION = 0.3  # lookup + backward + update bytes / copy bandwidth
-
-
-def run_tests(dry_run: bool) -> str:
-    """The tests marked `gpu` (on the CPU they skip): pytest's last line, failures said loudly."""
-    root = Path(__file__).resolve().parents[3]
-    if not (root / "tests").is_dir():
-        return "tests: not found beside the package, not run"
-    # Only the files holding them: collecting the others would import packages a GPU machine lacks.
-    files = ["tests/test_gpu_step.py", "tests/test_placements.py"]
-    command = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", *files]
-    done = subprocess.run(command, cwd=root, capture_output=True, text=True)
-    lines = (done.stdout + done.stderr).strip().splitlines()
-    print("\n".join(lines[-15:]))
-    last = lines[-1] if lines else "no output"
-    if done.returncode not in (0, 5):  # 5: nothing selected
-        # The grid still runs: one GPU session is scarce, and each point records its own error.
-        return f"GPU TESTS FAILED (pytest exit {done.returncode}): {last}"
-    return f"tests: {last}"
-
-
-def embedding_records(out: Path, dry_run: bool) -> None:
-    """Copy bandwidths, then each placement's embedding-only benchmark on dlrm-benchmark, in repeats."""
-    device = torch.device("cpu" if dry_run else "cuda")
-    limits = gpu.copy_bandwidth(device, mib=16 if dry_run else 2048)
-    print(f"copy bandwidth: {limits['copy_gbps']:.0f} GB/s on the device, {limits['h2d_gbps']:.1f} GB/s host->device")
-    # (the same fields in every record: copy_gbps, h2d_gbps)
-    configs = {
-        placement: config.load(
-            "tiny" if dry_run else "dlrm-benchmark",
-            [
-                f"train.device={device.type}",
-                "train.loop=gpu",
-                f"train.placement={placement}",
-                "data.id_distribution=zipf",
-                "data.zipf_alpha=1.05",
-                "train.cache_fraction=0.5",
-            ],
-        )
-        for placement in (Placement.HBM, Placement.UVM, Placement.CACHED, Placement.HOST)
-    }
-    steps, warmup = (2, 1) if dry_run else (20, 5)
-
-    def measure(task: runner.Task) -> dict[str, object]:
-        fields = {**gpu.embedding_bench(task.cfg, steps, warmup, limits), col.BUILDS: "every repeat"}
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-        return fields
-
-    def say(record: dict[str, object]) -> None:
-        if record.get(col.ERROR):
-            print(f"embedding {record.get(col.PLACEMENT, '?'):>6}, repeat {record[col.REPEAT]}: {record[col.ERROR]}")
-            return
-        print(
-            f"embedding {record[col.PLACEMENT]:>6}, repeat {record[col.REPEAT]}: "
-            f"{record['embedding_ms_median']:8.2f} ms, {record['embedding_gbps']:7.1f} GB/s "
-            f"(lookup alone {record['embedding_forward_gbps']:7.1f} GB/s)"
-        )
-
-    points = [("dlrm-benchmark", {f"embedding-{name}": cfg for name, cfg in configs.items()})]
-    tasks = runner.schedule(points, 2 if dry_run else REPEATS, runner.machine_of)
-    # A placement that fails is recorded with its error; the others go on.
-    runner.run(tasks, measure, out / "gpu_embedding.csv", "gpu-embedding", progress=False, on_record=say)
 
 
 Gate = Callable[[GpuRun], tuple[list[sweep.Sweep] | None, str]]
@@ -140,12 +79,6 @@ def run_sweeps(run: GpuRun, deadline: float, gate: Gate | None = None) -> str:
     except Exception as err:  # one GPU session is scarce: a run that breaks must not stop the others
         return f"{run.study}: STOPPED by {type(err).__name__}: {first_line(err)}"
     return f"{run.study}: {counts}{note}"
-
-
-def pending(run: GpuRun) -> list[runner.Task]:
-    """The run's measurements its records file lacks, in the runner's order (all its repeats)."""
-    plan, _ = sweep.merged_plan(run.specs, run.only)
-    return runner.pending(runner.schedule(plan, run.specs[0].repeats, runner.machine_of), Path(run.specs[0].out))
 
 
 def whole(run: GpuRun, start: float, budget_s: float, tests: bool) -> tuple[list[sweep.Sweep] | None, str]:
@@ -187,11 +120,6 @@ def plan_lines(runs: list[GpuRun], dry_run: bool, budget_s: float, tests: bool) 
     return lines + gpu_budget.lines(gpu_budget.estimate(runs, tests, budget_s), budget_s, tests)
 
 
-def first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0][:300] if text else ""
-
-
 def summary(
     out: Path, dry_run: bool = False, predicted: Path | None = None, runs: list[GpuRun] | None = None
 ) -> list[str]:
@@ -223,74 +151,6 @@ def summary(
     if dry_run:
         lines.insert(0, "dry run (CPU, tiny sizes): the verdicts below exercise the code, they judge nothing")
     return lines
-
-
-CLAIM_POINTS = {  # what each rule pairs (analysis.verdicts), and over what the fewest pairs are counted
-    "H1": "each model-shape knob's two ends (gpu-hbm; the fewest over the knobs)",
-    "H2": "the grid's dense-features ends (GPU over host CPU; the fewest over the table counts)",
-    "H3": "the grid's table-count ends (GPU over host CPU; the fewest over the dense-feature counts)",
-    "H4": "host, uvm and cached with hbm (the fewest of the three)",
-}
-
-
-def claim_lines(out: Path, runs: list[GpuRun]) -> list[str]:
-    """Per claim H1-H4: the pairs its rule (`analysis.verdicts`) counts at its verdict points in `out`'s
-    records of this machine (all repeats), against the `stats.MIN_PAIRS` a verdict word needs; where
-    fewer, why. Pairs only: the verdicts themselves are the claim ledger's (`report.ledger`)."""
-    by_claim = {claim: run for run in runs for claim in run.claims}
-    left: dict[str, int] = {}  # a run's measurements not yet recorded, by study
-    lines = []
-    for claim, what in CLAIM_POINTS.items():
-        run = by_claim.get(claim)
-        if run is None:
-            lines.append(f"{claim}: its verdict points are not in this plan")
-            continue
-        try:
-            n = claim_pairs(claim, out, run)
-            if n < stats.MIN_PAIRS and run.study not in left:
-                left[run.study] = len(pending(run))
-        except Exception as err:  # the summary is the session's record: a count that fails must not stop it
-            lines.append(f"{claim}: its pairs not counted: {type(err).__name__}: {first_line(err)}")
-            continue
-        if n >= stats.MIN_PAIRS:
-            lines.append(f"{claim}: {n} pairs at {what}: enough for a verdict ({stats.MIN_PAIRS} needed)")
-            continue
-        planned = run.specs[0].repeats
-        if planned < stats.MIN_PAIRS:
-            why = f"this plan measures {planned} repeats"
-        elif left[run.study]:
-            why = f"{left[run.study]} measurements of {run.study} left for a later call"
-        else:
-            why = f"{run.study} is measured: a failure, or a repeat split between two calls, left pairs out"
-        lines.append(f"{claim}: {n} of the {stats.MIN_PAIRS} pairs a verdict needs at {what}: {why}")
-    return lines
-
-
-def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
-    """The fewest pairs among the comparisons the claim's rule reads, as the rule pairs them (within one
-    repeat of one run, on this machine); 0 before any record."""
-    if not (out / GPU_RECORDS).exists():
-        return 0
-    if claim == "H4":
-        frame = placement_records(out, PLACEMENTS_RUN)
-        if frame.empty or col.MACHINE not in frame:
-            return 0
-        frame = frame[frame[col.MACHINE] == machine_key()]
-        return min(stats.paired_ratio(frame, v, GPU_HBM).n for v in (GPU_HOST, GPU_UVM, GPU_CACHED))
-    named = {spec.name: spec for spec in run.specs}
-    if claim == "H1":
-        counts = []
-        for knob in H1_KNOBS:
-            spec = next(s for name, s in named.items() if name.startswith(f"gpu-sensitivity-{knob.replace('_', '-')}-"))
-            frame = sensitivity_records(knob, spec)
-            ends = (frame["x"].max(), frame["x"].min()) if not frame.empty else (None, None)
-            counts.append(stats.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
-        return min(counts)
-    grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
-    evidence = Evidence(gpu_grid=sweep_records(grid))  # the grid alone: what H2 and H3 read
-    along = "model.dense_features" if claim == "H2" else "tables"
-    changes, _ = grid_changes(evidence, Lens(), along)  # every pair, as the verdict counts
-    return min((r.n for _, r in changes), default=0)
 
 
 def verdict(ok: bool) -> str:
@@ -368,7 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--predictions", type=Path, default=Path("results"), help="folder of gpu_predictions.csv to score"
     )
+    parser.add_argument("--lending", action="store_true", help="one lending's plan: isolated phases, headline first")
+    parser.add_argument("--resume-from", type=Path, action="append", default=[], help="an earlier call's out folder")
+    parser.add_argument("--work", type=Path, help="(lending) folder for the records as made (default: a temporary one)")
+    parser.add_argument("--phase", help=argparse.SUPPRESS)  # a lending's child: run this one phase
+    parser.add_argument("--deadline-s", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.phase:
+        return phase_main(args)
+    if args.lending:
+        return lending_main(args)
     start = time.monotonic()
     try:
         if not args.dry_run and not torch.cuda.is_available():
@@ -410,13 +279,106 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def choose_profiler(dry_run: bool) -> str:
-    """Set this process's way of profiling CUDA graphs from the probes (before any capture); a line saying it."""
-    if dry_run:
-        return "profiler: dry run (CPU): no graph to profile, each point's window timed by the wall clock"
-    way, seen = graph_profiler.choose()
-    os.environ[graph_profiler.STRATEGY_ENV] = way
-    return f"profiler for CUDA graphs: {way} ({seen})"
+def phase_main(args: argparse.Namespace) -> int:
+    """A lending's child process: one phase of the plan, records in --work, no point started past --deadline-s."""
+    deadline = time.monotonic() + args.deadline_s
+    plan = {phase.name: phase for phase in gpu_lending.phases(args.work, args.dry_run)}
+    if args.phase not in plan:
+        print(f"gpu_check: unknown phase {args.phase!r} (choose from {', '.join(plan)})", file=sys.stderr)
+        return 2
+    return gpu_phases.run_phase(plan[args.phase], args.work, args.dry_run, deadline)
+
+
+def lending_main(args: argparse.Namespace) -> int:
+    """One lending: the plan's phases in order, each in its own process under a watchdog, records mirrored
+    into --out as they are made, the summary rewritten after every phase."""
+    start = time.monotonic()
+    isolated.end_on_sigterm()
+    if not args.dry_run and not torch.cuda.is_available():
+        print("gpu_check: no CUDA GPU here: run on a GPU machine, or pass --dry-run", file=sys.stderr)
+        return 2
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    work = args.work or Path(tempfile.mkdtemp(prefix="dlrm-lending-"))
+    log = out / LENDING_LOG
+    seeded = isolated.seed(work, [*args.resume_from, out])
+    build = start_kernel_build(work)  # t = 0: only the host's CPU loops need the C++ kernels
+    plan = gpu_lending.phases(work, args.dry_run)
+    name = "cpu (dry run)" if args.dry_run else torch.cuda.get_device_name()
+    head = [
+        f"gpu lending on {name}: torch {torch.__version__}, commit {provenance.git_commit()}, out {out}, work {work}",
+        f"resumed from {len(seeded)} records file(s): {', '.join(seeded)}" if seeded else "no earlier records",
+        *gpu_lending.plan_lines(plan, args.budget_s),
+    ]
+    isolated.say(log, *head)
+    done: list[str] = []
+    steps = [
+        isolated.Step(phase.name, partial(phase_argv, phase.name, work, args.dry_run), phase.limit_s) for phase in plan
+    ]
+    if args.dry_run:  # a dry run's phases take what a busy CPU takes: only the budget bounds them
+        steps = [dataclasses.replace(step, limit_s=lambda left: left) for step in steps]
+
+    def after(line: str) -> None:
+        done.append(line)
+        write_summary(out, work, args.dry_run, [*head, "", *done])
+
+    write_summary(out, work, args.dry_run, head)
+    isolated.run_phases(steps, work, out, log, start + args.budget_s, after)
+    isolated.stop(build) if build is not None else None
+    print(f"gpu lending: done in {time.monotonic() - start:.0f} s; summary in {out / 'summary.txt'}")
+    return 0
+
+
+LENDING_LOG = "lending.log"
+STOP_MARGIN_S = 20.0  # a phase starts no point this close to its watchdog: a measurement and its record fit
+
+
+def phase_argv(name: str, work: Path, dry_run: bool, limit_s: float) -> list[str]:
+    deadline = limit_s if dry_run else max(1.0, limit_s - STOP_MARGIN_S)
+    argv = [sys.executable, "-m", "dlrm_study.cli.gpu_session", "--phase", name, "--work", str(work)]
+    return [*argv, "--deadline-s", f"{deadline:.0f}", *(["--dry-run"] if dry_run else [])]
+
+
+def start_kernel_build(work: Path) -> "subprocess.Popen | None":
+    """The C++ kernels compiled in the background from t = 0 (a later load waits on its lock); None where the
+    PyTorch twins are asked for (DLRM_STUDY_KERNELS=torch)."""
+    if os.environ.get("DLRM_STUDY_KERNELS") == "torch":
+        return None
+    code = "from dlrm_study.model import kernels; kernels.load()"
+    with open(work / "kernel-build.log", "w") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-c", code], stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def write_summary(out: Path, work: Path, dry_run: bool, lines: list[str]) -> None:
+    """out/summary.txt, atomically: the plan, the phases so far, one line per headline record, the verdicts."""
+    try:
+        judged = ["", *headline_lines(work), "", *summary(work, dry_run, None, gpu_grid.runs(work, dry_run))]
+    except Exception as err:  # the summary is the lending's record: what is known is written anyway
+        judged = ["", f"records not summarized: {type(err).__name__}: {first_line(err)}"]
+    isolated.write_atomic(out / "summary.txt", "\n".join([*lines, *judged]) + "\n")
+
+
+def headline_lines(work: Path) -> list[str]:
+    """One line per headline record (targets, H4's placements, the same-host pair): what ran, and its rate or error."""
+    path = work / GPU_RECORDS
+    if not path.exists():
+        return ["headline records: none yet"]
+    frame = store.load(path)
+    frame = frame[frame[col.STUDY].isin(gpu_lending.HEADLINE_STUDIES)]
+    lines = [f"headline records ({len(frame)}):"]
+    for rec in frame.to_dict("records"):
+        what = f"{rec[col.STUDY]} {rec[col.CONFIG_NAME]} batch {rec.get(col.BATCH_SIZE)} {rec[col.VARIANT]}"
+        what += f" repeat {rec[col.REPEAT]}"
+        error = rec.get(col.ERROR)
+        if isinstance(error, str) and error:
+            lines.append(f"  {what}: ERROR {error[:160]}")
+            continue
+        fallback = rec.get(gpu.KERNEL_FALLBACK)
+        note = f", {fallback}" if isinstance(fallback, str) and fallback else ""
+        lines.append(f"  {what}: {rec[col.SAMPLES_PER_S]:,.0f} samples/s (kernels {rec.get(col.KERNEL_PATH)}{note})")
+    return lines
 
 
 if __name__ == "__main__":

@@ -50,8 +50,11 @@ REGISTRY: dict[str, list[str]] = {
 # Aliases: the CPU loops on the host of a GPU, in the GPU grid's own sweep (whose device is the GPU's, so
 # they set device=cpu back). Their configs are the plain loops'; the name says where they were measured,
 # and `Variant.of` gives the plain name.
-ALIASES = {f"{HOST}{name}": name for name in (OPTIMIZED_FP32, OPTIMIZED_BF16)}
+# (The reference loop too: the same-host pair, studies.gpu.same_host; the sensitivity grid's host loops
+# are the optimized ones, so it does not gain one.)
+ALIASES = {f"{HOST}{name}": name for name in (REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16)}
 REGISTRY |= {alias: [*REGISTRY[name], "train.device=cpu"] for alias, name in ALIASES.items()}
+HOST_REFERENCE, HOST_OPTIMIZED_BF16 = f"{HOST}{REFERENCE}", f"{HOST}{OPTIMIZED_BF16}"
 # Notebook 02's ablation: the reference, then the optimized loop's techniques added one at a time.
 _OFF = ["train.loop=optimized", "train.precision=fp32", "train.huge_pages=false", "train.fused_interaction=false"]
 REGISTRY |= {

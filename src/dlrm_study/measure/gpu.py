@@ -30,6 +30,7 @@ from dlrm_study.data.batch import fixed_bag_size, ids_capacity
 from dlrm_study.measure import graph_profiler
 from dlrm_study.measure.prepared import Prepared, what_ran
 from dlrm_study.measure.timing import elapsed_ms, peak_memory, quiet_stderr, reset_peak_memory, step_times, synchronize
+from dlrm_study.model.kernels import torch_ops, triton_ops
 from dlrm_study.model.tables import make_sparse_arch
 from dlrm_study.model.tables.base import counters
 from dlrm_study.records import columns as col
@@ -74,18 +75,25 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
     if prepared.gpu_step is None:
         prepared.gpu_step = GpuStep(run)
         prepared.ring = make_ring(prepared.gpu_step, prepared.batches, ring_size(prepared.gpu_step.capacity))
-    step, ring = prepared.gpu_step, prepared.ring
+    ring = prepared.ring
     arch = run.model.sparse_arch
     turn = iter(range(2**62))
 
     def one() -> None:
-        step(ring[next(turn) % len(ring)])
+        prepared.gpu_step(ring[next(turn) % len(ring)])
 
     def some(n: int) -> Callable[[], None]:
         return lambda: [one() for _ in range(n)]
 
     reset_peak_memory(run.device)
-    warmed = warm_up(one, warmup, *((WARMUP_STEPS, WARMUP_S) if on_gpu else (warmup, 0.0)), run.device)
+    least = (WARMUP_STEPS, WARMUP_S) if on_gpu else (warmup, 0.0)
+    try:
+        warmed = warm_up(one, warmup, *least, run.device)
+    except Exception as err:  # the warm-up runs the kernels first: a Triton kernel that fails fails here
+        if not fall_back(prepared, err):
+            raise
+        warmed = warm_up(one, warmup, *least, run.device)
+    step = prepared.gpu_step
     block = steps
     if on_gpu:
         per_step_ms = elapsed_ms(some(3), run.device) / 3
@@ -119,7 +127,29 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         "profile_reused": reused,
         **counts,
         **peak_memory(run.device),
+        KERNEL_FALLBACK: FALLBACKS.get(id(prepared), ""),
     }
+
+
+KERNEL_FALLBACK = "kernel_fallback"  # why a point's Triton kernels gave way to their torch twins ('' where not)
+# By prepared run (its id): a fallback holds for the run's later repeats, which the same record field says.
+FALLBACKS: dict[int, str] = {}
+
+
+def fall_back(prepared: Prepared, err: Exception) -> bool:
+    """Where `err` came from a step on Triton kernels: the torch twins swapped in for this point (its step
+    built anew) and the reason kept for its records; False where there is no twin to fall back to (not
+    Triton, or uvm on a GPU, whose tables in host memory only Triton reads)."""
+    arch = prepared.run.model.sparse_arch
+    ops = getattr(arch, "ops", None)
+    if ops is None or ops.NAME != triton_ops.NAME:
+        return False
+    if arch.placement == Placement.UVM and prepared.run.device.type == "cuda":
+        return False
+    arch.ops = torch_ops
+    prepared.gpu_step = GpuStep(prepared.run)
+    FALLBACKS[id(prepared)] = f"triton failed ({type(err).__name__}: {str(err).strip()[:200]}); the torch twin ran"
+    return True
 
 
 def judged(profiled: dict[str, object], step_ms: float, enqueue: float, device: torch.device) -> dict[str, object]:
@@ -174,6 +204,8 @@ def profile_window(one: Callable[[], None], steps: int, device: torch.device) ->
     clock's). Where the profiler saw no kernel on a GPU (`graph_profiler` strategy off, or a session
     that collected nothing), both are NaN and `profile_note` says why: never a busy of 0.
     """
+    if graph_profiler.strategy() == graph_profiler.NOT_PROFILED:
+        return unprofiled(graph_profiler.NOT_PROFILED_NOTE)
     if device.type == "cuda" and graph_profiler.strategy() == "off":
         return unprofiled("off: the profiler saw no kernel of a captured graph in either probe")
     activities = [torch.profiler.ProfilerActivity.CPU]

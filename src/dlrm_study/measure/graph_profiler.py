@@ -29,20 +29,33 @@ STRATEGY_ENV = "DLRM_STUDY_GRAPH_PROFILER"
 STRATEGIES = ("init", "attach")
 PROBE_REPLAYS = 3
 PROBE_TIMEOUT_S = 90
+# No profiled window at all, on any device: a GPU lending's measuring phases, whose records must be
+# written before anything profiles their points (the profiled-windows phase does, later, in a process of its own).
+NOT_PROFILED = "none"
+NOT_PROFILED_NOTE = "not profiled in this phase (a lending profiles the targets later, in a phase of its own)"
 
 _prepared = False
+_chosen: str | None = None  # set by `use`, for this process
+
+
+def use(way: str) -> None:
+    """This process's way, said by its caller (a lending phase's command line) rather than the environment."""
+    global _chosen
+    if way not in (*STRATEGIES, "off", NOT_PROFILED):
+        raise ValueError(f"unknown profiler strategy {way!r}")
+    _chosen = way
 
 
 def strategy() -> str:
-    """This process's way (`init` unless the environment says otherwise)."""
-    chosen = os.environ.get(STRATEGY_ENV, "init")
-    return chosen if chosen in (*STRATEGIES, "off") else "init"
+    """This process's way: `use`'s, else the environment's, else `init`."""
+    chosen = _chosen or os.environ.get(STRATEGY_ENV, "init")
+    return chosen if chosen in (*STRATEGIES, "off", NOT_PROFILED) else "init"
 
 
 def prepare(device: torch.device) -> None:
     """Before the process's first capture on a GPU: the empty session where the strategy is `init` (once)."""
     global _prepared
-    if _prepared or device.type != "cuda":
+    if _prepared or device.type != "cuda" or strategy() == NOT_PROFILED:
         return
     _prepared = True
     if strategy() == "init":

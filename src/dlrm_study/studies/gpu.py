@@ -52,6 +52,8 @@ from dlrm_study.config.variants import (
     GPU_HBM_FP32,
     GPU_PLACEMENTS,
     GPU_PRESETS,
+    HOST_OPTIMIZED_BF16,
+    HOST_REFERENCE,
     OPTIMIZED_BF16,
     OPTIMIZED_FP32,
     REFERENCE,
@@ -77,6 +79,8 @@ DISPATCH_FLOOR = "gpu-dispatch-floor"
 TARGETS_RUN = "gpu-targets"
 PLACEMENTS_RUN = "gpu-placements"
 SENSITIVITY_RUN = "gpu-sensitivity-"  # and the profile
+SAME_HOST_RUN = "gpu-same-host"
+SAME_HOST_VARIANTS = [GPU_HBM, HOST_OPTIMIZED_BF16, HOST_REFERENCE]
 
 
 class GpuRun(NamedTuple):
@@ -107,24 +111,9 @@ def runs(out: Path, dry_run: bool) -> list[GpuRun]:
     A dry run: the CPU, tiny sizes, the presets' stand-ins written under `out` (`gpu_targets.dry_configs`).
     """
     device, profile = ("cpu", "smoke") if dry_run else ("cuda", "quick")
-    # A GPU point warms up and times blocks of steps (measure.gpu); these are its least counts.
-    steps, warmup = (2, 1) if dry_run else (10, 10)
     records = str(out / GPU_RECORDS)
-    repeats, verdict = (DRY_REPEATS, DRY_VERDICT_REPEATS) if dry_run else (REPEATS, VERDICT_REPEATS)
-
-    def own(
-        name: str,
-        configs: list[str],
-        variants: list[str],
-        set_: list[str],
-        grid: dict | None = None,
-        times: int = repeats,
-    ) -> Sweep:
-        """A sweep of the grid; a dry run's on tiny, its presets' on their stand-ins (YAML files under `out`)."""
-        stand_ins = gpu_targets.dry_configs(out) if dry_run else {}
-        base = [stand_ins.get(c, "tiny") for c in configs] if dry_run else configs
-        set_ = [*set_, f"train.device={device}"]
-        return Sweep(name, base, set_, grid or {}, variants, times, steps, warmup, 0, records)
+    verdict = DRY_VERDICT_REPEATS if dry_run else VERDICT_REPEATS
+    own = partial(grid_sweep, out, dry_run)
 
     zipf = ["data.id_distribution=zipf", "data.zipf_alpha=1.05", "train.cache_fraction=0.1"]
     if dry_run:  # tiny's 4 x 1,000 rows: a cache of 10% is smaller than one batch's rows
@@ -166,3 +155,34 @@ def runs(out: Path, dry_run: bool) -> list[GpuRun]:
     ]
     rest = [GpuRun(s.name, [s]) for s in (presets, presets_large, floor, skew, sizes, host)]
     return [targets, *verdicts, *rest]
+
+
+def grid_sweep(
+    out: Path,
+    dry_run: bool,
+    name: str,
+    configs: list[str],
+    variants: list[str],
+    set_: list[str],
+    grid: dict | None = None,
+    times: int | None = None,
+) -> Sweep:
+    """A sweep of the grid, records in `out`; a dry run's on tiny, its presets' on their stand-ins (YAML
+    files under `out`), on the CPU at a dry run's counts."""
+    device = "cpu" if dry_run else "cuda"
+    # A GPU point warms up and times blocks of steps (measure.gpu); these are its least counts.
+    steps, warmup = (2, 1) if dry_run else (10, 10)
+    stand_ins = gpu_targets.dry_configs(out) if dry_run else {}
+    base = [stand_ins.get(c, "tiny") for c in configs] if dry_run else configs
+    set_ = [*set_, f"train.device={device}"]
+    times = times or (DRY_REPEATS if dry_run else REPEATS)
+    return Sweep(name, base, set_, grid or {}, variants, times, steps, warmup, 0, str(out / GPU_RECORDS))
+
+
+def same_host(out: Path, dry_run: bool) -> GpuRun:
+    """The same-host pair (H2/H3's heart; S1/S3 on the GPU machine's CPU): the presets at their batch of 2,048,
+    gpu-hbm beside the optimized bf16 and reference CPU loops on the host's cores, interleaved in one run,
+    in the repeats a verdict needs."""
+    verdict = DRY_VERDICT_REPEATS if dry_run else VERDICT_REPEATS
+    spec = grid_sweep(out, dry_run, SAME_HOST_RUN, PRESETS, SAME_HOST_VARIANTS, [], times=verdict)
+    return GpuRun(SAME_HOST_RUN, [spec])

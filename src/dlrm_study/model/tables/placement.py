@@ -7,13 +7,10 @@ puts the pooled embeddings back in table order (`PlacedSparseArch`).
 
 import torch
 
-from dlrm_study.config import Config, Placement, placements
-from dlrm_study.data.batch import fixed_bag_size
+from dlrm_study.config import Config, placements
 from dlrm_study.errors import UsageError
+from dlrm_study.model.tables import registry
 from dlrm_study.model.tables.base import SparseArch, TableSpec, counters
-from dlrm_study.model.tables.cached import CachedSparseArch
-from dlrm_study.model.tables.device_tables import DeviceTablesSparseArch
-from dlrm_study.model.tables.host import HostSparseArch
 
 
 def make_placed_arch(cfg: Config, generator: torch.Generator, device: torch.device) -> SparseArch:
@@ -30,16 +27,8 @@ def make_placed_arch(cfg: Config, generator: torch.Generator, device: torch.devi
 
 
 def one_placement(placement: str, spec: TableSpec, cfg: Config, generator: torch.Generator) -> SparseArch:
-    """The arch of one placement over the tables of `spec`."""
-    bag_size = fixed_bag_size(cfg.data.pooling, cfg.data.lookups_per_table)
-    if placement in (Placement.HBM, Placement.UVM):
-        return DeviceTablesSparseArch(spec, generator, Placement(placement), bag_size)
-    if placement == Placement.HOST:
-        return HostSparseArch(spec, generator)
-    if placement == Placement.CACHED:
-        t = cfg.train
-        return CachedSparseArch(spec, generator, t.cache_fraction, t.cache_policy, bag_size)
-    raise ValueError(f"no sparse arch for placement {placement!r}")
+    """The arch of one placement over the tables of `spec` (`registry.entry`: an unknown one is a UsageError)."""
+    return registry.entry(placement).make(spec, cfg, generator)
 
 
 def torchrec_arch(cfg: Config, generator: torch.Generator, device: torch.device) -> SparseArch:
