@@ -149,3 +149,16 @@ def test_plain_bf16_sgd_loses_updates_below_half_a_bf16_spacing_that_split_sgd_k
     split, optimizer = trained(SplitSGD.from_fp32)
     master = join(split.weight.data.view(torch.int16), optimizer.state[split.weight]["lo"])
     assert torch.allclose(master, torch.full_like(master, 1 - 8 * 2.0**-10))  # every one kept
+
+
+def test_the_quick_accuracy_study_waits_for_native_bf16(tmp_path, monkeypatch) -> None:
+    """Without native bf16 (S3 not measurable there) the quick study trains nothing unless asked; smoke still runs."""
+    from dlrm_study.studies import convergence as study
+
+    monkeypatch.setattr(study, "native_bf16", lambda: False)
+    trained = []
+    monkeypatch.setattr(study, "train_and_record", lambda *args, **kwargs: trained.append(args[2]))
+    assert study.run_accuracy("quick", tmp_path) is False and trained == []
+    assert study.run_accuracy("quick", tmp_path, emulated=True) is True and trained == ["accuracy-quick"]
+    monkeypatch.setattr(study, "native_bf16", lambda: True)
+    assert study.run_accuracy("quick", tmp_path) is True
