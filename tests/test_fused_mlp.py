@@ -58,7 +58,7 @@ def test_fused_fp32_layers_compute_what_linear_and_relu_do():
 
 
 @needs_onednn
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.bfloat16, marks=needs_bf16)])
 def test_first_layer_takes_no_input_gradient(dtype):
     layer = fused_mlp.FusedLinear(nn.Linear(8, 4).to(dtype), relu=True)
     layer(torch.randn(3, 8).to(dtype)).sum().backward()  # data: no input gradient asked for, none computed
@@ -99,6 +99,7 @@ def test_only_the_optimized_loop_fuses_its_mlps(tiny):
     assert fused_mlp.kernels(build(tiny).model) == "aten"  # the reference: nn.Linear, as dlrm
 
 
+@needs_bf16  # its backward's GEMMs are oneDNN's bf16 ones, which a CPU without native bf16 lacks
 def test_bf16_weight_gradient_is_made_in_the_weights_layout():
     """g.T @ x: contiguous like the weight, so AccumulateGrad copies nothing; the values are autograd's
     (x.T @ g).T bit for bit. The backward alone (its forward needs oneDNN's bf16). Fails before: the

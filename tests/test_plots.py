@@ -107,8 +107,9 @@ def test_the_caption_says_what_the_repeat_dots_are_and_that_hollow_ones_are_flag
     assert "small dots: single repeats (hollow: flagged)" in caption_of(fig)
 
 
-def test_the_timed_presets_panel_draws_the_margin_and_names_another_machine():
-    """S3's accuracy records may come from another machine of the class: its panel and caption say whose."""
+def test_the_timed_presets_panel_names_the_machine_that_trained_it():
+    """The timed presets' accuracy panel may draw another machine's records than the tiny runs': its panel and
+    caption say whose (S3's rule itself, 99% of fp32's gain, is drawn in 07_accuracy)."""
     rows = []
     for seed in (0, 1, 2):
         for variant, auc in (("reference", 0.8), ("optimized-fp32", 0.801)):
@@ -126,8 +127,6 @@ def test_the_timed_presets_panel_draws_the_margin_and_names_another_machine():
     fig = plots.convergence(tiny, "t", accuracy)
     panel = fig.axes[2]
     assert "300 steps, 3 seeds" in panel.get_title() and panel.get_xlabel() == "trained on m2"
-    assert any("margin" in label for label in panel.get_legend_handles_labels()[1])
-    assert panel.get_ylim()[0] <= -0.002 and panel.get_ylim()[1] >= 0.002  # the band the rule allows, drawn whole
     assert "m1/x/2cpu" in caption_of(fig) and "m2/x/2cpu" in caption_of(fig)
 
 

@@ -5,6 +5,7 @@ The cap and the scan are functions so that tests (and any page that renders text
 
 import re
 
+from dlrm_study.config import variants as v
 from dlrm_study.config.variants import REGISTRY
 from dlrm_study.records import Machine
 
@@ -40,10 +41,10 @@ def is_internal_id(word: str) -> bool:
 
 # Variants as a reader names them (figure titles, legends, the results page).
 VARIANTS = {
-    "reference": "reference", "torchrec": "torchrec", "optimized-fp32": "optimized fp32",
-    "optimized-bf16": "optimized bf16", "gpu-hbm": "tables in GPU memory", "gpu-hbm-fp32": "GPU memory, fp32",
-    "gpu-eager": "GPU memory, eager step", "gpu-host": "tables in host memory", "gpu-uvm": "host memory via UVM",
-    "gpu-cached": "hot rows cached (LRU)", "gpu-cached-lfu": "hot rows cached (LFU)",
+    v.REFERENCE: "reference", v.TORCHREC: "torchrec", v.OPTIMIZED_FP32: "optimized fp32",
+    v.OPTIMIZED_BF16: "optimized bf16", v.PLAIN_BF16: "optimized bf16, plain SGD", v.GPU_HBM: "tables in GPU memory",
+    v.GPU_HBM_FP32: "GPU memory, fp32", v.GPU_EAGER: "GPU memory, eager step", v.GPU_HOST: "tables in host memory",
+    v.GPU_UVM: "host memory via UVM", v.GPU_CACHED: "hot rows cached (LRU)", v.GPU_CACHED_LFU: "hot rows cached (LFU)",
 }  # fmt: skip
 
 

@@ -35,7 +35,7 @@ costs, the GPU model's step times) and printed by gpu_check before it measures, 
 targets' run ends inside the first call's budget (gpu_check's 290 s, after the tests, the profiler's
 probes and the embedding benchmark; a test checks it); the runs past the budget resume in later
 calls. By that estimate, with the tests in every call, the placements (H4) end in call 2 and the
-sensitivity run (H1-H3) in call 4, and the whole plan needs 7 calls of 290 s (a test holds these
+sensitivity run (H1-H3) in call 4, and the whole plan needs 6 calls of 290 s (a test holds these
 numbers to the code): two calls reach the targets and H4's five pairs, not H1-H3's.
 """
 
