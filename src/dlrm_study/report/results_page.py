@@ -56,7 +56,7 @@ PAPER = {
     f"{GAIN_MARGIN:.0%} of fp32's AUC gain",
     "S4": "efficient scaling to 64 sockets",
 }
-FIGURE = r"-?[\d.,]+(?:x|%) \[[^\]]+\](?: \(\d+ (?:pairs|repeats)[^)]*\))?"
+FIGURE = r"-?[\d.,]+(?:x|%) \[[^\]]+\](?: \(\d+ (?:pairs|repeats)[^);]*\))?"  # its count, not what follows
 # Per claim, the numbers a cell shows: (what it is, in words; the text the verdict prints before it).
 QUANTITIES = {
     "H1": [("largest knob effect", r"")],
