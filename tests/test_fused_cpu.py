@@ -1,8 +1,10 @@
 """The fused CPU sparse arch: C++ and PyTorch kernels, Split-SGD, equivalence with the reference."""
 
+import contextlib
 import os
 import shutil
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,17 @@ PATHS = [
     pytest.param(CPP, id="cpp", marks=pytest.mark.skipif(CPP is None, reason="no compiler")),
     pytest.param(torch_ops, id="torch"),
 ]
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """torch's thread count set for the block, restored after it however the block ends."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def kernel_inputs(seed: int = 0, batch: int = 16, tables: int = 3, dim: int = 8, rows: int = 50):
@@ -157,12 +170,8 @@ def test_cpp_update_is_the_same_for_any_thread_count():
     results = []
     for threads in (1, 2, 3):
         weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=3, rows=20)
-        previous = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
+        with torch_threads(threads):
             CPP.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
-        finally:
-            torch.set_num_threads(previous)
         results.append(weight)
     assert all(torch.equal(results[0], w) for w in results[1:])
 
@@ -383,12 +392,8 @@ def test_cpp_bucketed_update_applies_each_id_in_bag_order(threads):
     for position, row in enumerate(ids.tolist()):
         bag = int(torch.searchsorted(offsets, position, right=True)) - 1
         want[row] = want[row] - step * grad[bag % batch, bag // batch]
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         CPP.sgd_fp32(weight, ids, offsets, grad, 0.1, batch, tables)
-    finally:
-        torch.set_num_threads(previous)
     assert torch.equal(weight, want)
 
 
