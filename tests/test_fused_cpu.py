@@ -122,12 +122,13 @@ def test_interleaved_rows_round_trip():
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 @pytest.mark.parametrize("optimizer", ["sgd", "rowwise_adagrad"])
 def test_cpp_prefetch_changes_no_bit(precision, optimizer):
-    """The kernels prefetch rows ahead; at any distance (0: none) forward and update give the same bits."""
+    """The kernels prefetch rows ahead; at any distance (0: none, -1: the default) forward and update give the
+    same bits."""
     outputs = []
-    for ahead in (0, 1, 100, 8192, 10**6):  # bytes of rows ahead: none, one row, a few, the default, the most
+    for ahead in (0, 1, 3, 64, 4096, -1):  # rows ahead: none, one, a few, more than the rows, the most, the default
         weight, ids, offsets, grad, batch, tables = kernel_inputs(seed=7, rows=40)
         table = torch_ops.interleave(weight) if precision == "bf16" else weight
-        previous = CPP.set_prefetch_bytes(ahead)
+        previous = CPP.set_prefetch_rows(ahead, ahead)
         try:
             if precision == "bf16":
                 pooled = CPP.forward_bf16(torch_ops.upper(table), ids, offsets, batch, tables)
@@ -141,11 +142,29 @@ def test_cpp_prefetch_changes_no_bit(precision, optimizer):
                 update = CPP.rowwise_adagrad_split_bf16 if precision == "bf16" else CPP.rowwise_adagrad_fp32
                 update(table, momentum, ids, offsets, grad, 0.1, 1e-8, batch, tables)
         finally:
-            CPP.set_prefetch_bytes(previous)
+            CPP.set_prefetch_rows(*previous)
         outputs.append((pooled, table, momentum))
     for pooled, table, momentum in outputs[1:]:
         assert torch.equal(pooled, outputs[0][0]) and torch.equal(table, outputs[0][1])
         assert torch.equal(momentum, outputs[0][2])
+
+
+@pytest.mark.skipif(CPP is None, reason="no compiler")
+def test_cpp_kernels_run_the_prefetch_distance_set_in_rows():
+    """The distance is set in rows, for the gather and the update apart, and is what the kernels run at any row
+    size; -1 gives back the kernels' default, and no distance past the most or below -1 is taken."""
+    previous = CPP.set_prefetch_rows(5, 9)
+    try:
+        assert CPP.prefetch_rows(128, 256) == [5, 9] and CPP.prefetch_rows(512, 64) == [5, 9]
+        assert CPP.set_prefetch_rows(0, 2) == [5, 9] and CPP.prefetch_rows(128, 256) == [0, 2]
+        CPP.set_prefetch_rows(-1, -1)
+        default = CPP.prefetch_rows(128, 256)
+        assert all(rows > 0 for rows in default) and CPP.prefetch_rows(256, 128) == default[::-1]  # by bytes touched
+        for bad in [(-2, 0), (0, -2), (10**6, 0)]:
+            with pytest.raises(RuntimeError, match="prefetch distance"):
+                CPP.set_prefetch_rows(*bad)
+    finally:
+        CPP.set_prefetch_rows(*previous)
 
 
 @pytest.mark.parametrize("ops", PATHS)

@@ -2,6 +2,7 @@
 
 import json
 import math
+import types
 
 import pytest
 import torch
@@ -39,7 +40,10 @@ def test_rates_are_sane_on_either_path(path, monkeypatch):
         pytest.skip("no C++ kernels here")
     limits = membench.measure(SMALL, ids=membench.MIN_IDS, repeats=2)
     latencies = {a.latency_key for a in SMALL if a.kind == "gather"} if path == "cpp" else set()
-    assert set(limits) == {a.key for a in SMALL} | latencies and sane(limits)
+    distances = {membench.ahead_key(a) for a in SMALL} if path == "cpp" else set()  # C++ probes only
+    assert set(limits) == {a.key for a in SMALL} | latencies | distances
+    assert sane({k: v for k, v in limits.items() if k not in distances})
+    assert all(limits[k] in membench.DISTANCES for k in distances)
 
 
 def test_buffer_is_the_tables_size_and_ids_are_bounded(monkeypatch):
@@ -252,3 +256,54 @@ def test_the_fused_forward_is_timed_beside_the_probes(read):
     assert pooled.shape == (3, 1, read // 4 if read == 256 else read // 2) and torch.isfinite(pooled).all()
     if read == 128:
         assert pooled[0, 0, 0] == membench.BAG  # bf16 1.0 summed over a bag
+
+
+def test_the_best_distance_is_the_fastest_probes_not_the_fused_forwards():
+    """The kernels run the distance of the fastest probe; the fused forward timed after the probes is no probe."""
+    probes = [3.0] * len(membench.DISTANCES)
+    probes[2] = 1.0
+    assert membench.best_distance([*probes, 0.5]) == membench.DISTANCES[2]
+
+
+def test_a_prefetch_distance_is_kept_and_dropped_with_its_rate(cache):
+    """A distance is no rate: the cache keeps the one found with the rate it keeps, and drops it with that rate.
+    Fails before: a distance was kept as if higher were better, beside a rate found at another distance."""
+    access = SMALL[0]
+    rate, ahead = access.key, membench.ahead_key(access)
+    assert membench.rate_key(ahead) == rate and membench.rate_key(rate) is None
+    threads = torch.get_num_threads()
+    for measured in ({rate: 5.0, ahead: 16.0}, {rate: 3.0, ahead: 64.0}):  # the slower rate's distance: not kept
+        limits_cache.store(threads, True, measured)
+    assert limits_cache.load(threads, True) == {rate: 5.0, ahead: 16.0}
+    limits_cache.store(threads, True, {rate: 7.0, ahead: 2.0})
+    assert limits_cache.load(threads, True) == {rate: 7.0, ahead: 2.0}
+    assert limits_cache.merge({rate: 6.0, ahead: 64.0}, {rate: 7.0, ahead: 2.0}) == {rate: 7.0, ahead: 2.0}
+    assert limits_cache.merge({rate: 8.0, ahead: 64.0}, {rate: 7.0, ahead: 2.0}) == {rate: 8.0, ahead: 64.0}
+    limits_cache.forget(threads, [rate])
+    assert limits_cache.load(threads, True) == {}
+
+
+@needs_cpp
+def test_the_kernels_run_the_distance_the_probes_found_and_records_say_it():
+    """`use_prefetch` sets the fused kernels' distances to the probes' for the config's rows (the precision's
+    gather, the update) and says which ran; the kernels' default where no probe ran; nothing for other kernels."""
+    previous = CPP.set_prefetch_rows(-1, -1)
+    try:
+        for precision in ("fp32", "bf16"):
+            cfg = config.load("tiny", ["train.loop=optimized", f"train.precision={precision}"])
+            rows = roofline.accesses(cfg)
+            gather, update = rows[f"gather_{precision}"], rows["update"]
+            found = {membench.ahead_key(gather): 4.0, membench.ahead_key(update): 9.0}
+            other = {membench.ahead_key(rows["gather_bf16" if precision == "fp32" else "gather_fp32"]): 7.0}
+            fields = machine_limits.use_prefetch(cfg, found | other, types.SimpleNamespace(kernel_path="cpp"))
+            assert CPP.prefetch_rows(gather.read, update.read) == [4, 9]
+            assert fields == {machine_limits.PREFETCH_GATHER: 4, machine_limits.PREFETCH_UPDATE: 9,
+                              machine_limits.PREFETCH_FROM: "probe"}  # fmt: skip
+        fields = machine_limits.use_prefetch(cfg, None, types.SimpleNamespace(kernel_path="cpp"))
+        CPP.set_prefetch_rows(-1, -1)
+        default = CPP.prefetch_rows(gather.read, update.read)
+        assert fields[machine_limits.PREFETCH_FROM] == "default"
+        assert [fields[machine_limits.PREFETCH_GATHER], fields[machine_limits.PREFETCH_UPDATE]] == default
+        assert machine_limits.use_prefetch(cfg, found, types.SimpleNamespace(kernel_path="torch")) == {}
+    finally:
+        CPP.set_prefetch_rows(*previous)

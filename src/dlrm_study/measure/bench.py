@@ -96,8 +96,9 @@ def measure_prepared(
     cfg = prepared.cfg
     if cfg.train.loop == Loop.GPU:
         fields = gpu.measure_training(prepared, steps, warmup, profile_steps)
-    else:
-        fields = cpu.measure_steps(prepared, steps, warmup, profile_steps, progress)
+    else:  # the fused kernels at this machine's prefetch distances (the probes'), said in the record
+        prefetch = machine_limits.use_prefetch(cfg, limits, prepared.run.model.sparse_arch)
+        fields = {**cpu.measure_steps(prepared, steps, warmup, profile_steps, progress), **prefetch}
     fields = {**fields, **bound_fields(cfg, limits, fields[col.MS_MEDIAN])}
     if limits and cfg.train.loop != Loop.GPU:  # a part faster than its bound: flagged, its limits measured again
         fields[BEATEN] = ",".join(machine_limits.recheck(cfg, fields))

@@ -13,6 +13,9 @@ Limits are a quiet machine's: a measurement taken while other work keeps the cor
 load average, less this process, above `load_max()`) is refused as a limit, with one line: it
 serves this process's bound but is never cached. A record whose step or operator beats its bound
 (`recheck`) drops the cached limits behind that bound, so the next request measures them again.
+
+The gather and update probes also find this machine's best prefetch distance in rows; `use_prefetch` runs
+the fused kernels at it (the kernels' own default where no probe ran) and says so in the record.
 """
 
 import functools
@@ -27,7 +30,8 @@ from dlrm_study.config import Config, Precision
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import limits_cache, membench
 from dlrm_study.measure.timing import best_s
-from dlrm_study.model import fused_mlp
+from dlrm_study.model import fused_mlp, kernels
+from dlrm_study.model.tables import SparseArch
 from dlrm_study.perfmodel import operator_bounds, roofline
 from dlrm_study.perfmodel.roofline import GEMM_PASSES, Access, layer_key
 from dlrm_study.records import columns as col
@@ -35,6 +39,8 @@ from dlrm_study.records import columns as col
 GEMM_SHAPE = (2048, 1024, 1024)  # M, K, N: one square-ish GEMM, reported beside the layer rates
 IDS = {True: 2**18, False: 2**21}  # random rows per timed membench call, quick and full
 LOAD_SHARE = 0.5  # of the cores: more runnable work than this beside this process is a loaded machine
+# Record fields: the fused kernels' prefetch distances (rows ahead) and whence (`probe`, or the kernels' `default`).
+PREFETCH_GATHER, PREFETCH_UPDATE, PREFETCH_FROM = "prefetch_rows_gather", "prefetch_rows_update", "prefetch_from"
 LOAD_VARIABLE = "DLRM_STUDY_LOAD_MAX"  # runnable processes beside this one allowed while measuring ("inf": any)
 
 
@@ -65,10 +71,10 @@ def measure_limits(
     _measured.setdefault((threads, quick), {}).update(new)
     have |= new
     if fresh:  # the best of now and before
-        cached = limits_cache.load(threads, quick).items()
-        have |= {key: v for key, v in cached if key not in have or limits_cache.better(key, v, have[key])}
+        have = limits_cache.merge(have, limits_cache.load(threads, quick))
     wanted = [a.key for a in accesses] + squares + [k for keys in layer_keys.values() for k in keys]
     wanted += [a.latency_key for a in accesses if a.latency_key in have]  # C++ probes only
+    wanted += [membench.ahead_key(a) for a in accesses if membench.ahead_key(a) in have]
     reused = sum(key not in new for key in wanted)
     if reused:
         print(f"dlrm-study: {reused} of {len(wanted)} machine limits reused, measured earlier "
@@ -150,6 +156,25 @@ def quiet(before: float) -> bool:
           f"more than {load_max():.1f}): used by this process, not kept as this machine's limits "
           f"({LOAD_VARIABLE} sets the load allowed)", file=sys.stderr)  # fmt: skip
     return False
+
+
+def use_prefetch(cfg: Config, limits: dict[str, float] | None, arch: SparseArch) -> dict[str, int]:
+    """Run the fused C++ kernels at the prefetch distances this machine's probes found for `cfg`'s rows
+    (`membench.ahead_key`; each distance the kernels' default where none was measured); return the distances
+    they run, in rows ahead, as a record's fields. Nothing where `arch` does not run the C++ kernels."""
+    if "cpp" not in arch.kernel_path.split(","):
+        return {}
+    rows = roofline.accesses(cfg)
+    gather, update = rows["gather_bf16" if cfg.train.precision == Precision.BF16 else "gather_fp32"], rows["update"]
+    found = [(limits or {}).get(membench.ahead_key(access)) for access in (gather, update)]
+    ops = kernels.load()
+    ops.set_prefetch_rows(*(-1 if rows_ahead is None else int(rows_ahead) for rows_ahead in found))
+    ran = ops.prefetch_rows(gather.read, update.read)
+    return {
+        PREFETCH_GATHER: ran[0],
+        PREFETCH_UPDATE: ran[1],
+        PREFETCH_FROM: "probe" if all(rows_ahead is not None for rows_ahead in found) else "default",
+    }
 
 
 def behind(cfg: Config, part: str) -> list[str]:

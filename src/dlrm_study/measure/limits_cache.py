@@ -8,7 +8,8 @@ measures (`key`), so another machine, another torch or changed measuring code me
 A quick measurement serves quick requests only; a full one serves both. Measured again (`dlrm-study
 roofline` always measures), a limit keeps the higher rate: on a shared machine another job only
 lowers a rate, and a limit is what the machine can do (a latency, `*_ns`, keeps the lower). A limit
-that a loop beat is dropped (`forget`), so the next request measures it anew.
+that a loop beat is dropped (`forget`), so the next request measures it anew. A prefetch distance found by a
+gather or update probe (`membench.ahead_key`) is no rate: it is kept, reused and dropped with its rate.
 """
 
 import functools
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from dlrm_study.measure import membench
 from dlrm_study.model import kernels
 from dlrm_study.records.machine import machine_key
 
@@ -61,18 +63,39 @@ def valid(entry: object) -> bool:
 
 
 def store(threads: int, quick: bool, limits: dict[str, float]) -> None:
-    """Add measured limits: a full measurement replaces a quick one (never the reverse), a higher rate a lower."""
+    """Add measured limits: a full measurement replaces a quick one (never the reverse), a higher rate a lower;
+    a prefetch distance (`membench.ahead_key`) is kept with the rate it was found with, never apart from it."""
     where = path()
     if where is None or not limits:
         return
     cache = read()
     entries = cache.setdefault(key(threads), {})
-    for name, value in limits.items():
-        old = entries.get(name)
-        replaces = old["quick"] == quick and better(name, value, old["value"]) if valid(old) else True
-        if replaces or (old["quick"] and not quick):
+    kept = set()
+    for name in sorted(limits, key=lambda n: membench.rate_key(n) is not None):  # rates before their distances
+        value, old, rate = limits[name], entries.get(name), membench.rate_key(name)
+        if rate is not None:
+            replaces = rate in kept or not valid(old)
+        else:
+            replaces = old["quick"] == quick and better(name, value, old["value"]) if valid(old) else True
+            replaces = replaces or (old["quick"] and not quick)
+        if replaces:
             entries[name] = {"value": float(value), "quick": quick}
+            kept.add(name)
     write(cache)
+
+
+def merge(now: dict[str, float], cached: dict[str, float]) -> dict[str, float]:
+    """The better of each limit measured now and cached (`better`), each prefetch distance the one found with
+    the rate kept."""
+    merged = dict(now)
+    for name, value in cached.items():
+        if membench.rate_key(name) is None and (name not in now or better(name, value, now[name])):
+            merged[name] = value
+    for name, value in cached.items():
+        rate = membench.rate_key(name)
+        if rate is not None and (name not in now or (rate in cached and merged.get(rate) == cached[rate])):
+            merged[name] = value
+    return merged
 
 
 def better(name: str, value: float, old: float) -> bool:
@@ -84,7 +107,8 @@ def forget(threads: int, names: list[str]) -> None:
     """Drop these cached limits (a loop beat a bound made of them): the next request measures them again."""
     cache = read()
     entries = cache.get(key(threads), {})
-    dropped = [name for name in names if entries.pop(name, None) is not None]
+    stale = set(names) | {name for name in entries if membench.rate_key(name) in names}  # with their distances
+    dropped = [name for name in sorted(stale) if entries.pop(name, None) is not None]
     if dropped:
         write(cache)
 

@@ -21,7 +21,8 @@ walked its rows are the footprint (page-table and cache reach), not all tables' 
 The fused forward itself is timed beside the gather probes and the faster counts: a probe should
 beat it, and where none does (a loaded machine, a probe a loop outdid), the limit stays one no loop
 of the study beats. Prefetch distances are searched in rows (`DISTANCES`, rows ahead, 0: none) per machine and access;
-the best is the limit. Each access is measured in `ROUNDS` interleaved rounds of `repeats` calls and
+the best is the limit, and its distance is what the fused kernels run on this machine (`ahead_key`,
+C++ only; `limits.use_prefetch`). Each access is measured in `ROUNDS` interleaved rounds of `repeats` calls and
 the fewest seconds kept: on a shared machine noise only adds time, and a limit is what the memory
 system can do. Without the compiled kernels a PyTorch twin times `index_select` (gather),
 `index_select` + add + `index_copy_` (update) in chunks that stay in cache, and `sum` (stream).
@@ -45,6 +46,7 @@ CHASE_STEPS = 2**18  # hops of the latency walk
 ONES = 0x3F803F80  # each word: bf16 1.0 in each half, fp32 about 1.0: no denormal slows the fused forward
 BAG = 100  # ids per bag when the fused forward itself is timed beside the probes
 LINE = 64  # bytes per cache line
+AHEAD = "_ahead_rows_"  # in the name of an access's best prefetch distance (`ahead_key`)
 
 
 def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int | None = None) -> dict[str, float]:
@@ -63,15 +65,36 @@ def measure(accesses: Iterable[Access], ids: int, repeats: int, max_bytes: int |
     buffer.fill_(ONES)  # first touch here, not in a timed call
     generator = torch.Generator().manual_seed(0)
     timed = {a: calls(buffer, draw(a, ids, size, generator), a) for a in accesses}
-    seconds = dict.fromkeys(accesses, float("inf"))
+    seconds = {a: [float("inf")] * len(fns) for a, fns in timed.items()}  # the fewest of each call's
     for _ in range(ROUNDS):
         for access, fns in timed.items():
-            seconds[access] = min(seconds[access], *(best_s(fn, repeats) for fn in fns))
-    limits = {a.key: traffic(a, ids, size) / seconds[a] / 1e9 for a in accesses}
+            seconds[access] = [min(s, best_s(fn, repeats)) for s, fn in zip(seconds[access], fns, strict=True)]
+    limits = {a.key: traffic(a, ids, size) / min(seconds[a]) / 1e9 for a in accesses}
     if kernels.load() is not None:
         for access in {a for a in accesses if a.kind == "gather"}:
             limits[access.latency_key] = latency_ns(buffer, access, rows_of(access, size), generator)
+        for access in {a for a in accesses if a.kind != "stream"}:
+            limits[ahead_key(access)] = float(best_distance(seconds[access]))
     return limits
+
+
+def best_distance(seconds: list[float]) -> int:
+    """The prefetch distance (rows ahead) of the fastest probe: `seconds` of the probes at DISTANCES, in order
+    (any call after them, the fused forward's, is no probe). What the kernels then run (`limits.use_prefetch`)."""
+    probes = seconds[: len(DISTANCES)]
+    return DISTANCES[probes.index(min(probes))]
+
+
+def ahead_key(access: Access) -> str:
+    """The name of an access's best prefetch distance: `gather_ahead_rows_128B_of_256B_8000000rows_8tables`.
+
+    Not a rate: it goes with the rate measured beside it (`rate_key`), kept or dropped with it."""
+    return access.key.replace("_gbps_", AHEAD, 1)
+
+
+def rate_key(name: str) -> str | None:
+    """The rate a prefetch distance (`ahead_key`) was found with; None for any other limit."""
+    return name.replace(AHEAD, "_gbps_", 1) if AHEAD in name else None
 
 
 def draw(access: Access, ids: int, size: int, generator: torch.Generator) -> torch.Tensor:

@@ -41,15 +41,22 @@
 
 namespace {
 
-// How far ahead to prefetch, in bytes of the rows a kernel touches: random rows are
-// latency-bound, a row asked for too late stalls the loop, too early is evicted before
-// use. 8 KiB (32 rows of 256 B, 64 half rows of 128 B) was the fastest here for the
-// forward and the update alike; 0 switches prefetching off.
-int64_t prefetch_bytes = 8192;
+// How far ahead to prefetch, in rows: random rows are latency-bound, a row asked for too late
+// stalls the loop, too early is evicted before use. The distance is the machine's: the one its
+// probe of independent rows found fastest (`measure/membench.py`, set per run by
+// `measure/limits.use_prefetch` through `set_prefetch_rows`), for the forward's gather and for the
+// update apart. Before any probe (-1) a kernel takes the rows in DEFAULT_BYTES of the bytes it
+// touches (32 rows of 256 B, 64 half rows of 128 B), the distance found fastest on the machines
+// this ran on before probes existed; 0 switches prefetching off.
+constexpr int64_t DEFAULT_BYTES = 8192;
+constexpr int64_t MOST_ROWS = 4096;  // a distance past this is no machine's (and keeps rows_ahead small)
+enum Walk { GATHER = 0, UPDATE = 1 };
+int64_t ahead_rows[2] = {-1, -1};
 
-// Ids ahead for rows of which `touched` bytes are read or written (0: no prefetching).
-inline int64_t rows_ahead(int64_t touched) {
-  return prefetch_bytes ? std::clamp<int64_t>(prefetch_bytes / touched, 1, 256) : 0;
+// Ids ahead for the walk `walk` over rows of which `touched` bytes are read or written (0: no prefetching).
+inline int64_t rows_ahead(Walk walk, int64_t touched) {
+  const int64_t set = ahead_rows[walk];
+  return set >= 0 ? set : std::clamp<int64_t>(DEFAULT_BYTES / touched, 1, 256);
 }
 
 inline float bf16_to_float(int16_t hi) {
@@ -148,7 +155,7 @@ torch::Tensor pooled_forward(const Layout& l, const T* table, int64_t stride, Wi
   // Not zero-filled up front: each bag's sum is written whole by its thread.
   auto out = torch::empty({l.batch, l.tables, l.dim}, torch::kFloat32);
   float* o = out.data_ptr<float>();
-  const int64_t read = l.dim * sizeof(T), ahead = rows_ahead(read);
+  const int64_t read = l.dim * sizeof(T), ahead = rows_ahead(GATHER, read);
 #pragma omp parallel
   {
     const int64_t threads = omp_get_num_threads(), me = omp_get_thread_num();
@@ -248,7 +255,7 @@ void owned_rows_update(const Layout& l, const float* grad, int64_t touched, Pref
 #pragma omp parallel num_threads(most)
   {
     const Owned mine = bucketed_pairs(l, shared.pairs, shared.counts, omp_get_thread_num(), omp_get_num_threads());
-    const int64_t n = mine.size, ahead = rows_ahead(touched);
+    const int64_t n = mine.size, ahead = rows_ahead(UPDATE, touched);
     for (int64_t k = 0; k < n; ++k) {
       if (ahead && k + ahead < n) prefetch(mine.pairs[k + ahead].row);
       update(mine.pairs[k].row, grad + mine.pairs[k].grad);
@@ -269,7 +276,7 @@ void owned_rows_summed_update(const Layout& l, const float* grad, int64_t touche
     std::vector<Pair> mine(owned.pairs, owned.pairs + owned.size);
     std::stable_sort(mine.begin(), mine.end(), [](const Pair& a, const Pair& b) { return a.row < b.row; });
     std::vector<float> sum(l.dim);
-    const size_t ahead = rows_ahead(touched);
+    const size_t ahead = rows_ahead(UPDATE, touched);
     for (size_t k = 0; k < mine.size();) {
       const int64_t row = mine[k].row;
       if (ahead && k + ahead < mine.size()) prefetch(mine[k + ahead].row);
@@ -497,10 +504,22 @@ void membench_update(torch::Tensor buffer, torch::Tensor ids, int64_t stride, in
   }
 }
 
-// The kernels' prefetch distance (bytes of rows ahead, 0: off); returns the previous one. For tests and tuning.
-int64_t set_prefetch_bytes(int64_t bytes) {
-  TORCH_CHECK(bytes >= 0, "prefetch distance must be >= 0");
-  return std::exchange(prefetch_bytes, bytes);
+// The kernels' prefetch distances in rows ahead, {gather, update} (0: off, -1: the default of
+// DEFAULT_BYTES); returns the previous pair. Set per run from the machine's probe (see above).
+std::vector<int64_t> set_prefetch_rows(int64_t gather, int64_t update) {
+  TORCH_CHECK(gather >= -1 && update >= -1 && gather <= MOST_ROWS && update <= MOST_ROWS,
+              "a prefetch distance is -1 (the default), 0 (off) or rows ahead, at most ", MOST_ROWS);
+  std::vector<int64_t> previous{ahead_rows[GATHER], ahead_rows[UPDATE]};
+  ahead_rows[GATHER] = gather;
+  ahead_rows[UPDATE] = update;
+  return previous;
+}
+
+// The distances the kernels run at a row size: {gather, update} rows ahead for rows of which
+// `gather_bytes` are read and `update_bytes` read and written (what records say ran).
+std::vector<int64_t> prefetch_rows(int64_t gather_bytes, int64_t update_bytes) {
+  TORCH_CHECK(gather_bytes > 0 && update_bytes > 0, "row bytes must be > 0");
+  return {rows_ahead(GATHER, gather_bytes), rows_ahead(UPDATE, update_bytes)};
 }
 
 // Fused dot interaction: for each sample, the dots of every pair of distinct features
@@ -608,7 +627,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("membench_update", &membench_update);
   m.def("membench_stream", &membench_stream);
   m.def("membench_chase", &membench_chase);
-  m.def("set_prefetch_bytes", &set_prefetch_bytes);
+  m.def("set_prefetch_rows", &set_prefetch_rows);
+  m.def("prefetch_rows", &prefetch_rows);
   m.def("interaction_forward", &interaction_forward);
   m.def("interaction_backward", &interaction_backward);
 }
