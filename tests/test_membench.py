@@ -307,3 +307,54 @@ def test_the_kernels_run_the_distance_the_probes_found_and_records_say_it():
         assert machine_limits.use_prefetch(cfg, found, types.SimpleNamespace(kernel_path="torch")) == {}
     finally:
         CPP.set_prefetch_rows(*previous)
+
+
+@needs_cpp
+def test_cpu_records_say_the_prefetch_distance_the_kernels_ran(tiny):
+    """A record of the C++ kernels says the distances they ran (the default here: no limits measured); a loop
+    without them says none. Fails before: the distance was nowhere in the record."""
+    from dlrm_study.measure.bench import bench
+
+    tiny.train.loop = config.Loop.OPTIMIZED
+    record = bench(tiny, steps=1, warmup=0, profile_steps=0, progress=False)
+    assert record[machine_limits.PREFETCH_FROM] == "default" and record[machine_limits.PREFETCH_GATHER] > 0
+    tiny.train.loop = config.Loop.REFERENCE
+    assert machine_limits.PREFETCH_FROM not in bench(tiny, steps=1, warmup=0, profile_steps=0, progress=False)
+
+
+@needs_cpp
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_fused_gather_is_checked_against_embedding_bag_paired(precision, monkeypatch):
+    """The paired check times the fused forward and torch's EmbeddingBag on the same rows and bags, in turn in
+    every round (the order alternating), and reports medians and the median ratio, one per round."""
+    calls = []
+    real_bag = membench.F.embedding_bag
+    monkeypatch.setattr(membench.F, "embedding_bag", lambda *a, **k: calls.append("bag") or real_bag(*a, **k))
+    real_fused = CPP.forward_bf16 if precision == "bf16" else CPP.forward_fp32
+
+    class Spy:  # the kernels, with the forward counted
+        def __getattr__(self, name):
+            return getattr(CPP, name)
+
+    spy = Spy()
+    setattr(spy, f"forward_{precision}", lambda *a: calls.append("fused") or real_fused(*a))
+    monkeypatch.setattr(kernels, "load", lambda: spy)
+    cfg = config.load("tiny", ["train.loop=optimized", f"train.precision={precision}"])
+    previous = CPP.set_prefetch_rows(-1, -1)
+    try:
+        paired = machine_limits.versus_embedding_bag(cfg, None, quick=True)
+    finally:
+        CPP.set_prefetch_rows(*previous)
+    assert paired[machine_limits.PAIRED_ROUNDS] == membench.PAIRED_ROUNDS
+    assert paired[machine_limits.PAIRED_FUSED_MS] > 0 and paired[machine_limits.PAIRED_BAG_MS] > 0
+    assert paired[machine_limits.PAIRED_SPEEDUP] > 0 and "paired" in machine_limits.paired_line(paired)
+    per_call = len(calls) // (2 * membench.PAIRED_ROUNDS)  # calls of each kernel in a round
+    rounds = [calls[i : i + 2 * per_call] for i in range(0, len(calls), 2 * per_call)]
+    assert per_call > 1 and len(calls) == 2 * per_call * membench.PAIRED_ROUNDS
+    assert [r[0] for r in rounds] == ["fused", "bag"] * (membench.PAIRED_ROUNDS // 2) + ["fused"]
+    assert all(sorted(r) == sorted(["fused", "bag"] * per_call) for r in rounds)
+
+
+def test_the_paired_check_needs_the_cpp_kernels(monkeypatch):
+    monkeypatch.setattr(kernels, "load", lambda: None)
+    assert machine_limits.versus_embedding_bag(config.load("tiny", ["train.loop=optimized"]), None) == {}

@@ -306,9 +306,12 @@ def cmd_roofline(args: argparse.Namespace) -> None:
     cfg = load_config(args)
     limits = machine_limits.measure_limits(**roofline.needs(cfg), quick=args.quick, fresh=True)
     print(roofline.roofline_report(cfg, limits))
+    paired = machine_limits.versus_embedding_bag(cfg, limits, args.quick)  # a check, not a limit
+    if paired:
+        print(machine_limits.paired_line(paired))
     if args.out:
         fields = {"quick": args.quick, **limits, **roofline.iteration_work(cfg), **roofline.bound_ms(cfg, limits)}
-        fields |= roofline.rates(cfg, limits)
+        fields |= roofline.rates(cfg, limits) | paired
         fields[col.THREADS] = int(fields[col.THREADS])
         store.append(Path(args.out), make_record("roofline", fields, cfg))
         print(f"record appended to {args.out}")

@@ -20,6 +20,7 @@ the fused kernels at it (the kernels' own default where no probe ran) and says s
 
 import functools
 import os
+import statistics
 import sys
 
 import torch
@@ -41,6 +42,9 @@ IDS = {True: 2**18, False: 2**21}  # random rows per timed membench call, quick 
 LOAD_SHARE = 0.5  # of the cores: more runnable work than this beside this process is a loaded machine
 # Record fields: the fused kernels' prefetch distances (rows ahead) and whence (`probe`, or the kernels' `default`).
 PREFETCH_GATHER, PREFETCH_UPDATE, PREFETCH_FROM = "prefetch_rows_gather", "prefetch_rows_update", "prefetch_from"
+# Record fields of the paired check `versus_embedding_bag` (a roofline record's; not a limit).
+PAIRED_FUSED_MS, PAIRED_BAG_MS = "paired_fused_gather_ms", "paired_embedding_bag_ms"
+PAIRED_SPEEDUP, PAIRED_ROUNDS = "paired_fused_gather_speedup", "paired_rounds"
 LOAD_VARIABLE = "DLRM_STUDY_LOAD_MAX"  # runnable processes beside this one allowed while measuring ("inf": any)
 
 
@@ -158,12 +162,17 @@ def quiet(before: float) -> bool:
     return False
 
 
-def use_prefetch(cfg: Config, limits: dict[str, float] | None, arch: SparseArch) -> dict[str, int]:
+def use_prefetch(cfg: Config, limits: dict[str, float] | None, arch: SparseArch) -> dict[str, int | str]:
     """Run the fused C++ kernels at the prefetch distances this machine's probes found for `cfg`'s rows
     (`membench.ahead_key`; each distance the kernels' default where none was measured); return the distances
     they run, in rows ahead, as a record's fields. Nothing where `arch` does not run the C++ kernels."""
     if "cpp" not in arch.kernel_path.split(","):
         return {}
+    return set_prefetch(cfg, limits)
+
+
+def set_prefetch(cfg: Config, limits: dict[str, float] | None) -> dict[str, int | str]:
+    """Set the C++ kernels' prefetch distances for `cfg`'s rows from `limits` (see `use_prefetch`)."""
     rows = roofline.accesses(cfg)
     gather, update = rows["gather_bf16" if cfg.train.precision == Precision.BF16 else "gather_fp32"], rows["update"]
     found = [(limits or {}).get(membench.ahead_key(access)) for access in (gather, update)]
@@ -175,6 +184,35 @@ def use_prefetch(cfg: Config, limits: dict[str, float] | None, arch: SparseArch)
         PREFETCH_UPDATE: ran[1],
         PREFETCH_FROM: "probe" if all(rows_ahead is not None for rows_ahead in found) else "default",
     }
+
+
+def versus_embedding_bag(cfg: Config, limits: dict[str, float] | None, quick: bool = False) -> dict[str, float]:
+    """The paired check of the fused gather against torch's EmbeddingBag at `cfg`'s shape (its precision's rows,
+    bags of its mean pooling factor), the kernels at the probes' distance (`membench.versus_embedding_bag`):
+    each one's median seconds over the rounds, in ms, and the median of the rounds' ratios (EmbeddingBag's
+    time over the fused gather's: > 1, the fused gather is faster). A check to run on a quiet machine, not a
+    limit: nothing is cached. Empty without the C++ kernels."""
+    if kernels.load() is None:
+        return {}
+    set_prefetch(cfg, limits)
+    rows = roofline.accesses(cfg)
+    access = rows["gather_bf16" if cfg.train.precision == Precision.BF16 else "gather_fp32"]
+    bag = max(1, round(roofline.mean_lookups(cfg)))
+    times = membench.versus_embedding_bag(access, bag, IDS[quick], 3 if quick else 7)
+    ratios = [theirs / ours for ours, theirs in zip(times["fused"], times["embedding_bag"], strict=True)]
+    return {
+        PAIRED_FUSED_MS: statistics.median(times["fused"]) * 1e3,
+        PAIRED_BAG_MS: statistics.median(times["embedding_bag"]) * 1e3,
+        PAIRED_SPEEDUP: statistics.median(ratios),
+        PAIRED_ROUNDS: float(len(ratios)),
+    }
+
+
+def paired_line(paired: dict[str, float]) -> str:
+    """One line of the paired check (`versus_embedding_bag`): its medians and the median ratio."""
+    return (f"paired check, fused gather vs torch's EmbeddingBag at this shape: {paired[PAIRED_FUSED_MS]:.3g} ms vs "
+            f"{paired[PAIRED_BAG_MS]:.3g} ms, EmbeddingBag / fused {paired[PAIRED_SPEEDUP]:.2f}x (median of "
+            f"{paired[PAIRED_ROUNDS]:.0f} paired rounds; a check on a quiet machine, not a result)")  # fmt: skip
 
 
 def behind(cfg: Config, part: str) -> list[str]:

@@ -31,10 +31,12 @@ system can do. Without the compiled kernels a PyTorch twin times `index_select` 
 from collections.abc import Callable, Iterable
 
 import torch
+from torch.nn import functional as F
 
 from dlrm_study.config.memory import available_memory
 from dlrm_study.measure.timing import best_s
 from dlrm_study.model import kernels
+from dlrm_study.model.kernels import torch_ops
 from dlrm_study.model.tables import hugepages
 from dlrm_study.perfmodel.roofline import Access  # what the bound charges; measured here
 
@@ -46,6 +48,7 @@ CHASE_STEPS = 2**18  # hops of the latency walk
 ONES = 0x3F803F80  # each word: bf16 1.0 in each half, fp32 about 1.0: no denormal slows the fused forward
 BAG = 100  # ids per bag when the fused forward itself is timed beside the probes
 LINE = 64  # bytes per cache line
+PAIRED_ROUNDS = 5  # rounds of the paired fused-gather-vs-EmbeddingBag check (`versus_embedding_bag`)
 AHEAD = "_ahead_rows_"  # in the name of an access's best prefetch distance (`ahead_key`)
 
 
@@ -184,3 +187,43 @@ def torch_twin(buffer: torch.Tensor, ids: torch.Tensor, access: Access) -> Calla
             table.index_copy_(0, chunk, rows[: len(chunk)].add_(1))
 
     return gather if access.kind == "gather" else update
+
+
+def versus_embedding_bag(
+    access: Access, bag: int, ids: int, repeats: int, rounds: int = PAIRED_ROUNDS, max_bytes: int | None = None
+) -> dict[str, list[float]]:
+    """A paired check, not a limit: the fused forward and torch's EmbeddingBag (`F.embedding_bag`, sum) over one
+    table of the access's rows (as much as fits), the same `ids` random rows drawn as the loops walk them, in bags
+    of `bag` ids, timed in turn in each of `rounds` rounds, the order alternating (a burst of load hits both of a
+    pair): the fewest seconds of `repeats` calls of each, per round (`fused`, `embedding_bag`). fp32 rows (the
+    access reads whole rows), else bf16: the fused forward over the upper halves of [hi | lo] rows, EmbeddingBag
+    over a bf16 table of the same rows. Empty without the C++ kernels. Nothing is cached."""
+    ops = kernels.load()
+    if ops is None:
+        return {}
+    bf16 = access.read < access.stride
+    dim = access.stride // 4
+    size = min(access.table_bytes, max_bytes or available_memory("cpu") * 3 // 8)  # two tables: the fused, torch's
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.empty(rows_of(access, size), dim).uniform_(-0.01, 0.01, generator=generator)  # normal floats
+    count = max(bag, min(max(ids, MIN_IDS), MAX_IDS) // bag * bag)
+    rows = draw(access, count, size, generator)
+    offsets = torch.arange(0, count + 1, bag)
+    bags = len(offsets) - 1
+    halves = torch_ops.upper(torch_ops.interleave(weight)) if bf16 else None
+    theirs = weight.bfloat16() if bf16 else weight
+
+    def fused() -> torch.Tensor:
+        if halves is not None:
+            return ops.forward_bf16(halves, rows, offsets, bags, 1)
+        return ops.forward_fp32(weight, rows, offsets, bags, 1)
+
+    def torch_bag() -> torch.Tensor:
+        return F.embedding_bag(rows, theirs, offsets, mode="sum", include_last_offset=True)
+
+    times: dict[str, list[float]] = {"fused": [], "embedding_bag": []}
+    for round_ in range(rounds):
+        pair = [("fused", fused), ("embedding_bag", torch_bag)]
+        for name, fn in pair if round_ % 2 == 0 else pair[::-1]:
+            times[name].append(best_s(fn, repeats))
+    return times
