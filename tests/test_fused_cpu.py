@@ -417,6 +417,30 @@ def test_cpp_bucketed_update_applies_each_id_in_bag_order(threads):
 
 
 @pytest.mark.parametrize("ops", PATHS)
+@pytest.mark.parametrize("dim", [64, 13])
+def test_bf16_interaction_is_bit_for_bit_the_casts_around_the_fp32_one(ops, dim):
+    """In the bf16 loop the interaction takes the bottom MLP's bf16 output and gives bf16 (gradients likewise),
+    widening and rounding inside: the same bits, forward and backward, as casting to fp32 before the fp32
+    kernel and to bf16 after it. Fails before: the kernels took fp32 only."""
+    from dlrm_study.model.interaction import FusedDotInteractionFunction
+
+    gen = torch.Generator().manual_seed(8)
+    batch, tables = 8, 26
+    dense = torch.randn(batch, dim, generator=gen).bfloat16()
+    pooled = torch.randn(batch, tables, dim, generator=gen)
+    a = [dense.clone().requires_grad_(), pooled.clone().requires_grad_()]
+    b = [dense.clone().requires_grad_(), pooled.clone().requires_grad_()]
+    out = FusedDotInteractionFunction.apply(a[0], a[1], ops)
+    cast = FusedDotInteractionFunction.apply(b[0].float(), b[1], ops).bfloat16()
+    assert out.dtype == torch.bfloat16 and torch.equal(out, cast)
+    grad = torch.randn(out.shape, generator=gen).bfloat16()
+    out.backward(grad)
+    cast.backward(grad)
+    assert a[0].grad.dtype == torch.bfloat16 and torch.equal(a[0].grad, b[0].grad)
+    assert a[1].grad.dtype == torch.float32 and torch.equal(a[1].grad, b[1].grad)
+
+
+@pytest.mark.parametrize("ops", PATHS)
 def test_interaction_is_within_the_dot_error_bound(ops):
     """The C++ interaction rounds with fused multiply-adds, not as bmm does: each dot of D terms (and each
     feature gradient, a sum of at most F terms) is within the standard bound of a float sum of n
@@ -446,3 +470,22 @@ def test_interaction_is_within_the_dot_error_bound(ops):
     terms[:, 0] += grad[:, :dim].abs().double()
     got = torch.cat([a[0].grad.unsqueeze(1), a[1].grad], 1).double()
     assert ((got - exact_grad).abs() <= (tables + 1) * u * terms).all()  # at most F terms per element
+
+
+def test_the_bf16_loop_casts_nothing_around_its_interaction():
+    """The optimized bf16 loop's interaction reads the bottom MLP's bf16 output and gives the top MLP bf16: no
+    cast of either, forward or backward, in a step (the batch's dense input is still cast: the profile sees casts).
+    Fails before: the bottom output was widened to fp32 and the interaction's output cast to bf16."""
+    from dlrm_study.data import make_data
+    from dlrm_study.train.run import place
+
+    run = build(config.load("tiny", ["train.loop=optimized", "train.precision=bf16"]))
+    batches = make_data(run.cfg).batches()
+    train_step(run, place(run, next(batches)))  # warm up
+    with torch.profiler.profile(record_shapes=True) as prof:
+        train_step(run, place(run, next(batches)))
+    casts = {tuple(e.input_shapes[0]) for e in prof.events() if e.name == "aten::_to_copy" and e.input_shapes}
+    m, batch = run.cfg.model, run.cfg.train.batch_size
+    features = m.num_tables + 1
+    around = {(batch, m.embedding_dim), (batch, m.embedding_dim + features * (features - 1) // 2)}
+    assert casts and not casts & around, f"cast around the interaction: {casts & around}"

@@ -3,8 +3,10 @@
 Two implementations of one result: `DotInteraction` (`bmm` of the features with themselves, then
 the lower triangle, as facebookresearch/dlrm) and the optimized loop's fused kernel
 (`FusedDotInteraction`, SC20): one kernel, no (F, F) matrix; it computes only the lower-triangle
-dots, in fp32 (a bf16 bottom-MLP output is widened first), and its backward adds each pair's
-gradient into both features. `interaction_for` picks a config's.
+dots, in fp32, and its backward adds each pair's gradient into both features. In the bf16 loop it
+takes the bottom MLP's bf16 output and gives the top MLP bf16 (and their gradients likewise), widened
+and rounded inside the kernel: no cast before or after it, the same bits as the casts. The pooled
+embeddings are fp32. `interaction_for` picks a config's.
 """
 
 import torch
@@ -27,7 +29,10 @@ class FusedDotInteraction(nn.Module):
         self.ops = kernels.cpu_ops()
 
     def forward(self, dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
-        return FusedDotInteractionFunction.apply(dense.float(), pooled.float(), self.ops)
+        """[dense, pair dots], in the dense vector's dtype (fp32, or bf16 in the bf16 loop: its MLPs' dtype)."""
+        if dense.dtype not in (torch.float32, torch.bfloat16):
+            dense = dense.float()
+        return FusedDotInteractionFunction.apply(dense, pooled.float(), self.ops)
 
 
 class FusedDotInteractionFunction(torch.autograd.Function):
@@ -40,7 +45,7 @@ class FusedDotInteractionFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         dense, pooled = ctx.saved_tensors
-        grad_dense, grad_pooled = ctx.ops.interaction_backward(dense, pooled, grad.float().contiguous())
+        grad_dense, grad_pooled = ctx.ops.interaction_backward(dense, pooled, grad.to(dense.dtype).contiguous())
         return grad_dense, grad_pooled, None
 
 

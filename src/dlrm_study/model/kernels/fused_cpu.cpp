@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -528,77 +529,127 @@ std::vector<int64_t> prefetch_rows(int64_t gather_bytes, int64_t update_bytes) {
 // matrix, no gather of its triangle; backward accumulates each pair into both features.
 // Dots and gradients are fused multiply-adds: they round differently from bmm's (within the
 // error bound of a dot of `dim` terms, which the tests check), not bit for bit.
-torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
-  TORCH_CHECK(dense.dtype() == torch::kFloat32 && pooled.dtype() == torch::kFloat32, "interaction takes fp32");
-  dense = dense.contiguous();
-  pooled = pooled.contiguous();
+//
+// The dense vector, the output and its gradient are fp32, or bf16 in the bf16 loop (T, its
+// bottom MLP's dtype): a bf16 one is widened exactly and every sum kept in fp32, then rounded
+// once to bf16 (nearest even, as torch's cast), so the results are bit for bit those of casts
+// around the fp32 kernel (the tests), without the casts' passes. The pooled embeddings, and
+// their gradient, are fp32 either way.
+template <typename T>
+inline const float* widened(const T* x, float* wide, int64_t dim) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    for (int64_t d = 0; d < dim; ++d) wide[d] = static_cast<float>(x[d]);
+    return wide;
+  }
+}
+
+template <typename T>
+torch::Tensor interaction_forward_as(const torch::Tensor& dense, const torch::Tensor& pooled) {
   const int64_t batch = pooled.size(0), tables = pooled.size(1), dim = pooled.size(2), features = tables + 1;
   const int64_t width = dim + features * (features - 1) / 2;
-  auto out = torch::empty({batch, width}, torch::kFloat32);
-  const float* x = dense.data_ptr<float>();
+  auto out = torch::empty({batch, width}, dense.options());
+  const T* x = dense.data_ptr<T>();
   const float* e = pooled.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* f0 = x + b * dim;
-    const float* fe = e + b * tables * dim;  // feature i >= 1 is fe + (i - 1) * dim
-    float* row = o + b * width;
-    std::memcpy(row, f0, dim * sizeof(float));
-    int64_t p = dim;
-    for (int64_t i = 1; i < features; ++i) {
-      const float* fi = fe + (i - 1) * dim;
-      for (int64_t j = 0; j < i; ++j) {
-        const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
-        float dot = 0.0f;
-        // Fused multiply-adds (one rounding per term, not two: -ffp-contract=off leaves explicit
-        // fma alone) in vector lanes, then the lanes summed as a tree by the compiler's reduction.
+  T* o = out.data_ptr<T>();
+#pragma omp parallel
+  {
+    std::vector<float> wide(dim);
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* f0 = widened(x + b * dim, wide.data(), dim);
+      const float* fe = e + b * tables * dim;  // feature i >= 1 is fe + (i - 1) * dim
+      T* row = o + b * width;
+      std::memcpy(row, x + b * dim, dim * sizeof(T));
+      int64_t p = dim;
+      for (int64_t i = 1; i < features; ++i) {
+        const float* fi = fe + (i - 1) * dim;
+        for (int64_t j = 0; j < i; ++j) {
+          const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
+          float dot = 0.0f;
+          // Fused multiply-adds (one rounding per term, not two: -ffp-contract=off leaves explicit
+          // fma alone) in vector lanes, then the lanes summed as a tree by the compiler's reduction.
 #pragma omp simd reduction(+ : dot)
-        for (int64_t d = 0; d < dim; ++d) dot = std::fma(fi[d], fj[d], dot);
-        row[p++] = dot;
+          for (int64_t d = 0; d < dim; ++d) dot = std::fma(fi[d], fj[d], dot);
+          row[p++] = static_cast<T>(dot);
+        }
       }
     }
   }
   return out;
 }
 
-std::vector<torch::Tensor> interaction_backward(torch::Tensor dense, torch::Tensor pooled, torch::Tensor grad) {
-  dense = dense.contiguous();
-  pooled = pooled.contiguous();
-  grad = grad.contiguous();
+template <typename T>
+std::vector<torch::Tensor> interaction_backward_as(const torch::Tensor& dense, const torch::Tensor& pooled,
+                                                   const torch::Tensor& grad) {
   const int64_t batch = pooled.size(0), tables = pooled.size(1), dim = pooled.size(2), features = tables + 1;
   const int64_t width = grad.size(1);
   auto grad_dense = torch::empty_like(dense);
   auto grad_pooled = torch::empty_like(pooled);  // zeroed sample by sample below, in cache
-  const float* x = dense.data_ptr<float>();
+  const T* x = dense.data_ptr<T>();
   const float* e = pooled.data_ptr<float>();
-  const float* g = grad.data_ptr<float>();
-  float* gx = grad_dense.data_ptr<float>();
+  const T* g = grad.data_ptr<T>();
+  T* gx = grad_dense.data_ptr<T>();
   float* ge = grad_pooled.data_ptr<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < batch; ++b) {
-    const float* f0 = x + b * dim;
-    const float* fe = e + b * tables * dim;
-    const float* row = g + b * width;
-    float* g0 = gx + b * dim;
-    float* gf = ge + b * tables * dim;
-    std::memcpy(g0, row, dim * sizeof(float));  // the dense vector passes straight through
-    std::fill(gf, gf + tables * dim, 0.0f);
-    int64_t p = dim;
-    for (int64_t i = 1; i < features; ++i) {
-      const float* fi = fe + (i - 1) * dim;
-      float* gi = gf + (i - 1) * dim;
-      for (int64_t j = 0; j < i; ++j) {
-        const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
-        float* gj = j == 0 ? g0 : gf + (j - 1) * dim;
-        const float s = row[p++];
-        for (int64_t d = 0; d < dim; ++d) {
-          gi[d] = std::fma(s, fj[d], gi[d]);
-          gj[d] = std::fma(s, fi[d], gj[d]);
+#pragma omp parallel
+  {
+    std::vector<float> wide(dim), sum(dim);  // the dense vector widened; its gradient's fp32 sums
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* f0 = widened(x + b * dim, wide.data(), dim);
+      const float* fe = e + b * tables * dim;
+      const T* row = g + b * width;
+      float* g0 = sum.data();
+      for (int64_t d = 0; d < dim; ++d) g0[d] = static_cast<float>(row[d]);  // the dense part passes straight through
+      float* gf = ge + b * tables * dim;
+      std::fill(gf, gf + tables * dim, 0.0f);
+      int64_t p = dim;
+      for (int64_t i = 1; i < features; ++i) {
+        const float* fi = fe + (i - 1) * dim;
+        float* gi = gf + (i - 1) * dim;
+        for (int64_t j = 0; j < i; ++j) {
+          const float* fj = j == 0 ? f0 : fe + (j - 1) * dim;
+          float* gj = j == 0 ? g0 : gf + (j - 1) * dim;
+          const float s = static_cast<float>(row[p++]);
+          for (int64_t d = 0; d < dim; ++d) {
+            gi[d] = std::fma(s, fj[d], gi[d]);
+            gj[d] = std::fma(s, fi[d], gj[d]);
+          }
         }
       }
+      for (int64_t d = 0; d < dim; ++d) gx[b * dim + d] = static_cast<T>(g0[d]);
     }
   }
   return {grad_dense, grad_pooled};
+}
+
+void check_interaction(const torch::Tensor& dense, const torch::Tensor& pooled) {
+  TORCH_CHECK(pooled.dtype() == torch::kFloat32 && pooled.dim() == 3, "interaction: pooled must be fp32 (B, T, D)");
+  TORCH_CHECK(dense.dtype() == torch::kFloat32 || dense.dtype() == torch::kBFloat16,
+              "interaction: dense must be fp32 or bf16");
+  TORCH_CHECK(dense.dim() == 2 && dense.size(0) == pooled.size(0) && dense.size(1) == pooled.size(2),
+              "interaction: dense must be (B, D)");
+}
+
+torch::Tensor interaction_forward(torch::Tensor dense, torch::Tensor pooled) {
+  check_interaction(dense, pooled);
+  dense = dense.contiguous();
+  pooled = pooled.contiguous();
+  if (dense.dtype() == torch::kBFloat16) return interaction_forward_as<at::BFloat16>(dense, pooled);
+  return interaction_forward_as<float>(dense, pooled);
+}
+
+// `grad`: the output's gradient, in the dense vector's dtype (the output's).
+std::vector<torch::Tensor> interaction_backward(torch::Tensor dense, torch::Tensor pooled, torch::Tensor grad) {
+  check_interaction(dense, pooled);
+  TORCH_CHECK(grad.dtype() == dense.dtype() && grad.dim() == 2 && grad.size(0) == dense.size(0),
+              "interaction: grad must be (B, width) in the dense vector's dtype");
+  dense = dense.contiguous();
+  pooled = pooled.contiguous();
+  grad = grad.contiguous();
+  if (dense.dtype() == torch::kBFloat16) return interaction_backward_as<at::BFloat16>(dense, pooled, grad);
+  return interaction_backward_as<float>(dense, pooled, grad);
 }
 
 // Split-SGD for dense parameters: `hi` (the bf16 parameter, as int16 bits) and `lo` hold an

@@ -186,13 +186,19 @@ def interaction_pairs(features: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def interaction_forward(dense: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
-    features = torch.cat([dense.unsqueeze(1), pooled], dim=1)
+    """Computed in fp32; the output in the dense vector's dtype (fp32, or bf16: the C++ kernel's contract)."""
+    wide = dense.float()
+    features = torch.cat([wide.unsqueeze(1), pooled], dim=1)
     rows, cols = interaction_pairs(features.shape[1])
     dots = torch.bmm(features, features.transpose(1, 2))[:, rows, cols]
-    return torch.cat([dense, dots], dim=1)
+    return torch.cat([wide, dots], dim=1).to(dense.dtype)
 
 
 def interaction_backward(dense: torch.Tensor, pooled: torch.Tensor, grad: torch.Tensor) -> list[torch.Tensor]:
+    """`grad` in the dense vector's dtype; the dense vector's gradient in it too, the pooled one's in fp32."""
+    if dense.dtype != torch.float32:
+        grad_dense, grad_pooled = interaction_backward(dense.float(), pooled, grad.float())
+        return [grad_dense.to(dense.dtype), grad_pooled]
     features = torch.cat([dense.unsqueeze(1), pooled], dim=1)
     count, dim = features.shape[1], dense.shape[1]
     rows, cols = interaction_pairs(count)
