@@ -31,3 +31,8 @@ def test_a_cell_without_numbers_says_the_rules_first_clause():
     assert cell(Judgement(Status.NOT_MEASURABLE, "no GPU; more")) == "**not measurable here**: no GPU"
     long = "2 logical CPUs: " + "x" * MAX_CELL
     assert cell(Judgement(Status.NOT_MEASURABLE, long)) == "**not measurable here**: 2 logical CPUs"
+
+
+def test_a_cell_whose_comparisons_never_paired_says_so():
+    said = cell(decided(Status.TOO_FEW, "knob ends: not paired; more", {"a": stats.NO_RATIO, "b": stats.NO_RATIO}))
+    assert said == "**too few repeats**: none of its 2 comparisons paired (0 pairs)"

@@ -160,6 +160,8 @@ def cell(judgement: Judgement, name: typing.Callable[[str], str] = str, cap: int
     on (`amount`), named by `name` (of its key); without numbers, the rule's first clause. Clauses that do
     not fit are left to the claim's notebook, which prints the whole judgement (`judgement_text`)."""
     clauses = [f"{name(k)} {amount(r)}" for k, r in judgement.numbers.items() if r.n]
+    if not clauses and judgement.numbers:  # comparisons the rule reads, none of them paired
+        clauses = [f"none of its {count(len(judgement.numbers), 'comparison')} paired (0 pairs)"]
     if not clauses and judgement.detail:  # the first clause, else what it says before its colon
         first = judgement.detail.split(";", 1)[0].strip()
         clauses = [
