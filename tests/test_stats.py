@@ -112,9 +112,9 @@ def test_a_flagged_record_counts_and_is_said():
     assert int(flagging.flagged(frame).sum()) == 1  # the second view leaves it out; the first counts it
     lines = knobs.base_intervals(frame)
     centre = stats.interval(frame[frame["variant"] == "reference"]["samples_per_s"])[0]
-    assert lines[0].startswith("optimized-fp32: 2,001") and lines[1].startswith(f"reference: {centre:,.0f}")
+    assert lines[0].startswith("optimized fp32: 2,001") and lines[1].startswith(f"reference: {centre:,.0f}")
     assert "(4 repeats)" in lines[1]  # every repeat counts: the flagged fourth too
-    assert lines[2].startswith("optimized-fp32 / reference (paired): 2.00x")
+    assert lines[2].startswith("optimized fp32 / reference (paired): 2.00x")
     assert lines[-1].startswith("(1 of 7 repeats flagged")
 
 

@@ -15,6 +15,7 @@ from dlrm_study.analysis.cpu import ablation_findings, embedding_share
 from dlrm_study.analysis.predictions import MEASURED_VERDICTS, against_naive
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import knob_findings
+from dlrm_study.analysis.wording import variant_words
 from dlrm_study.config.variants import ORDER, REFERENCE
 from dlrm_study.records import columns as col
 
@@ -46,7 +47,7 @@ def speedups(records: pd.DataFrame) -> list[str]:
         for variant in sorted(set(preset[col.VARIANT]) - {REFERENCE}):
             f = wording.paired_finding(preset, variant, REFERENCE, "faster", "slower")
             if f.all.n:
-                lines.append(f"{name}: {variant} over the reference {f.text()}")
+                lines.append(f"{name}: {variant_words(variant)} over the reference {f.text()}")
     return (lines or ["speedups: no finding: no loop pairs up with the reference"]) + wording.flag_note(records)
 
 
@@ -60,7 +61,9 @@ def largest_operator(records: pd.DataFrame) -> list[str]:
         top = shares.median().idxmax()
         share = wording.describe(*stats.interval(shares[top]), percent=True)
         label = col.op_label(top)
-        lines.append(f"{name} / {variant}: {label} takes the largest share, {share} ({len(group)} repeats)")
+        lines.append(
+            f"{name} / {variant_words(variant)}: {label} takes the largest share, {share} ({len(group)} repeats)"
+        )
     return (lines or ["breakdown: no finding: no profiled repeat"]) + wording.flag_note(clean, "breakdown")
 
 
@@ -175,7 +178,9 @@ def convergence(records: pd.DataFrame) -> list[str]:
     gaps = auc_gaps(records).set_index(col.VARIANT)
     for variant in [v for v in ORDER if v in set(evals[col.VARIANT])]:
         auc = evals.loc[evals[col.VARIANT] == variant, col.EVAL_AUC].dropna()
-        said = f"{variant}: held-out AUC {auc.median():.4f} (median of {wording.count(len(auc), 'seed')})"
+        said = (
+            f"{variant_words(variant)}: held-out AUC {auc.median():.4f} (median of {wording.count(len(auc), 'seed')})"
+        )
         if variant in gaps.index:
             gap = gaps.loc[variant]
             said += f", {wording.describe_gap(gap['mean'], gap['low'], gap['high'], int(gap['n']))} vs the reference"
@@ -198,7 +203,7 @@ def timed_accuracy(records: pd.DataFrame) -> list[str]:
         steps, level = int(mine[col.STEP].max()), float(mine[col.EVAL_AUC].median())
         gap = wording.describe_gap(row.mean, row.low, row.high, int(row.n))
         lines.append(f"S3 accuracy, {row.config_name} ({steps} steps, held-out AUC {level:.3f} at the median): "
-                     f"optimized-bf16's AUC less optimized-fp32's {gap}")  # fmt: skip
+                     f"optimized bf16's AUC less optimized fp32's {gap}")  # fmt: skip
     if not lines:
         return []
     if float(evals[col.EVAL_AUC].median()) < NEAR_CHANCE_AUC:
@@ -226,7 +231,7 @@ def baseline_2020(records: pd.DataFrame) -> list[str]:
         p = old_stack.projection(records, config)
         if p:
             lines.append(
-                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {p[col.VARIANT]} "
+                f"{config}: Modelled (not measured) projection to {p['cores']} cores: {variant_words(p[col.VARIANT])} "
                 f"{p['measured']:.1f}x the 2020 step at 2 threads would be {p['projected']:.0f}x if each side kept "
                 f"its 1-to-2-thread scaling (exponents {p['exponent_best']:.2f} and {p['exponent_2020']:.2f})"
             )
@@ -253,7 +258,8 @@ def predictions(scored: pd.DataFrame, claims: tuple[str, ...], headline: tuple[s
     ]
     for row in done[done["sweep"].isin(headline)].itertuples():
         lines.append(
-            f"{row.sweep}, {row.grid} {row.variant} {QUANTITIES.get(row.quantity, row.quantity)}: measured "
+            f"{row.sweep.replace('-', ' ')} study, {row.grid} {variant_words(row.variant)} "
+            f"{QUANTITIES.get(row.quantity, row.quantity)}: measured "
             f"{wording.number(row.measured)}, predicted {wording.number(row.mid)} "
             f"[{wording.number(row.low)}, {wording.number(row.high)}]: {row.verdict}"
             + (" (flagged repeats)" if row.flagged_only else "")

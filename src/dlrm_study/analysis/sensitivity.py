@@ -7,6 +7,7 @@ import pandas as pd
 from dlrm_study.analysis import stats, wording
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
 from dlrm_study.analysis.readers import check_cells, sweep_records
+from dlrm_study.analysis.wording import variant_words
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, ORDER
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import sweep
@@ -56,12 +57,14 @@ def base_intervals(records: pd.DataFrame, device: str | None = None) -> list[str
     lines = []
     for _, row in stats.summarize(records, ["variant"]).iterrows():
         described = wording.describe(row.center, row.low, row.high, digits=0)
-        lines.append(f"{row.variant}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)")
+        lines.append(
+            f"{variant_words(row.variant)}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)"
+        )
     for variant in BF16_PAIR:
         r = stats.paired_ratio(records, variant, "reference")
         if r.n:
             lines.append(
-                f"{variant} / reference (paired): {wording.describe(r.center, r.low, r.high, 'x')}, "
+                f"{variant_words(variant)} / reference (paired): {wording.describe(r.center, r.low, r.high, 'x')}, "
                 f"+-{r.half_width:.1%} ({r.n} pairs)"
             )
     return lines + wording.flag_note(records)
@@ -78,7 +81,9 @@ def knob_findings(records: pd.DataFrame, knob: str) -> list[str]:
         f = wording.paired_finding(records[records[col.VARIANT] == variant], high_x, low_x, between="x")
         if not f.all.n:
             continue
-        lines.append(f"{variant}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s {f.text()}")
+        lines.append(
+            f"{variant_words(variant)}: from {low_x:,.0f} to {high_x:,.0f} {KNOBS[knob][2]}, samples/s {f.text()}"
+        )
     if not lines:
         lines.append(f"{KNOBS[knob][2]}: no finding: {wording.unpaired_reason(records, 'x')}")
     return lines + wording.flag_note(records)

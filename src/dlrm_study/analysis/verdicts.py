@@ -37,7 +37,7 @@ from dlrm_study.analysis.readers import leave_out, left_out
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
 from dlrm_study.analysis.views import side
-from dlrm_study.analysis.wording import count, describe
+from dlrm_study.analysis.wording import Share, amount, describe, variant_words
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
@@ -73,8 +73,10 @@ class Lens:
         if self.loo:  # what is left, its pairs pooled: do they still say the word?
             center, low, high = (stats.share_interval if share else stats.interval)(found[value], confidence)
             n = int(found[value].notna().sum())
-            return stats.Ratio(center, low, high, n, stats.half_width(center, low, high), 1)
-        return over_runs(found, value, confidence, share)
+            r = stats.Ratio(center, low, high, n, stats.half_width(center, low, high), 1)
+        else:
+            r = over_runs(found, value, confidence, share)
+        return Share(*r) if share else r
 
     def paired(self, records: pd.DataFrame, variant: object, baseline: object, between: str = col.VARIANT,
                confidence: float = stats.CONFIDENCE) -> stats.Ratio:  # fmt: skip
@@ -115,11 +117,8 @@ def outcome(r: stats.Ratio, low: float, high: float | None = None) -> Status:
     return {"above": Status.REPRODUCED, "below": Status.NOT_REPRODUCED}.get(where, Status.INCONCLUSIVE)
 
 
-def ratio_text(r: stats.Ratio, unit: str = "x") -> str:
-    if not r.n:
-        return "not paired (0 pairs)"
-    runs = f", {r.runs} runs" if r.runs > 1 else (", one run" if r.runs == 1 else "")
-    return f"{describe(r.center, r.low, r.high, unit)} ({r.n} pairs{runs})"
+def ratio_text(r: stats.Ratio) -> str:
+    return amount(r)  # the one printing of a judged quantity (`wording.amount`)
 
 
 # --- H1-H4: GPU claims ----------------------------------------------------------------------------
@@ -154,9 +153,12 @@ def h1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     effects = {k: lens.ratio(f) for k, f in found.items()}
     strict = {k: lens.ratio(f, family) for k, f in found.items()}
     judged = {k for k, r in effects.items() if lens.enough(r)}
-    text = "; ".join(f"{KNOBS[k][2]} {ratio_text(r)}" for k, r in effects.items()) or "no knob sweeps"
-    text = (f"gpu-hbm samples/s between each knob's ends, paired within runs: {text}; beyond {H1_FACTOR}x either "
-            f"way at {family:.1%} each (6 knobs)")  # fmt: skip
+    said = [f"{KNOBS[k][2]} {ratio_text(r)}" for k, r in effects.items() if r.n]
+    if unpaired := [KNOBS[k][2] for k, r in effects.items() if not r.n]:  # named once, not once per knob
+        said.append(f"not paired (0 pairs): {', '.join(unpaired)}")
+    text = "; ".join(said) or "no knob sweeps"
+    text = (f"samples/s with {variant_words(GPU_HBM)} between each knob's ends, paired within runs: {text}; "
+            f"beyond {H1_FACTOR}x either way at {family:.1%} each (6 knobs)")  # fmt: skip
     frames = list(evidence.gpu_knobs.values())
     if not judged:
         return counted(too_few(effects, text), *frames)
@@ -255,7 +257,7 @@ def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
         f"{name} {ratio_text(r)}" for name, r in ratios.items()
     )
-    text += f"; cached must exceed needed(host) = host + {H4_RECOVERY} (1 - host)"
+    text += f"; cached must exceed host + {H4_RECOVERY} x (1 - host)"
     deciding = {name: ratios[name] for name in ("host", "cached")}
     if not all(lens.enough(r) for r in deciding.values()):
         return counted(too_few(deciding, text), evidence.gpu_placements)
@@ -277,6 +279,7 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     projection, labelled."""
     m = Machine.parse(machine)
     loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32  # the one comparison the rule reads
+    said = variant_words(loop)
     old, loops = evidence.baseline, evidence.cpu_loops
     old = leave_out(old, old[col.CONFIG_NAME] == "dlrm-benchmark", OTHER_PRESETS) if not old.empty else old
     if not loops.empty:
@@ -285,13 +288,13 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if not old.empty:
         for threads, group in old.groupby(col.THREADS):
             today, ours = lens.paired(group, REFERENCE, OLD), lens.paired(group, loop, OLD)
-            parts.append(f"at {int(threads)} thread(s): today's reference {ratio_text(today)} and {loop} "
+            parts.append(f"at {int(threads)} thread(s): today's reference {ratio_text(today)} and {said} "
                          f"{ratio_text(ours)} over the 2020 step")  # fmt: skip
         if p := projection(old, "dlrm-benchmark", S1_CORES, loop):  # the declared loop, never the better one
-            parts.append(f"{loop} projected, not measured, to {p['cores']} cores (a power law from 1 and 2 threads, "
+            parts.append(f"{said} projected, not measured, to {p['cores']} cores (a power law from 1 and 2 threads, "
                          f"no interval): {p['projected']:.0f}x")  # fmt: skip
     if not loops.empty:
-        parts.append(f"{loop} over today's reference at {int(loops[col.THREADS].max())} threads: "
+        parts.append(f"{said} over today's reference at {int(loops[col.THREADS].max())} threads: "
                      f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
     if old.empty and loops.empty:
         return counted(Judgement(Status.NOT_YET), old, loops)
@@ -300,7 +303,7 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         return counted(Judgement(Status.NOT_MEASURABLE, f"{why}; measured: " + "; ".join(parts)), old, loops)
     at_most = most_threads(old)
     r = lens.paired(at_most, loop, OLD)
-    text = f"{loop} over the 2020 step at {int(at_most[col.THREADS].max())} threads: {ratio_text(r)}, against 110x"
+    text = f"{said} over the 2020 step at {int(at_most[col.THREADS].max())} threads: {ratio_text(r)}, against 110x"
     if not lens.enough(r):
         return counted(too_few({loop: r}, text), at_most, loops)
     return counted(decided(outcome(r, S1_FACTOR), text, {loop: r}), at_most, loops)
@@ -334,8 +337,7 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         shares[preset] = lens.ratio(rows, value="share", share=True)
         strict[preset] = lens.ratio(rows, family, value="share", share=True)
         f, r = lens.ratio(forward, value="share", share=True), shares[preset]
-        parts.append(f"{preset} {describe(*r[:3], percent=True)} ({r.n} repeats, {count(r.runs, 'run')}; "
-                     f"forward beside it {describe(*f[:3], percent=True)})")  # fmt: skip
+        parts.append(f"{preset} {amount(r)}, forward beside it {describe(*f[:3], percent=True)}")
     text = (f"embedding backward + update in the reference's profiled iteration at "
             f"{int(ref[col.THREADS].max())} threads: " + "; ".join(parts) + f"; threshold {S2_SHARE:.0%}")  # fmt: skip
     if not all(lens.enough(r) for r in shares.values()):
@@ -382,7 +384,7 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     and the held-out AUC of the timed presets is the same within 0.002 over >= 3 seeds."""
     m = Machine.parse(machine)
     if m.native_bf16 is False:
-        return Judgement(Status.NOT_MEASURABLE, f"{m.bf16_class}: no avx512_bf16 or amx_bf16")
+        return Judgement(Status.NOT_MEASURABLE, f"{m.bf16_class}: no bf16 instructions (AVX512-BF16, AMX-BF16)")
     loops = s3_records(evidence)
     if evidence.cpu_loops.empty:
         return Judgement(Status.NOT_YET, m.bf16_class)

@@ -1,6 +1,7 @@
 """The words said of the numbers: `1.42x [1.35, 1.49]`, a direction where the interval allows one, and how
 robust it is. One function per kind of sentence, so a quantity reads alike wherever it is printed."""
 
+import re
 import typing
 
 import pandas as pd
@@ -9,9 +10,41 @@ from dlrm_study.analysis import stats
 from dlrm_study.analysis.flags import flagged
 from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.views import Views, paired, side
+from dlrm_study.config import variants as v
 from dlrm_study.records import columns as col
 
 OPPOSITE = {"above": "below", "below": "above"}
+MAX_CELL = 160  # characters in a ledger cell: the word, the number with its interval, pairs and runs
+
+# Variants as a reader names them (verdicts, figure titles, legends, the results page).
+VARIANTS = {
+    v.REFERENCE: "reference", v.TORCHREC: "torchrec", v.OPTIMIZED_FP32: "optimized fp32",
+    v.OPTIMIZED_BF16: "optimized bf16", v.PLAIN_BF16: "optimized bf16, plain SGD", v.GPU_HBM: "tables in GPU memory",
+    v.GPU_HBM_FP32: "GPU memory, fp32", v.GPU_EAGER: "GPU memory, eager step", v.GPU_HOST: "tables in host memory",
+    v.GPU_UVM: "host memory via UVM", v.GPU_CACHED: "hot rows cached (LRU)", v.GPU_CACHED_LFU: "hot rows cached (LFU)",
+}  # fmt: skip
+
+
+def variant_words(variant: str) -> str:
+    """A variant's id in words (`gpu-hbm` -> `tables in GPU memory`); an unlisted id with its dashes as spaces."""
+    return VARIANTS.get(variant, variant.replace("-", " "))
+
+
+class Share(stats.Ratio):
+    """A share of a whole (S2's part of the iteration): a Ratio printed as a percentage of repeats."""
+
+    __slots__ = ()
+
+
+def amount(r: stats.Ratio) -> str:
+    """THE printing of a judged quantity: `1.60x [1.32, 1.94] (4 pairs, 2 runs)` for a ratio,
+    `55% [36%, 72%] (4 repeats, 2 runs)` for a `Share`; what a verdict, a ledger cell and the results page show."""
+    share = isinstance(r, Share)
+    if not r.n:
+        return "not measured (0 repeats)" if share else "not paired (0 pairs)"
+    runs = f", {r.runs} runs" if r.runs > 1 else (", one run" if r.runs == 1 else "")
+    said = describe(r.center, r.low, r.high, percent=True) if share else describe(r.center, r.low, r.high, "x")
+    return f"{said} ({count(r.n, 'repeat' if share else 'pair')}{runs})"
 
 
 def number(value: float) -> str:
@@ -120,6 +153,27 @@ def describe_gap(mean: float, low: float, high: float, n: int, digits: int = 4) 
     if n < 2:
         return f"{mean:+.{digits}f} (one pair: no interval)"
     return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] ({count(n, 'pair')})"
+
+
+def cell(judgement: Judgement, name: typing.Callable[[str], str] = str, cap: int = MAX_CELL) -> str:
+    """A ledger cell of at most `cap` characters (emphasis aside): the word, then each number the rule decided
+    on (`amount`), named by `name` (of its key); without numbers, the rule's first clause. Clauses that do
+    not fit are left to the claim's notebook, which prints the whole judgement (`judgement_text`)."""
+    clauses = [f"{name(k)} {amount(r)}" for k, r in judgement.numbers.items() if r.n]
+    if not clauses and judgement.numbers:  # comparisons the rule reads, none of them paired
+        clauses = [f"none of its {count(len(judgement.numbers), 'comparison')} paired (0 pairs)"]
+    if not clauses and judgement.detail:  # the first clause, else what it says before its colon
+        first = judgement.detail.split(";", 1)[0].strip()
+        clauses = [
+            first if len(first) < cap - len(judgement.status) - 2 else re.split(r"[:(]", first, maxsplit=1)[0].strip()
+        ]
+    said = f"**{judgement.status}**"
+    for i, clause in enumerate(clauses):
+        joined = said + (": " if i == 0 else "; ") + clause
+        if len(joined.replace("**", "")) > cap:
+            break
+        said = joined
+    return said
 
 
 def judgement_text(judgement: Judgement) -> str:

@@ -31,6 +31,13 @@ def records_digest(results: Path) -> str:
     return hasher.hexdigest()[:12]
 
 
+def code_commit(repo: Path) -> str:
+    """The last commit that changed the code a render follows from (`CODE`): what a render names as its code.
+    A render's own commit changes only its outputs, so the name stays the same after it is committed."""
+    done = subprocess.run(["git", "log", "-1", "--format=%h", "--", *CODE], cwd=repo, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
 def stamp(results: Path) -> dict[str, str]:
     """What a rendered artifact says of its origin: the code's commit, the records' digest, the rules' hash."""
     return {"commit": provenance.git_commit(), "records": records_digest(results), "rules": provenance.rules_hash()}

@@ -5,11 +5,9 @@ The cap and the scan are functions so that tests (and any page that renders text
 
 import re
 
-from dlrm_study.config import variants as v
+from dlrm_study.analysis.wording import MAX_CELL, VARIANTS, variant_words  # noqa: F401 (the report's names)
 from dlrm_study.config.variants import REGISTRY
 from dlrm_study.records import Machine
-
-MAX_CELL = 160  # characters in a verdict cell: the word, the number with its interval, pairs and runs
 
 # Internal names: snake_case (`embedding_backward_update`), call-like names (`needed(host)`), and the
 # kebab-case ids of variants and studies (`gpu-hbm`, `cpu-loops-quick`, `optimized-bf16`); preset names
@@ -37,20 +35,6 @@ def identifiers(text: str) -> list[str]:
 def is_internal_id(word: str) -> bool:
     """A variant's or a study's id (`gpu-...`, `cpu-...`, `host-...`, a registered variant, a `-quick`/`-full` id)."""
     return word in REGISTRY or word.startswith(("gpu-", "cpu-", "host-")) or word.endswith(("-quick", "-full"))
-
-
-# Variants as a reader names them (figure titles, legends, the results page).
-VARIANTS = {
-    v.REFERENCE: "reference", v.TORCHREC: "torchrec", v.OPTIMIZED_FP32: "optimized fp32",
-    v.OPTIMIZED_BF16: "optimized bf16", v.PLAIN_BF16: "optimized bf16, plain SGD", v.GPU_HBM: "tables in GPU memory",
-    v.GPU_HBM_FP32: "GPU memory, fp32", v.GPU_EAGER: "GPU memory, eager step", v.GPU_HOST: "tables in host memory",
-    v.GPU_UVM: "host memory via UVM", v.GPU_CACHED: "hot rows cached (LRU)", v.GPU_CACHED_LFU: "hot rows cached (LFU)",
-}  # fmt: skip
-
-
-def variant_words(variant: str) -> str:
-    """A variant's id in words (`gpu-hbm` -> `tables in GPU memory`); an unlisted id with its dashes as spaces."""
-    return VARIANTS.get(variant, variant.replace("-", " "))
 
 
 VENDOR_WORDS = {"amd": "AMD", "epyc": "EPYC", "intel": "Intel", "xeon": "Xeon", "nvidia": "NVIDIA"}

@@ -16,7 +16,6 @@ from dlrm_study.analysis.convergence import GAIN_MARGIN
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.gpu_loop import old_loop
 from dlrm_study.analysis.judgement import Status
-from dlrm_study.analysis.stats import Ratio
 from dlrm_study.analysis.verdicts import (
     H1_FACTOR,
     H4_RECOVERY,
@@ -25,14 +24,13 @@ from dlrm_study.analysis.verdicts import (
     S2_SHARE,
     S3_FACTOR,
     S3_MARGIN,
-    ratio_text,
 )
-from dlrm_study.analysis.wording import judgement_text
+from dlrm_study.analysis.wording import amount
 from dlrm_study.config.variants import GPU_HBM
-from dlrm_study.records import Machine
+from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
-from dlrm_study.report import manifest
-from dlrm_study.report.readable import MAX_CELL, machine_words
+from dlrm_study.report import ledger, manifest
+from dlrm_study.report.readable import machine_words
 from dlrm_study.studies.gpu_targets import TARGETS
 
 PAGE = "docs/results.md"
@@ -56,16 +54,6 @@ PAPER = {
     f"{GAIN_MARGIN:.0%} of fp32's AUC gain",
     "S4": "efficient scaling to 64 sockets",
 }
-FIGURE = r"-?[\d.,]+(?:x|%) \[[^\]]+\](?: \(\d+ (?:pairs|repeats)[^);]*\))?"  # its count, not what follows
-# Per claim, the numbers a cell shows: (what it is, in words; the text the verdict prints before it).
-QUANTITIES = {
-    "H1": [("largest knob effect", r"")],
-    "H4": [("host over HBM", r"host "), ("cache over HBM", r"cached "), ("remote over local tables", r"server\): ")],
-    "S1": [("optimized over today's reference", r"over today's reference at \d+ threads: ")],
-    "S2": [("share", r"embedding backward \+ update: ")],
-    "S3": [("bf16/fp32 dlrm-benchmark", r"dlrm-benchmark "), ("mlperf-scaled", r"mlperf-scaled ")],
-    "S4": [("strong efficiency, 1 to 2 ranks", r"strong efficiency ")],
-}
 
 
 # Where one quantity is measured in more than one study, the row above prints the verdict's; the others are
@@ -84,10 +72,10 @@ class Judged:
     """One claim on one machine, as this page shows it."""
 
     word: str  # the verdict word
-    figures: list[tuple[str, str]]  # (what, number with its interval and pairs), as the verdict prints them
+    figures: list[tuple[str, str]]  # (what, number with its interval, pairs and runs), printed by `wording.amount`
     reason: str  # the verdict's own first clause: why it reads as it does
     old_loop: bool  # drawn only from the old GPU loop's records (not the current code)
-    full: str  # the ledger's whole cell, which the numbers here must appear in
+    cell: str  # the ledger's cell (`ledger.short_cell`), which the numbers here must appear in
 
 
 def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
@@ -98,30 +86,14 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
     found = {}
     for claim in BY_ID:
         found[claim] = {}
+        name = ledger.NAMES.get(claim, str)
         for host in hosts:
             v = table[claim][host]
-            gpu = evidence.of(host).gpu
-            old = claim.startswith("H") and not gpu.empty and bool(old_loop(gpu).all())
-            full = judgement_text(v)
-            figures = [(name, said_as(name, r, full)) for name, r in v.numbers.items() if r.n]
+            old = ledger.old_gpu_loop(claim, evidence, host)
+            figures = [(name(key), amount(r)) for key, r in v.numbers.items() if r.n]
             reason = re.split(r"[;:]", v.evidence, maxsplit=1)[0].strip() if v.evidence else ""
-            found[claim][host] = Judged(v.status, figures, reason, old, full)
+            found[claim][host] = Judged(v.status, figures, reason, old, ledger.short_cell(claim, v, old))
     return found
-
-
-def said_as(name: str, r: Ratio, cell: str) -> str:
-    """A deciding comparison's number as the verdict's own text prints it after its name, else as a ratio."""
-    found = re.search(re.escape(name) + f" ({FIGURE})", cell)
-    return found.group(1) if found else ratio_text(r)
-
-
-def short_cell(j: Judged) -> str:
-    """A cell of at most MAX_CELL characters: the word, then the numbers (current code only)."""
-    if j.old_loop:
-        return f"**{j.word}** (old GPU loop only)"
-    numbers = "; ".join(f"{what} {figure}" for what, figure in j.figures)
-    cell = f"**{j.word}**: {numbers}" if numbers else f"**{j.word}**"
-    return cell if len(cell) - 4 <= MAX_CELL else cell[: MAX_CELL + 1].rsplit(";", 1)[0]
 
 
 def why(claim: str, by_machine: dict[str, Judged]) -> str:
@@ -148,7 +120,7 @@ def claims_table(found: dict[str, dict[str, Judged]], link: str) -> list[str]:
     head = "| claim | the paper | " + " | ".join(machine_words(h) for h in hosts) + " | why |"
     rows = [
         f"| [{claim}]({link}{BY_ID[claim].notebook}.ipynb) {BY_ID[claim].text} | {PAPER[claim]} | "
-        + " | ".join(short_cell(found[claim][h]) for h in hosts)
+        + " | ".join(found[claim][h].cell for h in hosts)
         + f" | {why(claim, found[claim])} |"
         for claim in found
     ]
@@ -247,11 +219,12 @@ def measured_at(out: Path) -> list[str]:
 
 
 def provenance_line(out: Path) -> str:
-    """The records digest and rules hash this page came from, and the commits the records were measured at
-    (the rendering commit is results/manifest.json's: the page cannot name the commit that holds it)."""
-    stamp, commits = manifest.stamp(out), measured_at(out)
+    """The code's commit (`manifest.code_commit`), records digest and rules hash this page came from, and the
+    commits the records were measured at."""
+    commits, code = measured_at(out), manifest.code_commit(out.resolve().parent)
     at = f"{len(commits)} commits, {commits[0]} to {commits[-1]}" if len(commits) > 1 else ", ".join(commits)
-    return f"Records digest `{stamp['records']}`, rules `{stamp['rules'] or 'unhashed'}`; records measured at {at}."
+    digest, rules = manifest.records_digest(out), provenance.rules_hash() or "unhashed"
+    return f"Code of commit `{code}`, records digest `{digest}`, rules `{rules}`; records measured at {at}."
 
 
 def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/") -> str:

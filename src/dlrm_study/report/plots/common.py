@@ -47,6 +47,8 @@ def caption(records: pd.DataFrame) -> str:
     when = str(records[col.TIMESTAMP].max())[:10]
     machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
     repeats = f", {records[col.REPEAT].nunique()} repeats" if col.REPEAT in records else ""
+    if repeats and col.RUN_ID in records and (runs := records[col.RUN_ID].nunique()) > 1:
+        repeats = f", {runs} runs x {records[col.REPEAT].nunique()} repeats"  # repeats are counted within a run
     return (
         f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}{repeats}, "
         f"records measured at {commits(records)}"

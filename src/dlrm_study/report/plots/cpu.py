@@ -9,7 +9,9 @@ from matplotlib.ticker import FuncFormatter
 
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
-from dlrm_study.analysis.cpu import embedding_share
+from dlrm_study.analysis.clusters import over_runs
+from dlrm_study.analysis.cpu import embedding_share_rows
+from dlrm_study.analysis.current import without_warm_up
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
     PREDICTED,
@@ -25,6 +27,8 @@ from dlrm_study.report.plots.common import (
 )
 from dlrm_study.report.readable import variant_words
 
+VERDICT_SHARE = "S2's quantity: embedding backward + update,\n95% interval over runs (the verdict's)"
+
 
 def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] | None = None) -> plt.Figure:
     """Per config (and variant): time per sample of each operator, and each operator's share.
@@ -34,8 +38,8 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     and labelled so). The black bar on each row is the timed step per sample (geometric mean of
     the repeats) with its 95% interval: the profiled operators add up to about it where the
     breakdown is sound. `share_line` (share, text): a claim's threshold (S2), drawn with the claim's
-    own quantity on each row, embedding backward + update's share over every repeat with its 95%
-    interval (`analysis.cpu.embedding_share`, as the verdict and the findings compute it).
+    own quantity on each row, embedding backward + update's share with the verdict's 95% interval, over runs
+    (`clusters.over_runs` of `analysis.cpu.embedding_share_rows`, warm-ups out, as the S2 rule computes it).
     """
     ops = [column for column in col.OP_COLUMNS if column in records]
     rows = flagging.with_flags(records.dropna(subset=ops))
@@ -77,10 +81,12 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
     share_ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
     share_ax.set_xlim(0, 1)
     if share_line is not None:  # a claim's threshold (S2: embeddings dominate), against the claim's quantity
-        shares = pd.concat([embedding_share(group) for *_, group in bars], ignore_index=True)
+        # The verdict's interval: runs as clusters (`clusters.over_runs`), as the S2 rule reads it, not pooled repeats.
+        judged = [over_runs(embedding_share_rows(without_warm_up(g)), "share", share=True) for *_, g in bars]
+        shares = pd.DataFrame([r[:3] for r in judged], columns=["center", "low", "high"])
         share_ax.errorbar(shares["center"], range(len(bars)), xerr=error_bars(shares), fmt="|", color="black",
                           markersize=16, markeredgewidth=2.5, capsize=4, zorder=4,
-                          label="S2's quantity: embedding backward + update, 95% interval")  # fmt: skip
+                          label=VERDICT_SHARE)  # fmt: skip
         share_ax.axvline(share_line[0], color="black", linestyle="--", linewidth=1, label=share_line[1])
     handles, names = ax.get_legend_handles_labels()
     more, their_names = share_ax.get_legend_handles_labels()
