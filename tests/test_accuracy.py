@@ -11,7 +11,7 @@ from dlrm_study.data import SyntheticData
 from dlrm_study.measure import runner
 from dlrm_study.records import store
 from dlrm_study.records.machine import machine_key
-from dlrm_study.studies.convergence import accuracy_configs, run_accuracy, train_and_record
+from dlrm_study.studies.convergence import ACCURACY_IDS, accuracy_configs, run_accuracy, train_and_record
 from dlrm_study.studies.profiles import CONVERGENCE_SEEDS
 from dlrm_study.train import build
 from dlrm_study.train.run import precision_label
@@ -27,7 +27,7 @@ def test_the_timed_presets_train_from_the_same_seeds_in_three_precisions():
         for cfg in shapes:  # the reduction keeps each table's dim and pooling, and labels come from the teacher
             assert cfg.model.embedding_dim == timed.model.embedding_dim
             assert cfg.data.lookups_per_table == timed.data.lookups_per_table
-            assert cfg.data.teacher == "dlrm" and cfg.data.id_distribution == "zipf"
+            assert cfg.data.teacher == "dlrm" and cfg.data.id_distribution == ACCURACY_IDS[preset][0]
         assert len({c.hash() for c in shapes}) == len(shapes)  # every precision and seed its own point
 
 
@@ -162,3 +162,22 @@ def test_the_quick_accuracy_study_waits_for_native_bf16(tmp_path, monkeypatch) -
     assert study.run_accuracy("quick", tmp_path, emulated=True) is True and trained == ["accuracy-quick"]
     monkeypatch.setattr(study, "native_bf16", lambda: True)
     assert study.run_accuracy("quick", tmp_path) is True
+
+
+def test_only_the_hottest_zipf_ids_carry_the_dlrm_teachers_signal():
+    """A short run cannot learn an id it sees a few times, so with Zipf ids the teacher scores only the hottest
+    TEACHER_HOT_RANKS of each table: the ids `_ids` draws for those ranks, and no other."""
+    import torch
+
+    from dlrm_study.data import synthetic
+
+    cfg = config.load("tiny", ["data.teacher=dlrm", "data.id_distribution=zipf", "model.table_rows=8x5000"])
+    data = SyntheticData(cfg, "eval")
+    hottest = (torch.arange(synthetic.TEACHER_HOT_RANKS) * synthetic.SCATTER) % 5000
+    for scores, table in zip(data.id_scores, data.dlrm.tables, strict=True):
+        scored = scores.nonzero().flatten()
+        assert sorted(scored.tolist()) == sorted(hottest.tolist())
+        assert (table.abs().sum(1).nonzero().flatten() == scored.sort().values).all()
+    overrides = ["data.teacher=dlrm", "data.id_distribution=uniform", "model.table_rows=8x5000"]
+    uniform = SyntheticData(config.load("tiny", overrides), "eval")
+    assert all(bool((s != 0).all()) for s in uniform.id_scores)  # uniform ids: every id scores
