@@ -124,8 +124,9 @@ def run_accuracy(profile: str, out: Path, emulated: bool = False) -> bool:
 
     Measured where the CPU has native bf16 (S3's speed half is judged only there, and its accuracy half reads the
     same machine), and in the smoke profile everywhere. Elsewhere only with `emulated`: emulated bf16 rounds as
-    native bf16 does (records say `bf16 (emulated)`), but on a 2-core Zen 3 its steps are 3-5x slower than fp32's,
-    so the quick study would take about 45 minutes of `make reproduce`'s time for a verdict no rule reads.
+    native bf16 does (records say `bf16 (emulated)`), but on a loaded 2-core Zen 3 its steps are about 3x slower
+    than fp32's, so the quick study would take about 2.5 hours of `make reproduce`'s time for a verdict no rule
+    reads (docs/reproduce.md).
     Returns whether it measured.
     """
     if not (emulated or profile == "smoke" or native_bf16()):
