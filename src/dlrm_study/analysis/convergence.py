@@ -238,9 +238,11 @@ def accuracy_words(judgement: AccuracyJudgement) -> list[str]:
     for gain in [*judgement.split, *judgement.plain]:
         steps = f"reached fp32's final AUC in {gain.steps_to_fp32:.0f} steps ({gain.reached} of {gain.seeds} seeds)"
         steps = steps if gain.reached else "never reached fp32's final AUC"
+        learned = gain.ratio * judgement.learned.get(gain.preset, math.nan)  # its share of the attainable gain
         lines.append(
             f"{gain.preset}, {gain.variant}: {gain.ratio:.1%} of fp32's gain [{gain.low:.1%}, {gain.high:.1%}] "
-            f"over {gain.seeds} seeds ({gain.status} at {GAIN_MARGIN:.0%}); {steps}"
+            f"over {gain.seeds} seeds ({gain.status} at {GAIN_MARGIN:.0%}), so it learned {learned:.0%} of the "
+            f"attainable gain; {steps}"
         )
     lines.append(f"bf16 Split-SGD: {judgement.status}; plain bf16 SGD (the control): {judgement.plain_status}")
     return lines

@@ -49,8 +49,9 @@ RANKS = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 15, 3), "full": Protoc
 # Convergence (notebook 07): steps trained and the window the loss is averaged over.
 CONVERGENCE_STEPS = {"smoke": 40, "quick": 1500, "full": 20000}
 # S3's accuracy benchmark (a reduction of the timed presets, batch 256: `studies/convergence.py`): steps each
-# seed trains in each precision; quick: 18 runs estimated near 25 minutes on 2 cores (docs/reproduce.md).
-ACCURACY_STEPS = {"smoke": 20, "quick": 500, "full": 4000}
+# seed trains in each precision; quick: fp32 reached 90-91% of the attainable gain in 1,000 steps (one seed per
+# preset), so 1,200 leave a margin; 18 such runs cost more than 25 minutes on 2 loaded cores (docs/reproduce.md).
+ACCURACY_STEPS = {"smoke": 20, "quick": 1200, "full": 4000}
 # Seeds each loop trains from: S3's accuracy half needs an interval over at least 3 (docs/claims.md).
 CONVERGENCE_SEEDS = {"smoke": 2, "quick": 3, "full": 5}
 LOSS_WINDOW = {"smoke": 10, "quick": 50, "full": 500}
