@@ -33,7 +33,7 @@ from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.judgement import Judgement, Status, decided
-from dlrm_study.analysis.readers import leave_out, left_out
+from dlrm_study.analysis.readers import leave_out, left_out, left_out_records, pool
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
 from dlrm_study.analysis.views import side
@@ -88,10 +88,13 @@ class Lens:
 def counted(judgement: Judgement, *frames: pd.DataFrame) -> Judgement:
     """The judgement with what its frames left out (readers, code, warm-up, the rule), by reason."""
     total: dict[str, int] = {}
+    ids: dict[str, frozenset[str]] = {}
     for frame in frames:
         for reason, n in left_out(frame).items():
             total[reason] = total.get(reason, 0) + n
-    return dataclasses.replace(judgement, left_out=total)
+        for reason, found in left_out_records(frame).items():
+            ids[reason] = ids.get(reason, frozenset()) | found
+    return dataclasses.replace(judgement, left_out=total, left_records=ids)
 
 
 def too_few(numbers: dict[str, stats.Ratio], detail: str) -> Judgement:
@@ -358,8 +361,9 @@ def accuracy_said(accuracy: AccuracyJudgement) -> str:
 
 
 def s3_records(evidence: Evidence) -> pd.DataFrame:
-    """bf16 and fp32 on S3's presets at the machine's most threads (others counted)."""
-    loops = evidence.cpu_loops
+    """bf16 and fp32 on S3's presets at the machine's most threads (others counted), from every results file that
+    measured those points (the CPU loops' sweep and `dlrm-study compare`), by point identity."""
+    loops = pool(evidence.cpu_loops, evidence.cpu_compare)
     if loops.empty:
         return loops
     loops = leave_out(loops, loops[col.CONFIG_NAME].isin(S3_PRESETS), OTHER_PRESETS)
@@ -384,7 +388,7 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if m.native_bf16 is False:
         return Judgement(Status.NOT_MEASURABLE, f"{m.bf16_class}: no avx512_bf16 or amx_bf16")
     loops = s3_records(evidence)
-    if evidence.cpu_loops.empty:
+    if evidence.cpu_loops.empty and evidence.cpu_compare.empty:
         return Judgement(Status.NOT_YET, m.bf16_class)
     reach = S3_FACTOR * (1 - S3_MARGIN)
     speed, each = s3_speed(evidence, lens, stats.family(len(S3_PRESETS))), s3_speed(evidence, lens, stats.CONFIDENCE)
