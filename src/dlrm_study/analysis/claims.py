@@ -171,7 +171,7 @@ def deciding_h4(evidence: Evidence) -> list[pd.DataFrame]:
     if evidence.gpu_placements.empty:
         return []
     found = rules.h4_pairs(evidence)
-    return [found["host"], found["cached"]]  # uvm is shown beside them, not judged
+    return [found["host"], found["recovery"]]  # recovery's records are cached's and host's; uvm is shown beside
 
 
 def deciding_s1(evidence: Evidence) -> list[pd.DataFrame]:
@@ -210,7 +210,7 @@ CLAIMS = [
           "03_dense_sparse_sensitivity", deciding_grid("model.dense_features")),
     Claim("H3", "the GPU's advantage shrinks as the sparse part grows", ("gpu_grid",), rules.h3,
           "03_dense_sparse_sensitivity", deciding_grid("tables")),
-    Claim("H4", "host / remote tables cost throughput; a hot-row cache recovers most", ("gpu_placements", "remote"),
+    Claim("H4", "host-memory tables cost throughput; a hot-row cache recovers most", ("gpu_placements", "remote"),
           rules.h4, "05_embedding_placement", deciding_h4),
     Claim("S1", "optimizing every operator gives a large single-socket speedup (110x in 2020)",
           ("baseline", "cpu_loops"), rules.s1, "02_cpu_optimizations", deciding_s1),

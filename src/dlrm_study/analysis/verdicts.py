@@ -32,6 +32,7 @@ from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
+from dlrm_study.analysis.identity import RECORDS
 from dlrm_study.analysis.judgement import Judgement, Status, decided
 from dlrm_study.analysis.readers import leave_out, left_out, left_out_records, pool
 from dlrm_study.analysis.scaling import measured_efficiency
@@ -67,14 +68,17 @@ class Lens:
     loo: bool = False
 
     def ratio(self, found: pd.DataFrame, confidence: float = stats.CONFIDENCE, value: str = "ratio",
-              share: bool = False) -> stats.Ratio:  # fmt: skip
+              share: bool = False, linear: bool = False) -> stats.Ratio:  # fmt: skip
         if not len(found):
             return stats.NO_RATIO
         if self.loo:  # what is left, its pairs pooled: do they still say the word?
+            if linear:
+                center, low, high, n = stats.mean_interval(found[value], confidence)
+                return stats.Ratio(center, low, high, n, (high - low) / 2, 1)
             center, low, high = (stats.share_interval if share else stats.interval)(found[value], confidence)
             n = int(found[value].notna().sum())
             return stats.Ratio(center, low, high, n, stats.half_width(center, low, high), 1)
-        return over_runs(found, value, confidence, share)
+        return over_runs(found, value, confidence, share, linear)
 
     def paired(self, records: pd.DataFrame, variant: object, baseline: object, between: str = col.VARIANT,
                confidence: float = stats.CONFIDENCE) -> stats.Ratio:  # fmt: skip
@@ -227,15 +231,24 @@ def h3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     return grid_claim(evidence, machine, lens, "tables", grows=False)
 
 
-def needed(off: float) -> float:
-    """cached/hbm that wins back H4_RECOVERY of what a placement at `off` of hbm loses."""
-    return off + H4_RECOVERY * (1 - off)
-
-
 def h4_pairs(evidence: Evidence) -> dict[str, pd.DataFrame]:
+    """host, uvm and cached over hbm, paired per repeat; `recovery` per repeat (`recovery`)."""
     frame = evidence.gpu_placements
-    return {name: stats.pairs(frame, variant, GPU_HBM) for name, variant in
-            (("host", GPU_HOST), ("uvm", GPU_UVM), ("cached", GPU_CACHED))}  # fmt: skip
+    found = {name: stats.pairs(frame, variant, GPU_HBM) for name, variant in
+             (("host", GPU_HOST), ("uvm", GPU_UVM), ("cached", GPU_CACHED))}  # fmt: skip
+    return found | {"recovery": recovery(found["host"], found["cached"])}
+
+
+def recovery(host: pd.DataFrame, cached: pd.DataFrame) -> pd.DataFrame:
+    """Per repeat, the part of what host memory loses that the cache wins back: (c - h) / (1 - h), with h and
+    c host's and cached's ratios over hbm in the same cell; its records are both pairs' records."""
+    keys = [k for k in stats.CELL if k in host and k in cached]
+    if host.empty or cached.empty:
+        return pd.DataFrame(columns=[*keys, "ratio", RECORDS])
+    both = host.merge(cached, on=keys, suffixes=("_host", "_cached"))
+    h, c = both["ratio_host"].astype(float), both["ratio_cached"].astype(float)
+    ids = [tuple(dict.fromkeys(a + b)) for a, b in zip(both[f"{RECORDS}_host"], both[f"{RECORDS}_cached"], strict=True)]
+    return both[keys].assign(ratio=(c - h) / (1 - h), **{RECORDS: ids})
 
 
 def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
@@ -252,21 +265,27 @@ def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if (early := gpu_early(evidence, machine)) is not None:
         return early
     found = h4_pairs(evidence)
-    ratios = {name: lens.ratio(f) for name, f in found.items()}
+    ratios = {name: lens.ratio(f) for name, f in found.items() if name != "recovery"}
     if not (ratios["host"].n and ratios["cached"].n):
         return counted(Judgement(Status.NOT_YET, "no host or cached repeat pairs up with hbm"), evidence.gpu_placements)
+    ratios["recovery"] = lens.ratio(found["recovery"], linear=True)
     text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
-        f"{name} {ratio_text(r)}" for name, r in ratios.items()
+        f"{name} {ratio_text(r)}" for name, r in ratios.items() if name != "recovery"
     )
-    text += f"; cached must exceed needed(host) = host + {H4_RECOVERY} (1 - host)"
-    deciding = {name: ratios[name] for name in ("host", "cached")}
+    r = ratios["recovery"]
+    text += (f"; the cache wins back (cached - host) / (1 - host), per repeat: {describe(*r[:3], percent=True)} "
+             f"({r.n} repeats), against {H4_RECOVERY:.0%}")  # fmt: skip
+    deciding = {name: ratios[name] for name in ("host", "recovery")}
     if not all(lens.enough(r) for r in deciding.values()):
         return counted(too_few(deciding, text), evidence.gpu_placements)
-    host, cached = ratios["host"], ratios["cached"]
-    if host.high < 1 and cached.low > needed(host.high):
+    host, won = ratios["host"], ratios["recovery"]
+    if host.high < 1 and won.low > H4_RECOVERY:
         return counted(decided(Status.REPRODUCED, text, deciding), evidence.gpu_placements)
-    host2, cached2 = lens.ratio(found["host"], stats.family(2)), lens.ratio(found["cached"], stats.family(2))
-    if host2.low > 1 or cached2.high < needed(host2.low):
+    host2, won2 = (
+        lens.ratio(found["host"], stats.family(2)),
+        lens.ratio(found["recovery"], stats.family(2), linear=True),
+    )
+    if host2.low > 1 or won2.high < H4_RECOVERY:
         return counted(decided(Status.NOT_REPRODUCED, text, deciding), evidence.gpu_placements)
     return counted(decided(Status.INCONCLUSIVE, text, deciding), evidence.gpu_placements)
 
