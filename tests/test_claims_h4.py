@@ -4,9 +4,9 @@ and cached's intervals: host and cached move together within a repeat, and the r
 import math
 
 import pandas as pd
+from tests.test_verdicts import GPU, PATTERN, placements, ratios, verdict
 
 from dlrm_study.analysis import verdicts
-from tests.test_verdicts import GPU, PATTERN, placements, ratios, verdict
 
 H4_RECOVERY = verdicts.H4_RECOVERY
 
