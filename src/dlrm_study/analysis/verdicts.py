@@ -17,7 +17,6 @@ import dataclasses
 import pandas as pd
 
 from dlrm_study.analysis import stats
-from dlrm_study.analysis.baseline import projection
 from dlrm_study.analysis.clusters import MIN_RUNS, over_runs
 from dlrm_study.analysis.convergence import (
     FAILS,
@@ -295,8 +294,8 @@ def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
 
 def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     """The optimized loop over the 2020 reference step at a full socket's cores (S1_CORES): below that, not
-    measurable here, with what was measured (the 2020 stack to today's, optimization, threads) and any
-    projection, labelled."""
+    measurable here, with what was measured (the 2020 stack to today's, optimization, threads); no projection
+    (docs/claims.md: neither S1's nor S4's is printed)."""
     m = Machine.parse(machine)
     loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32  # the one comparison the rule reads
     old, loops = evidence.baseline, evidence.cpu_loops
@@ -309,9 +308,6 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
             today, ours = lens.paired(group, REFERENCE, OLD), lens.paired(group, loop, OLD)
             parts.append(f"at {int(threads)} thread(s): today's reference {ratio_text(today)} and {loop} "
                          f"{ratio_text(ours)} over the 2020 step")  # fmt: skip
-        if p := projection(old, "dlrm-benchmark", S1_CORES, loop):  # the declared loop, never the better one
-            parts.append(f"{loop} projected, not measured, to {p['cores']} cores (a power law from 1 and 2 threads, "
-                         f"no interval): {p['projected']:.0f}x")  # fmt: skip
     if not loops.empty:
         parts.append(f"{loop} over today's reference at {int(loops[col.THREADS].max())} threads: "
                      f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
@@ -438,14 +434,14 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
 
 
 def s4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
-    """Not measurable on one machine; the 1 to 2 rank efficiencies shown, the 64-socket model only as a
-    projection (printed as S1's is: "projected, not measured")."""
+    """Not measurable on one machine; the 1 to 2 rank efficiencies shown, no 64-socket projection (as S1 has
+    none: docs/claims.md)."""
     records = evidence.scaling
     if records.empty:
         return Judgement(Status.NOT_YET)
     eff = measured_efficiency(records)
     text = (
         f"1 to 2 ranks on one machine: strong efficiency {describe(*eff['strong_efficiency'], percent=True)}, "
-        f"weak {describe(*eff['weak_efficiency'], percent=True)}; 64 sockets: projected, not measured"
+        f"weak {describe(*eff['weak_efficiency'], percent=True)}; 64 sockets: not measured, and not projected here"
     )
     return counted(Judgement(Status.NOT_MEASURABLE, text), records)
