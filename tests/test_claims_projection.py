@@ -1,9 +1,9 @@
 """S1 and S4 alike (docs/claims.md): neither verdict prints a projection; the factors stand as measured."""
 
 import pandas as pd
+from tests.test_verdicts import XEON, baseline, ratios, verdict
 
 from dlrm_study.analysis import findings
-from tests.test_verdicts import XEON, baseline, ratios, verdict
 
 
 def two_thread_counts() -> pd.DataFrame:
