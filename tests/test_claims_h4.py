@@ -46,3 +46,12 @@ def test_h4_recovery_pairs_host_and_cached_of_one_repeat_only() -> None:
     found = verdicts.h4_pairs(verdicts.Evidence(gpu_placements=pd.concat([frame, lone], ignore_index=True)))
     assert len(found["cached"]) == len(found["host"]) + 2  # the lone run's warm-up and repeat pair cached
     assert len(found["recovery"]) == len(found["host"])
+
+
+def test_h4_refutation_is_an_or_read_at_97_5_percent() -> None:
+    """Recovery 39% +- 10% per repeat over 5 runs: its 95% interval ends at 48.8%, below 50%, its 97.5% one at
+    51.3%. "Not reproduced" is an OR of two tests, each at 1 - 0.05/2: so inconclusive (uncorrected: refuted)."""
+    host = ratios(0.5, 0.3)
+    v = verdict("H4", GPU, gpu_placements=placements(host, cached_for(host, 0.39, jitter=0.1)))
+    assert 0.48 < v.numbers["recovery"].high < H4_RECOVERY
+    assert v.status == "inconclusive", v.evidence
