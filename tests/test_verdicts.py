@@ -574,17 +574,3 @@ def test_a_class_row_leaves_out_machines_without_records_of_it() -> None:
         {XEON: Judgement(Status.REPRODUCED), zen4: Judgement(Status.NOT_YET)}, "native bf16 without AMX"
     )
     assert status == Status.REPRODUCED and set(mine) == {XEON}
-
-
-def test_s1_projects_the_declared_loop_not_the_faster_one() -> None:
-    """On a bf16 CPU S1 declares bf16: its projection is bf16's even where fp32 scales better."""
-    from dlrm_study.analysis.baseline import projection
-
-    frame = pd.DataFrame(
-        [{"config_name": "dlrm-benchmark", "variant": v, "threads": t, "samples_per_s": rate}
-         for v, rates in (("reference-2020", (1.0, 1.5)), ("optimized-bf16", (10.0, 15.0)),
-                          ("optimized-fp32", (10.0, 20.0)))
-         for t, rate in zip((1, 2), rates, strict=True)]
-    )  # fmt: skip
-    assert projection(frame, "dlrm-benchmark", 28, "optimized-bf16")["variant"] == "optimized-bf16"
-    assert projection(frame, "dlrm-benchmark", 28)["variant"] == "optimized-fp32"  # the old choice: the faster

@@ -1,6 +1,5 @@
-"""Notebook 02's S1 decomposition read back: each step over the 2020 step on torch 1.5.1, and its projection."""
+"""Notebook 02's S1 decomposition read back: each step over the 2020 step on torch 1.5.1 (measured only)."""
 
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -8,7 +7,6 @@ import pandas as pd
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import FAILED, leave_out
-from dlrm_study.config.variants import BF16_PAIR
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -53,31 +51,6 @@ def factors(frame: pd.DataFrame) -> pd.DataFrame:
         table = stats.paired_ratios(clean, [col.CONFIG_NAME, col.THREADS], variant, OLD)
         tables.append(table.assign(**{col.VARIANT: variant}, step=STEPS[variant]))
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-
-
-def projection(
-    frame: pd.DataFrame, config_name: str, cores: int = 28, loop: str | None = None
-) -> dict[str, float] | None:
-    """An optimized loop's factor over the 2020 step, extrapolated from 2 threads to `cores`: `loop` where
-    given (S1 declares its loop: bf16 where the CPU has it), else the faster of the pair.
-
-    Assumption (a projection, not a measurement): each side keeps scaling with threads as it did
-    from 1 to 2 threads here, as a power law (speedup(n) = n ** a, a = log2(rate at 2 / rate at 1)).
-    """
-    clean = frame[frame[col.CONFIG_NAME] == config_name]
-    rate = clean.groupby([col.VARIANT, col.THREADS])[col.SAMPLES_PER_S].median()
-    best = max(
-        (v for v in ((loop,) if loop else BF16_PAIR) if (v, 2) in rate and (v, 1) in rate),
-        key=lambda v: rate[(v, 2)],
-        default=None,
-    )
-    if best is None or (OLD, 1) not in rate or (OLD, 2) not in rate:
-        return None
-    exponent = {v: math.log2(rate[(v, 2)] / rate[(v, 1)]) for v in (best, OLD)}
-    measured = rate[(best, 2)] / rate[(OLD, 2)]
-    projected = measured * (cores / 2) ** (exponent[best] - exponent[OLD])
-    return {col.VARIANT: best, "measured": measured, "projected": projected, "cores": cores,
-            "exponent_best": exponent[best], "exponent_2020": exponent[OLD]}  # fmt: skip
 
 
 def ms_table(frame: pd.DataFrame) -> pd.DataFrame:

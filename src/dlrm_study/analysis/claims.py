@@ -10,33 +10,70 @@ docs/claims.md and its tests.
 
 import dataclasses
 from collections.abc import Callable
+from itertools import chain
 
 import pandas as pd
 
 from dlrm_study.analysis import verdicts as rules
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
+from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.judgement import Judgement, Status
-from dlrm_study.analysis.readers import left_out
+from dlrm_study.analysis.readers import left_out, left_out_records
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
 from dlrm_study.studies.baseline import OLD
 
 Rule = Callable[[Evidence, str, rules.Lens], Judgement]
+NOT_PAIRED = "read, in no deciding pair (shown beside, unpaired, or between a knob's ends)"
+ACCURACY = "trained seeds of the accuracy half (judged per seed, not paired samples/s)"
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
     """One claim: `frames` names the Evidence fields its rule reads (`gpu_knobs` for every knob sweep);
-    `count` the pairs of its deciding comparisons on one machine's evidence (the fewest of them)."""
+    `deciding` the pairs of its deciding comparisons on one machine's evidence, each row with the
+    identities of its records (`identity.RECORDS`)."""
 
     id: str
     text: str
     frames: tuple[str, ...]
     rule: Rule
     notebook: str
-    count: Callable[[Evidence], int]
+    deciding: Callable[[Evidence], list[pd.DataFrame]]
+
+    def count(self, evidence: Evidence) -> int:
+        """The pairs of the deciding comparison with fewest (0 where one has none)."""
+        return fewest([len(p) for p in self.deciding(evidence)])
+
+    def used(self, evidence: Evidence) -> set[str]:
+        """The identities of the records in a deciding pair, on one machine's evidence."""
+        return {one for pairs in self.deciding(evidence) if len(pairs) for ids in pairs[RECORDS] for one in ids}
+
+    def account(self, evidence: Evidence, machine: str, found: Judgement | None = None) -> dict[str, int]:
+        """Every record of this claim's frames on `machine` (one machine's evidence) not in a deciding pair,
+        each counted once, by reason: the rule's reasons first (`found.left_records`), then the readers',
+        then `NOT_PAIRED` for records read but in no deciding pair. With `used`, they sum to the frames' size."""
+        frames = self.reads(evidence)
+        everything = set().union(*(ids_of(f, machine) for f in frames))
+        taken = self.used(evidence)
+        counts: dict[str, int] = {}
+        sources = [*(found.left_records.items() if found else ()), *chain(*(left_out_records(f, machine).items()
+                                                                            for f in frames))]  # fmt: skip
+        for reason, ids in sources:
+            new = (ids & everything) - taken
+            if new:
+                counts[reason] = counts.get(reason, 0) + len(new)
+                taken |= new
+        if "accuracy" in self.frames and (seeds := (ids_of(evidence.accuracy, machine) & everything) - taken):
+            counts[ACCURACY] = len(seeds)  # trained seeds: S3's accuracy half reads them, they are not pairs
+            taken |= seeds
+        if rest := everything - taken:
+            counts[NOT_PAIRED] = len(rest)
+        for reason, n in unreadable(frames, machine).items():  # rows the store could not read: no identity
+            counts[reason] = counts.get(reason, 0) + n
+        return counts
 
     def reads(self, evidence: Evidence) -> list[pd.DataFrame]:
         """The frames of `evidence` this claim's rule reads."""
@@ -65,8 +102,7 @@ class Claim:
             notes.append(f"code unknown: measured before code fingerprints (commit {', '.join(code.commits)})")
         if predates(self.reads(evidence)):
             notes.append("records measured before these rules")
-        left = found.left_out or unused(self.reads(evidence))
-        return dataclasses.replace(found, notes=tuple(notes), left_out=left)
+        return dataclasses.replace(found, notes=tuple(notes), left_out=self.account(evidence, machine, found))
 
     def fragile(self, evidence: Evidence, machine: str, found: Judgement) -> tuple[str, Status] | None:
         """The first run whose removal turns a verdict word into another outcome (inconclusive or the opposite
@@ -90,13 +126,21 @@ def runs_of(frames: list[pd.DataFrame]) -> list[str]:
     return sorted(found)
 
 
-def unused(frames: list[pd.DataFrame]) -> dict[str, int]:
-    """What the readers (and the code and warm-up filters) left out of these frames, by reason."""
-    total: dict[str, int] = {}
+def ids_of(frame: pd.DataFrame, machine: str) -> set[str]:
+    """The identities of a frame's records of `machine`: those it holds and those its readers left out."""
+    mine = frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
+    return set(record_ids(mine)).union(*left_out_records(frame, machine).values())
+
+
+def unreadable(frames: list[pd.DataFrame], machine: str) -> dict[str, int]:
+    """Rows the store could not read (counted, without an identity): the most any one frame of the file saw."""
+    found: dict[str, int] = {}
     for frame in frames:
-        for reason, n in left_out(frame).items():
-            total[reason] = total.get(reason, 0) + n
-    return total
+        named = left_out_records(frame, machine)
+        for reason, n in left_out(frame, machine).items():
+            if reason not in named:
+                found[reason] = max(found.get(reason, 0), n)
+    return found
 
 
 def predates(frames: list[pd.DataFrame]) -> bool:
@@ -114,57 +158,68 @@ def fewest(counts: list[int]) -> int:
     return min(counts, default=0)
 
 
-def count_h1(evidence: Evidence) -> int:
+def deciding_h1(evidence: Evidence) -> list[pd.DataFrame]:
     found = rules.h1_pairs(evidence)
-    return fewest([len(found.get(k, ())) for k in H1_KNOBS])
+    return [found.get(k, pd.DataFrame()) for k in H1_KNOBS]
 
 
-def count_grid(along: str) -> Callable[[Evidence], int]:
-    return lambda evidence: fewest([len(p) for _, p in rules.grid_pairs(evidence, along)[0]])
+def deciding_grid(along: str) -> Callable[[Evidence], list[pd.DataFrame]]:
+    return lambda evidence: [p for _, p in rules.grid_pairs(evidence, along)[0]]
 
 
-def count_h4(evidence: Evidence) -> int:
-    return fewest([len(p) for p in rules.h4_pairs(evidence).values()]) if not evidence.gpu_placements.empty else 0
+def deciding_h4(evidence: Evidence) -> list[pd.DataFrame]:
+    if evidence.gpu_placements.empty:
+        return []
+    found = rules.h4_pairs(evidence)
+    return [found["host"], found["recovery"]]  # recovery's records are cached's and host's; uvm is shown beside
 
 
-def count_s1(evidence: Evidence) -> int:
+def deciding_s1(evidence: Evidence) -> list[pd.DataFrame]:
     old = evidence.baseline
     if old.empty:
-        return 0
+        return []
     loop = OPTIMIZED_BF16 if (old[col.VARIANT] == OPTIMIZED_BF16).any() else OPTIMIZED_FP32
-    return len(rules.stats.pairs(rules.most_threads(old[old[col.CONFIG_NAME] == "dlrm-benchmark"]), loop, OLD))
+    return [rules.stats.pairs(rules.most_threads(old[old[col.CONFIG_NAME] == "dlrm-benchmark"]), loop, OLD)]
 
 
-def count_s2(evidence: Evidence) -> int:
+def deciding_s2(evidence: Evidence) -> list[pd.DataFrame]:
+    """Each preset's profiled reference records: a share is read from one record, its own comparison."""
     ref = rules.s2_records(evidence)
-    return fewest([int((ref[col.CONFIG_NAME] == p).sum()) for p in rules.S2_PRESETS]) if not ref.empty else 0
+    if ref.empty:
+        return []
+    mine = [ref[ref[col.CONFIG_NAME] == p] for p in rules.S2_PRESETS]
+    return [part.assign(**{RECORDS: record_ids(part).map(lambda one: (one,))}) for part in mine]
 
 
-def count_s3(evidence: Evidence) -> int:
+def deciding_s3(evidence: Evidence) -> list[pd.DataFrame]:
     loops = rules.s3_records(evidence)
     if loops.empty:
-        return 0
-    return fewest([len(rules.stats.pairs(loops[loops[col.CONFIG_NAME] == p], OPTIMIZED_BF16, OPTIMIZED_FP32))
-                   for p in rules.S3_PRESETS])  # fmt: skip
+        return []
+    return [rules.stats.pairs(loops[loops[col.CONFIG_NAME] == p], OPTIMIZED_BF16, OPTIMIZED_FP32)
+            for p in rules.S3_PRESETS]  # fmt: skip
+
+
+def no_pairs(evidence: Evidence) -> list[pd.DataFrame]:
+    return []
 
 
 CLAIMS = [
     Claim("H1", "GPU throughput depends strongly on the model's shape", ("gpu_knobs",), rules.h1,
-          "04_model_shape_sensitivity", count_h1),
+          "04_model_shape_sensitivity", deciding_h1),
     Claim("H2", "the GPU's advantage grows with the dense part", ("gpu_grid",), rules.h2,
-          "03_dense_sparse_sensitivity", count_grid("model.dense_features")),
+          "03_dense_sparse_sensitivity", deciding_grid("model.dense_features")),
     Claim("H3", "the GPU's advantage shrinks as the sparse part grows", ("gpu_grid",), rules.h3,
-          "03_dense_sparse_sensitivity", count_grid("tables")),
-    Claim("H4", "host / remote tables cost throughput; a hot-row cache recovers most", ("gpu_placements", "remote"),
-          rules.h4, "05_embedding_placement", count_h4),
+          "03_dense_sparse_sensitivity", deciding_grid("tables")),
+    Claim("H4", "host-memory tables cost throughput; a hot-row cache recovers most", ("gpu_placements", "remote"),
+          rules.h4, "05_embedding_placement", deciding_h4),
     Claim("S1", "optimizing every operator gives a large single-socket speedup (110x in 2020)",
-          ("baseline", "cpu_loops"), rules.s1, "02_cpu_optimizations", count_s1),
+          ("baseline", "cpu_loops"), rules.s1, "02_cpu_optimizations", deciding_s1),
     Claim("S2", "in the reference, embedding backward and update dominate", ("cpu_loops",), rules.s2,
-          "01_cpu_reference_breakdown", count_s2),
-    Claim("S3", "BF16 Split-SGD trains up to 1.8x faster than FP32, same accuracy", ("cpu_loops", "accuracy"),
-          rules.s3, "02_cpu_optimizations", count_s3),
+          "01_cpu_reference_breakdown", deciding_s2),
+    Claim("S3", "BF16 Split-SGD trains up to 1.8x faster than FP32, same accuracy",
+          ("cpu_loops", "cpu_compare", "accuracy"), rules.s3, "02_cpu_optimizations", deciding_s3),
     Claim("S4", "hybrid parallelism scales efficiently to 64 sockets", ("scaling",), rules.s4, "06_scaling",
-          lambda evidence: 0),
+          no_pairs),
 ]  # fmt: skip
 BY_ID = {claim.id: claim for claim in CLAIMS}
 

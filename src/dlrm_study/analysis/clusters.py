@@ -28,33 +28,40 @@ def run_groups(found: pd.DataFrame) -> list[pd.DataFrame]:
     return [group for _, group in found.groupby(keys, dropna=False, sort=True)]
 
 
-def logs(values: pd.Series, share: bool) -> list[float]:
-    """Positive values on the log scale (shares on the logit scale)."""
+def logs(values: pd.Series, share: bool, linear: bool = False) -> list[float]:
+    """Positive values on the log scale (shares on the logit scale; `linear`: as they are)."""
     xs = [float(v) for v in values if v == v]
+    if linear:
+        return xs
     return [math.log(x / (1 - x)) if share else math.log(x) for x in xs]
 
 
-def back(value: float, share: bool) -> float:
-    if value != value:
-        return math.nan
+def back(value: float, share: bool, linear: bool = False) -> float:
+    if value != value or linear:
+        return value
     return 1 / (1 + math.exp(-value)) if share else math.exp(value)
 
 
 def over_runs(
-    found: pd.DataFrame, value: str = "ratio", confidence: float = stats.CONFIDENCE, share: bool = False
+    found: pd.DataFrame,
+    value: str = "ratio",
+    confidence: float = stats.CONFIDENCE,
+    share: bool = False,
+    linear: bool = False,
 ) -> stats.Ratio:
-    """The centre and interval of `value` with runs as clusters: each run's mean on the log (logit) scale,
-    then a t interval over the run means; one run: the interval over its rows (`runs` = 1 says so)."""
+    """The centre and interval of `value` with runs as clusters: each run's mean on the log (logit; `linear`: a
+    value that may be negative, as it is) scale, then a t interval over the run means; one run: the interval
+    over its rows (`runs` = 1 says so)."""
     groups = [g for g in run_groups(found) if g[value].notna().any()]
     if not groups:
         return stats.NO_RATIO
     pairs = int(sum(g[value].notna().sum() for g in groups))
-    means = [statistics.fmean(logs(g[value], share)) for g in groups]
-    spread = means if len(means) > 1 else logs(groups[0][value], share)
+    means = [statistics.fmean(logs(g[value], share, linear)) for g in groups]
+    spread = means if len(means) > 1 else logs(groups[0][value], share, linear)
     center = statistics.fmean(spread)
     if len(spread) < 2:
-        return stats.Ratio(back(center, share), math.nan, math.nan, pairs, math.nan, len(groups))
+        return stats.Ratio(back(center, share, linear), math.nan, math.nan, pairs, math.nan, len(groups))
     half = stats.t_quantile(1 - (1 - confidence) / 2, len(spread) - 1) * statistics.stdev(spread)
     half /= math.sqrt(len(spread))
-    c, lo, hi = back(center, share), back(center - half, share), back(center + half, share)
+    c, lo, hi = (back(x, share, linear) for x in (center, center - half, center + half))
     return stats.Ratio(c, lo, hi, pairs, stats.half_width(c, lo, hi), len(groups))

@@ -14,7 +14,7 @@ from dlrm_study.analysis.baseline import baseline_records
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
 from dlrm_study.analysis.current import at_head, current, newest
 from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
-from dlrm_study.analysis.readers import NoRecords, sweep_records
+from dlrm_study.analysis.readers import NoRecords, point_records, sweep_records
 from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.records import Machine, store
@@ -23,6 +23,7 @@ from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
 
 UNTIMED = ("convergence", "accuracy", "cache")  # frames of trained seeds or hit rates: no warm-up to drop
+COMPARE_RECORDS, COMPARE_STUDIES = "bench.csv", ("cpu-compare",)  # `dlrm-study compare`: the CPU loops' points
 H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size
 
 
@@ -32,6 +33,7 @@ class Evidence:
     out has no records (an empty frame), so a reader of one study builds Evidence of that study alone."""
 
     cpu_loops: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    cpu_compare: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)  # the CPU loops' points, compared
     convergence: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     accuracy: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     scaling: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
@@ -53,6 +55,7 @@ class Evidence:
 
         return cls(
             cpu_loops=read(sweep_records, cpu.cpu_loops(profile, out), None),
+            cpu_compare=read(point_records, cpu.cpu_loops(profile, out), out / COMPARE_RECORDS, COMPARE_STUDIES, None),
             convergence=read(convergence_records, profile, out, None),
             accuracy=read(accuracy_records, profile, out, None),
             scaling=read(scaling_records, profile, out, None),

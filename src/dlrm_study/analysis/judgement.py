@@ -37,7 +37,8 @@ class Judgement:
 
     `numbers`: the comparisons it decided on, by name; `runs` and `pairs`: the fewest runs of a deciding
     comparison and the pairs over all of them; `left_out`: records of the claim's frames not used, by
-    reason; `notes`: robustness and provenance, said after the evidence."""
+    reason; `notes`: robustness and provenance, said after the evidence; `left_records`: the identities
+    behind the rule's `left_out` (so a record two frames left out is counted once)."""
 
     status: Status
     detail: str = ""
@@ -46,6 +47,7 @@ class Judgement:
     pairs: int = 0
     left_out: dict[str, int] = dataclasses.field(default_factory=dict, compare=False)
     notes: tuple[str, ...] = ()
+    left_records: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @property
     def evidence(self) -> str:  # the name the notebooks and tests have read since the first rules

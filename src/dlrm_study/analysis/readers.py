@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis.identity import record_ids
 from dlrm_study.config import LATER_FIELDS, Config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure.sweep import Sweep, plan
@@ -28,6 +29,7 @@ class NoRecords(UsageError):
 
 
 LEFT_OUT = "left_out"  # frame.attrs[LEFT_OUT]: {(machine, reason): records}
+LEFT_OUT_RECORDS = "left_out_records"  # frame.attrs[LEFT_OUT_RECORDS]: {(machine, reason): their identities}
 FAILED = "failed (an error record)"
 GONE = "of a config or variant the study no longer measures"
 TIMING_LENGTH = ("train.steps",)  # how long a point is timed, not what it is
@@ -66,8 +68,13 @@ def leave_out(frame: pd.DataFrame, keep: pd.Series, reason: str) -> pd.DataFrame
     machines = frame.loc[~keep, col.MACHINE] if col.MACHINE in frame else pd.Series("", index=frame.index[~keep])
     for machine, n in machines.fillna("").value_counts().items():
         counts[(machine, reason)] += int(n)
+    ids = dict(frame.attrs.get(LEFT_OUT_RECORDS, {}))
+    dropped = frame[~keep]
+    for machine, part in dropped.groupby(machines.fillna("").astype(str)) if len(dropped) else ():
+        ids[(machine, reason)] = ids.get((machine, reason), frozenset()) | frozenset(record_ids(part))
     kept = frame[keep].copy()
     kept.attrs[LEFT_OUT] = dict(counts)
+    kept.attrs[LEFT_OUT_RECORDS] = ids
     return kept
 
 
@@ -108,6 +115,46 @@ def left_out(frame: pd.DataFrame, machine: str | None = None) -> dict[str, int]:
         if machine is None or who == machine:
             counts[reason] += n
     return dict(counts)
+
+
+def left_out_records(frame: pd.DataFrame, machine: str | None = None) -> dict[str, frozenset[str]]:
+    """The identities (`identity.record_ids`) of what a reader left out of `frame`, by reason."""
+    found: dict[str, frozenset[str]] = {}
+    for (who, reason), ids in frame.attrs.get(LEFT_OUT_RECORDS, {}).items():
+        if machine is None or who == machine:
+            found[reason] = found.get(reason, frozenset()) | ids
+    return found
+
+
+def pool(*frames: pd.DataFrame) -> pd.DataFrame:
+    """Records of one study's points read from several files, as one frame, with what each reader left out
+    (a record in two files is still two records: two cells of one run are refused, `check_cells`)."""
+    counts: collections.Counter = collections.Counter()
+    ids: dict[tuple[str, str], frozenset[str]] = {}
+    for frame in frames:
+        counts.update(frame.attrs.get(LEFT_OUT, {}))
+        for key, found in frame.attrs.get(LEFT_OUT_RECORDS, {}).items():
+            ids[key] = ids.get(key, frozenset()) | found
+    full = [f for f in frames if not f.empty]
+    joined = pd.concat(full, ignore_index=True) if full else (frames[0].iloc[0:0] if frames else pd.DataFrame())
+    joined.attrs = {LEFT_OUT: dict(counts), LEFT_OUT_RECORDS: ids}
+    return check_cells(joined, (*CELL, col.CONFIG_NAME))  # a point is of one config: its name keys it too
+
+
+def point_records(sweep: Sweep, path: Path, studies: Iterable[str], machine: str | None = "this") -> pd.DataFrame:
+    """The records of `studies` in another results file (`path`) that measured the sweep's current points, by
+    point identity, labelled with the sweep's `point`; failed ones and other configs of those studies counted."""
+    if not path.exists():
+        raise NoRecords(f"no records yet: {path} does not exist")
+    frame = store.load(path)
+    if frame.empty or col.STUDY not in frame:
+        return frame.iloc[0:0]
+    frame = frame[frame[col.STUDY].isin(list(studies))]  # another study's records are not this one's
+    points = plan(sweep, here=False)[0]
+    labels = {(config_key(cfg), v): label for label, cfgs in points for v, cfg in cfgs.items()}
+    frame = labelled(frame, labels, studies)
+    frame[col.GRID] = frame[col.POINT]
+    return check_cells(select(frame, machine))
 
 
 def sweep_records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:

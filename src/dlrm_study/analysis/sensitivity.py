@@ -6,6 +6,7 @@ import pandas as pd
 
 from dlrm_study.analysis import stats, wording
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
+from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.readers import check_cells, sweep_records
 from dlrm_study.analysis.wording import variant_words
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, ORDER
@@ -142,13 +143,18 @@ def gpu_over_cpu_pairs(records: pd.DataFrame) -> tuple[pd.DataFrame, str | None]
     if gpu.empty or best is None:
         return pd.DataFrame(columns=[*keys, "ratio"]), best
 
-    def rates(frame: pd.DataFrame) -> pd.Series:  # one record per cell (two are an error, not a median)
+    def rates(frame: pd.DataFrame) -> pd.DataFrame:  # one record per cell (two are an error, not a median)
         frame = frame[frame[col.RUN_ID].map(stats.interleaved)]
         frame = check_cells(frame.assign(tables=frame["model.table_rows"].map(grid_tables)), keys)
-        return frame.set_index(keys)[col.SAMPLES_PER_S]
+        return frame.assign(_id=record_ids(frame)).set_index(keys)[[col.SAMPLES_PER_S, "_id"]]
 
-    ratio = (rates(gpu) / rates(cpu[cpu[col.VARIANT] == best])).dropna().rename("ratio").reset_index()
-    return ratio, ALIASES[best]
+    both = rates(gpu).merge(
+        rates(cpu[cpu[col.VARIANT] == best]), left_index=True, right_index=True, suffixes=("_gpu", "_cpu")
+    )
+    ratio = (both[f"{col.SAMPLES_PER_S}_gpu"] / both[f"{col.SAMPLES_PER_S}_cpu"]).rename("ratio")
+    ids = pd.Series([(g, c) for g, c in zip(both["_id_gpu"], both["_id_cpu"], strict=True)], index=both.index)
+    found = pd.DataFrame({"ratio": ratio, RECORDS: ids}).dropna(subset=["ratio"]).reset_index()
+    return found, ALIASES[best]
 
 
 def gpu_over_cpu(records: pd.DataFrame) -> pd.DataFrame:

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.records import columns as col
 
 SUMMARY = ("n", "center", "low", "high", "half_width")
@@ -185,7 +186,7 @@ def pairs(
     values of a knob (`x`) for one variant. Two records of one cell are an error.
     """
     keys = [*by, *(k for k in CELL if k in records and k not in by)]
-    columns = [*keys, "ratio", "flags_variant", "flags_baseline"]
+    columns = [*keys, "ratio", "flags_variant", "flags_baseline", RECORDS]
     pick = records[records[between].isin([variant, baseline])]
     if between != col.VARIANT:  # knob values pair only where a run interleaved them (repeat-major runs)
         pick = pick[pick[RUN].map(interleaved)] if RUN in pick else pick.iloc[0:0]
@@ -201,15 +202,18 @@ def pairs(
             + "): a repeat is measured once per run"
         )
     flags = pick[col.FLAGS].fillna("").astype(str) if col.FLAGS in pick else pd.Series("", index=pick.index)
-    pick = pick.assign(_flags=flags)
+    # the records a pair was made of: their identities, or those they carry (a pair of pairs)
+    ids = pick[RECORDS] if RECORDS in pick else record_ids(pick).map(lambda one: (one,))
+    pick = pick.assign(_flags=flags, _ids=ids)
     mine = pick[pick[between] == variant].set_index(keys)
     theirs = pick[pick[between] == baseline].set_index(keys)
-    joined = mine[[value, "_flags"]].merge(theirs[[value, "_flags"]], left_index=True, right_index=True,
-                                           suffixes=("_v", "_b"))  # fmt: skip
+    joined = mine[[value, "_flags", "_ids"]].merge(theirs[[value, "_flags", "_ids"]], left_index=True,
+                                                   right_index=True, suffixes=("_v", "_b"))  # fmt: skip
     joined = joined.assign(
         ratio=joined[f"{value}_v"].astype(float) / joined[f"{value}_b"].astype(float),
         flags_variant=joined["_flags_v"],
         flags_baseline=joined["_flags_b"],
+        **{RECORDS: [tuple(a) + tuple(b) for a, b in zip(joined["_ids_v"], joined["_ids_b"], strict=True)]},
     )
     joined = joined[joined["ratio"].notna()]
     return joined.reset_index()[columns]

@@ -17,7 +17,6 @@ import dataclasses
 import pandas as pd
 
 from dlrm_study.analysis import stats
-from dlrm_study.analysis.baseline import projection
 from dlrm_study.analysis.clusters import MIN_RUNS, over_runs
 from dlrm_study.analysis.convergence import (
     FAILS,
@@ -32,8 +31,9 @@ from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
+from dlrm_study.analysis.identity import RECORDS
 from dlrm_study.analysis.judgement import Judgement, Status, decided
-from dlrm_study.analysis.readers import leave_out, left_out
+from dlrm_study.analysis.readers import leave_out, left_out, left_out_records, pool
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
 from dlrm_study.analysis.views import side
@@ -67,15 +67,18 @@ class Lens:
     loo: bool = False
 
     def ratio(self, found: pd.DataFrame, confidence: float = stats.CONFIDENCE, value: str = "ratio",
-              share: bool = False) -> stats.Ratio:  # fmt: skip
+              share: bool = False, linear: bool = False) -> stats.Ratio:  # fmt: skip
         if not len(found):
             return stats.NO_RATIO
         if self.loo:  # what is left, its pairs pooled: do they still say the word?
+            if linear:
+                center, low, high, n = stats.mean_interval(found[value], confidence)
+                return stats.Ratio(center, low, high, n, (high - low) / 2, 1)
             center, low, high = (stats.share_interval if share else stats.interval)(found[value], confidence)
             n = int(found[value].notna().sum())
             r = stats.Ratio(center, low, high, n, stats.half_width(center, low, high), 1)
         else:
-            r = over_runs(found, value, confidence, share)
+            r = over_runs(found, value, confidence, share, linear)
         return Share(*r) if share else r
 
     def paired(self, records: pd.DataFrame, variant: object, baseline: object, between: str = col.VARIANT,
@@ -90,10 +93,13 @@ class Lens:
 def counted(judgement: Judgement, *frames: pd.DataFrame) -> Judgement:
     """The judgement with what its frames left out (readers, code, warm-up, the rule), by reason."""
     total: dict[str, int] = {}
+    ids: dict[str, frozenset[str]] = {}
     for frame in frames:
         for reason, n in left_out(frame).items():
             total[reason] = total.get(reason, 0) + n
-    return dataclasses.replace(judgement, left_out=total)
+        for reason, found in left_out_records(frame).items():
+            ids[reason] = ids.get(reason, frozenset()) | found
+    return dataclasses.replace(judgement, left_out=total, left_records=ids)
 
 
 def too_few(numbers: dict[str, stats.Ratio], detail: str) -> Judgement:
@@ -226,15 +232,24 @@ def h3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     return grid_claim(evidence, machine, lens, "tables", grows=False)
 
 
-def needed(off: float) -> float:
-    """cached/hbm that wins back H4_RECOVERY of what a placement at `off` of hbm loses."""
-    return off + H4_RECOVERY * (1 - off)
-
-
 def h4_pairs(evidence: Evidence) -> dict[str, pd.DataFrame]:
+    """host, uvm and cached over hbm, paired per repeat; `recovery` per repeat (`recovery`)."""
     frame = evidence.gpu_placements
-    return {name: stats.pairs(frame, variant, GPU_HBM) for name, variant in
-            (("host", GPU_HOST), ("uvm", GPU_UVM), ("cached", GPU_CACHED))}  # fmt: skip
+    found = {name: stats.pairs(frame, variant, GPU_HBM) for name, variant in
+             (("host", GPU_HOST), ("uvm", GPU_UVM), ("cached", GPU_CACHED))}  # fmt: skip
+    return found | {"recovery": recovery(found["host"], found["cached"])}
+
+
+def recovery(host: pd.DataFrame, cached: pd.DataFrame) -> pd.DataFrame:
+    """Per repeat, the part of what host memory loses that the cache wins back: (c - h) / (1 - h), with h and
+    c host's and cached's ratios over hbm in the same cell; its records are both pairs' records."""
+    keys = [k for k in stats.CELL if k in host and k in cached]
+    if host.empty or cached.empty:
+        return pd.DataFrame(columns=[*keys, "ratio", RECORDS])
+    both = host.merge(cached, on=keys, suffixes=("_host", "_cached"))
+    h, c = both["ratio_host"].astype(float), both["ratio_cached"].astype(float)
+    ids = [tuple(dict.fromkeys(a + b)) for a, b in zip(both[f"{RECORDS}_host"], both[f"{RECORDS}_cached"], strict=True)]
+    return both[keys].assign(ratio=(c - h) / (1 - h), **{RECORDS: ids})
 
 
 def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
@@ -251,21 +266,26 @@ def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if (early := gpu_early(evidence, machine)) is not None:
         return early
     found = h4_pairs(evidence)
-    ratios = {name: lens.ratio(f) for name, f in found.items()}
+    ratios = {name: lens.ratio(f) for name, f in found.items() if name != "recovery"}
     if not (ratios["host"].n and ratios["cached"].n):
         return counted(Judgement(Status.NOT_YET, "no host or cached repeat pairs up with hbm"), evidence.gpu_placements)
+    ratios["recovery"] = Share(*lens.ratio(found["recovery"], linear=True))  # a share of what host loses
     text = "mlperf-scaled, Zipf 1.05, 10% of rows cached, over hbm (paired): " + ", ".join(
-        f"{name} {ratio_text(r)}" for name, r in ratios.items()
+        f"{name} {ratio_text(r)}" for name, r in ratios.items() if name != "recovery"
     )
-    text += f"; cached must exceed host + {H4_RECOVERY} x (1 - host)"
-    deciding = {name: ratios[name] for name in ("host", "cached")}
+    r = ratios["recovery"]
+    text += f"; the cache wins back (cached - host) / (1 - host), per repeat: {amount(r)}, against {H4_RECOVERY:.0%}"
+    deciding = {name: ratios[name] for name in ("host", "recovery")}
     if not all(lens.enough(r) for r in deciding.values()):
         return counted(too_few(deciding, text), evidence.gpu_placements)
-    host, cached = ratios["host"], ratios["cached"]
-    if host.high < 1 and cached.low > needed(host.high):
+    host, won = ratios["host"], ratios["recovery"]
+    if host.high < 1 and won.low > H4_RECOVERY:
         return counted(decided(Status.REPRODUCED, text, deciding), evidence.gpu_placements)
-    host2, cached2 = lens.ratio(found["host"], stats.family(2)), lens.ratio(found["cached"], stats.family(2))
-    if host2.low > 1 or cached2.high < needed(host2.low):
+    host2, won2 = (
+        lens.ratio(found["host"], stats.family(2)),
+        lens.ratio(found["recovery"], stats.family(2), linear=True),
+    )
+    if host2.low > 1 or won2.high < H4_RECOVERY:
         return counted(decided(Status.NOT_REPRODUCED, text, deciding), evidence.gpu_placements)
     return counted(decided(Status.INCONCLUSIVE, text, deciding), evidence.gpu_placements)
 
@@ -275,8 +295,8 @@ def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
 
 def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     """The optimized loop over the 2020 reference step at a full socket's cores (S1_CORES): below that, not
-    measurable here, with what was measured (the 2020 stack to today's, optimization, threads) and any
-    projection, labelled."""
+    measurable here, with what was measured (the 2020 stack to today's, optimization, threads); no projection
+    (docs/claims.md: neither S1's nor S4's is printed)."""
     m = Machine.parse(machine)
     loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32  # the one comparison the rule reads
     said = variant_words(loop)
@@ -290,9 +310,6 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
             today, ours = lens.paired(group, REFERENCE, OLD), lens.paired(group, loop, OLD)
             parts.append(f"at {int(threads)} thread(s): today's reference {ratio_text(today)} and {said} "
                          f"{ratio_text(ours)} over the 2020 step")  # fmt: skip
-        if p := projection(old, "dlrm-benchmark", S1_CORES, loop):  # the declared loop, never the better one
-            parts.append(f"{said} projected, not measured, to {p['cores']} cores (a power law from 1 and 2 threads, "
-                         f"no interval): {p['projected']:.0f}x")  # fmt: skip
     if not loops.empty:
         parts.append(f"{said} over today's reference at {int(loops[col.THREADS].max())} threads: "
                      f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
@@ -360,8 +377,9 @@ def accuracy_said(accuracy: AccuracyJudgement) -> str:
 
 
 def s3_records(evidence: Evidence) -> pd.DataFrame:
-    """bf16 and fp32 on S3's presets at the machine's most threads (others counted)."""
-    loops = evidence.cpu_loops
+    """bf16 and fp32 on S3's presets at the machine's most threads (others counted), from every results file that
+    measured those points (the CPU loops' sweep and `dlrm-study compare`), by point identity."""
+    loops = pool(evidence.cpu_loops, evidence.cpu_compare)
     if loops.empty:
         return loops
     loops = leave_out(loops, loops[col.CONFIG_NAME].isin(S3_PRESETS), OTHER_PRESETS)
@@ -386,7 +404,7 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if m.native_bf16 is False:
         return Judgement(Status.NOT_MEASURABLE, f"{m.bf16_class}: no bf16 instructions (AVX512-BF16, AMX-BF16)")
     loops = s3_records(evidence)
-    if evidence.cpu_loops.empty:
+    if evidence.cpu_loops.empty and evidence.cpu_compare.empty:
         return Judgement(Status.NOT_YET, m.bf16_class)
     reach = S3_FACTOR * (1 - S3_MARGIN)
     speed, each = s3_speed(evidence, lens, stats.family(len(S3_PRESETS))), s3_speed(evidence, lens, stats.CONFIDENCE)
@@ -417,14 +435,14 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
 
 
 def s4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
-    """Not measurable on one machine; the 1 to 2 rank efficiencies shown, the 64-socket model only as a
-    projection (printed as S1's is: "projected, not measured")."""
+    """Not measurable on one machine; the 1 to 2 rank efficiencies shown, no 64-socket projection (as S1 has
+    none: docs/claims.md)."""
     records = evidence.scaling
     if records.empty:
         return Judgement(Status.NOT_YET)
     eff = measured_efficiency(records)
     text = (
         f"1 to 2 ranks on one machine: strong efficiency {describe(*eff['strong_efficiency'], percent=True)}, "
-        f"weak {describe(*eff['weak_efficiency'], percent=True)}; 64 sockets: projected, not measured"
+        f"weak {describe(*eff['weak_efficiency'], percent=True)}; 64 sockets: not measured, and not projected here"
     )
     return counted(Judgement(Status.NOT_MEASURABLE, text), records)

@@ -165,7 +165,6 @@ def rules_hash(path: Path = RULES, package: Path = PACKAGE, roots: tuple[str, ..
     return hashlib.sha256("\n".join([rules, *sources]).encode()).hexdigest()[:12]
 
 
-PACKAGE = Path(dlrm_study.__file__).resolve().parent
 # The source that runs in the timed region (the model and its kernels, the loops, the data, the measurement,
 # the ranks of distributed runs, the config schema), relative to PACKAGE; not what reads or renders records.
 TIMED_PATH = ("config", "data", "distributed", "measure", "model", "train")

@@ -58,7 +58,7 @@ NAMES: dict[str, Callable[[str], str]] = {
     "H1": lambda knob: KNOBS[knob][2] if knob in KNOBS else knob,
     "H2": lambda tables: f"at {tables} tables",
     "H3": lambda dense: f"at {dense} dense features",
-    "H4": lambda p: {"host": "host tables", "cached": "hot rows cached"}.get(p, p) + " over HBM",
+    "H4": lambda p: {"host": "host tables over HBM", "recovery": "share of host's loss the cache wins back"}.get(p, p),
     "S1": lambda loop: f"{variant_words(loop)} over the 2020 step",
     "S3": lambda preset: f"bf16 over fp32, {preset}",
 }

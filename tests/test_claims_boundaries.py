@@ -1,0 +1,37 @@
+"""Constants of docs/claims.md's rules without a boundary case in test_verdicts.py, and an "or" corrected."""
+
+import pandas as pd
+from tests.test_verdicts import XEON, aucs, baseline, breakdown, ratios, speed, verdict
+
+from dlrm_study.analysis import verdicts
+from dlrm_study.analysis.convergence import MIN_SEEDS
+
+
+def tight(centre: float) -> list[float]:
+    return ratios(centre, centre * 0.997)
+
+
+def test_s1_is_judged_from_a_socket_s_cores_and_not_below() -> None:
+    """S1_CORES (28): a machine of 28 logical CPUs is judged at 28 threads, one of 27 is not measurable."""
+    at = "intel-xeon/avx512f+avx512_bf16/28cpu"
+    below = "intel-xeon/avx512f+avx512_bf16/27cpu"
+    assert verdict("S1", at, baseline=baseline(at, tight(112.0), threads=verdicts.S1_CORES)).status == "reproduced"
+    assert verdict("S1", below, baseline=baseline(below, tight(112.0), threads=27)).status == "not measurable here"
+
+
+def test_s3_accuracy_needs_its_seeds() -> None:
+    """MIN_SEEDS (3): three seeds judge the accuracy half, two are too few."""
+    loops = pd.DataFrame(speed(XEON, tight(1.9)))
+    same = [1.0003, 0.9998, 1.0001, 1.0]
+    assert verdict("S3", XEON, cpu_loops=loops, accuracy=aucs(XEON, same[:MIN_SEEDS])).status == "reproduced"
+    assert verdict("S3", XEON, cpu_loops=loops, accuracy=aucs(XEON, same[: MIN_SEEDS - 1])).status == "too few repeats"
+
+
+def test_s2_refutation_is_an_or_read_at_97_5_percent_over_two_presets() -> None:
+    """mlperf-scaled's share, 47.8% +- 2% per run: its 95% interval ends below 50%, its 97.5% one above. "Some preset
+    below" is an OR over the two presets, each at 1 - 0.05/2: inconclusive (uncorrected: not reproduced)."""
+    near = [0.478 + 0.02 * z for z in (-1.0, 1.0, -0.5, 0.5, 0.0)]
+    both = pd.concat([breakdown([0.7] * 5), breakdown(near, preset="mlperf-scaled")], ignore_index=True)
+    v = verdict("S2", XEON, cpu_loops=both)
+    assert v.numbers["mlperf-scaled"].high < verdicts.S2_SHARE
+    assert v.status == "inconclusive", v.evidence
