@@ -48,8 +48,8 @@ M = [
     ),
     (
         A + "verdicts.py",
-        "all(each[name].high < reach",
-        "all(judged[name].high < reach",
+        "    either = stats.family(2)\n",
+        "    either = stats.CONFIDENCE\n",
         "tests/test_verdicts.py",
         "both_short",
     ),

@@ -376,12 +376,18 @@ def test_s3_margin_is_pinned_either_side_of_1_62(centre: float, status: str) -> 
     assert v.status == status, v.evidence
 
 
-def test_s3_both_short_is_an_and_read_at_95_percent() -> None:
-    """Both presets' 95% intervals end at 1.615x, below 1.62x; at 97.5% they would reach 1.63x. An "and" is not
-    corrected, so this is not reproduced (reading the 97.5% intervals said inconclusive)."""
-    bf16 = ratios(1.55, 1.55**2 / 1.615)
-    v = verdict("S3", XEON, cpu_loops=pd.DataFrame(speed(XEON, bf16)), accuracy=aucs(XEON, SAME))
-    assert v.status == "not reproduced" and "faster but short of 1.8x" in v.evidence
+def test_s3_both_short_is_one_side_of_an_or_read_at_97_5_percent() -> None:
+    """ "Not reproduced" is (both presets short) or (accuracy fails): each side at 1 - 0.05/2. Intervals whose 95%
+    ends lie below 1.62x but whose 97.5% ends reach above it are inconclusive; lower ones are not reproduced."""
+
+    def at(high: float):  # both presets' 95% intervals end at `high`
+        bf16 = ratios(1.55, 1.55**2 / high)
+        return verdict("S3", XEON, cpu_loops=pd.DataFrame(speed(XEON, bf16)), accuracy=aucs(XEON, SAME))
+
+    v = at(1.615)
+    assert v.status == "inconclusive", v.evidence
+    low = at(1.58)
+    assert low.status == "not reproduced" and "faster but short of 1.8x" in low.evidence, low.evidence
 
 
 # --- flags are diagnostics; fragility is leave-one-out over runs -------------------------------------

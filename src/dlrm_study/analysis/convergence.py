@@ -148,16 +148,19 @@ class AccuracyJudgement:
     seeds: dict[str, int] = field(default_factory=dict)  # preset -> seeds with all precisions recorded
 
 
-def s3_accuracy(frame: pd.DataFrame, machine: str, fingerprint: str | None = None) -> AccuracyJudgement:
+def s3_accuracy(
+    frame: pd.DataFrame, machine: str, fingerprint: str | None = None, confidence: float = stats.CONFIDENCE
+) -> AccuracyJudgement:
     """S3's accuracy half from accuracy records (`accuracy_records`) of one machine and, when given, one code
-    fingerprint (the `code_fingerprint` column; no filter where records lack it)."""
+    fingerprint (the `code_fingerprint` column; no filter where records lack it), its gains' intervals at
+    `confidence` (S3 reads "fails" at 1 - 0.05/2: one side of an "or")."""
     rows = frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
     if fingerprint is not None and col.CODE_FINGERPRINT in rows:
         rows = rows[rows[col.CODE_FINGERPRINT].fillna("").astype(str) == fingerprint]
     final = rows[rows[col.KIND] == "eval"] if not rows.empty else rows
     if final.empty:
         return AccuracyJudgement(NO_RECORDS, NO_RECORDS)
-    judged = {preset: _preset(rows, preset) for preset in sorted(set(final[col.CONFIG_NAME].astype(str)))}
+    judged = {preset: _preset(rows, preset, confidence) for preset in sorted(set(final[col.CONFIG_NAME].astype(str)))}
     split = [g for j in judged.values() for g in j[0] if g.variant == OPTIMIZED_BF16]
     plain = [g for j in judged.values() for g in j[0] if g.variant == PLAIN_BF16]
     learned = {p: j[1] for p, j in judged.items()}
@@ -185,7 +188,7 @@ def _overall(gains: list[Gain]) -> str:
     return HOLDS if statuses == {HOLDS} else UNDECIDED
 
 
-def _preset(rows: pd.DataFrame, preset: str) -> tuple[list[Gain], float, float, float, int]:
+def _preset(rows: pd.DataFrame, preset: str, confidence: float) -> tuple[list[Gain], float, float, float, int]:
     """One preset's gains (each precision against fp32, paired by seed), fp32's share of the attainable gain,
     fp32's mean AUC, the mean attainable AUC, and the seeds that recorded every precision."""
     mine = rows[rows[col.CONFIG_NAME].astype(str) == preset]
@@ -199,16 +202,18 @@ def _preset(rows: pd.DataFrame, preset: str) -> tuple[list[Gain], float, float, 
     ceiling = fp32[ATTAINABLE].astype(float) if ATTAINABLE in fp32 else pd.Series(dtype=float)
     share = ((fp32[col.EVAL_AUC].astype(float) - 0.5) / (ceiling - 0.5)).mean() if not ceiling.empty else math.nan
     curves = mine[mine[col.KIND] == "auc"]
-    gains = [_gain(wide, curves, variant, preset) for variant in (OPTIMIZED_BF16, PLAIN_BF16) if variant in wide]
+    gains = [
+        _gain(wide, curves, variant, preset, confidence) for variant in (OPTIMIZED_BF16, PLAIN_BF16) if variant in wide
+    ]
     seeds = int(wide.dropna().shape[0]) if set(wide) >= {OPTIMIZED_FP32, OPTIMIZED_BF16, PLAIN_BF16} else 0
     return gains, float(share), float(base.mean()), float(ceiling.mean()), seeds
 
 
-def _gain(wide: pd.DataFrame, curves: pd.DataFrame, variant: str, preset: str) -> Gain:
+def _gain(wide: pd.DataFrame, curves: pd.DataFrame, variant: str, preset: str, confidence: float) -> Gain:
     """`variant`'s gain over fp32's, paired by seed, and its steps to each seed's fp32 final AUC."""
     paired = wide[[OPTIMIZED_FP32, variant]].dropna()
     ratios = (paired[variant] - 0.5) / (paired[OPTIMIZED_FP32] - 0.5)
-    mean, low, high, n = stats.mean_interval(ratios)
+    mean, low, high, n = stats.mean_interval(ratios, confidence)
     steps = [steps_to(curves, variant, seed, target) for seed, target in paired[OPTIMIZED_FP32].items()]
     reached = [s for s in steps if s == s]
     return Gain(variant, preset, n, mean, low, high, sum(reached) / len(reached) if reached else math.nan,
