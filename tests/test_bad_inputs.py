@@ -1,16 +1,19 @@
 """Bad input through the real CLI: every case ends in one line on stderr and exit 2, nothing written.
 
-Each case runs `python -m dlrm_study ...` in a folder of its own that holds the inputs below;
+Each case runs the CLI's `main` in a process and a folder of its own that holds the inputs below;
 afterwards the folder must hold exactly what it held before (no record, no checkpoint, no
-half-written file, the inputs untouched). The processes run two at a time, once per session.
+half-written file, the inputs untouched). Importing torch is most of a refused run's seconds, so one
+process imports the CLI once and forks a child per case (`FORKED`, two at a time, once per session);
+a few cases run as `python -m dlrm_study ...` too, and must end the same (`test_a_forked_case_ends_as_the_real_cli`).
 """
 
 import gzip
 import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -66,7 +69,6 @@ def make_inputs(folder: Path) -> None:
     torch.save(hollow, folder / "hollow.pt")  # a checkpoint's shape without its state
     (folder / "folder").mkdir()
     (folder / "folder.yaml").mkdir()
-    os.mkfifo(folder / "fifo")  # reading it waits for a writer forever; replacing it loses it
     # Outputs worth keeping, refused as targets: a valid records CSV and a valid checkpoint (at step 5).
     records = [make_record("s", {"samples_per_s": 100.0 + r}, repeat=r) for r in (0, 1)]
     store.append_many(folder / "records.csv", records)
@@ -193,27 +195,126 @@ def snapshot(folder: Path) -> dict[str, str]:
     }
 
 
-def run_case(folder: Path, argv: list[str]) -> tuple[int, str, str, dict[str, str]]:
-    make_inputs(folder)
+ENV = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
+CASE_LIMIT_S = 300  # a hang guard per case, not a deadline
+
+# One process that imports the CLI once, then runs each case (a JSON list of [folder, stdout file, stderr file,
+# argv] on stdin) in a child forked from it: its own folder, stdin empty, stdout and stderr to their files, and
+# the exit code a real run would have, its atexit handlers run. Two at a time;
+# a line of JSON per case on stdout: [index, exit code (negative: the signal that ended it)].
+FORKED = """
+import ast, atexit, gc, importlib, inspect, json, os, signal, sys, traceback
+from dlrm_study.cli import main as cli
+
+# What a command imports when it runs (cli.main imports it inside the command), imported here once too.
+for node in ast.walk(ast.parse(inspect.getsource(cli))):
+    if isinstance(node, ast.ImportFrom) and node.col_offset > 0 and node.module.startswith("dlrm_study"):
+        module = importlib.import_module(node.module)
+        for alias in node.names:
+            if not hasattr(module, alias.name):
+                importlib.import_module(f"{node.module}.{alias.name}")
+
+cases, running, width = json.load(sys.stdin), {}, int(sys.argv[1])
+sys.stdout.flush()
+sys.stderr.flush()
+gc.freeze()  # the imported objects, never scanned again: a child copies no page of them for the collector
+
+
+def child(folder, out, err, argv):
+    os.chdir(folder)
+    write = os.O_WRONLY | os.O_CREAT
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, write), (2, err, write)):
+        os.dup2(os.open(path, flags, 0o644), fd)
+    signal.alarm(int(sys.argv[2]))  # a hang guard: SIGALRM ends the case
+    try:
+        code = cli.main(argv)
+    except SystemExit as end:  # argparse's refusals
+        code = end.code if isinstance(end.code, int) else 1
+    except BaseException:  # as Python ends on an uncaught one; never back into the loop below
+        traceback.print_exc()
+        code = 1
+    atexit._run_exitfuncs()  # what exiting runs; the interpreter's teardown (seconds, every page copied) is skipped
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def reap():
+    pid, status = os.wait()
+    print(json.dumps([running.pop(pid), os.waitstatus_to_exitcode(status)]), flush=True)
+
+
+for i, case in enumerate(cases):
+    while len(running) >= width:
+        reap()
+    pid = os.fork()
+    if pid == 0:
+        child(*case)
+    running[pid] = i
+while running:
+    reap()
+"""
+
+
+def template(root: Path) -> Path:
+    """The inputs made once (a model built, two checkpoints saved); each case gets a copy."""
+    made = root / "inputs"
+    if not made.exists():
+        made.mkdir()
+        make_inputs(made)
+    return made
+
+
+def prepare(folder: Path, inputs: Path) -> None:
+    """A case's folder: a copy of the inputs, and the fifo made anew (copying a fifo would read it)."""
+    shutil.copytree(inputs, folder, ignore=shutil.ignore_patterns("fifo"))
+    os.mkfifo(folder / "fifo")  # reading it waits for a writer forever; replacing it loses it
+
+
+def changes(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in after.items() if before.get(k) != v} | {k: "gone" for k in before if k not in after}
+
+
+def run_forked(root: Path, cases: list[tuple[str, list[str]]]) -> dict[str, tuple[int, str, str, dict[str, str]]]:
+    """Each case (name, argv) run in a forked child of one process that imported the CLI once."""
+    inputs, logs = template(root), root / "logs"
+    logs.mkdir()
+    todo, before = [], {}
+    for name, argv in cases:
+        prepare(root / name, inputs)
+        before[name] = snapshot(root / name)
+        todo.append([str(root / name), str(logs / f"{name}.out"), str(logs / f"{name}.err"), argv])
+    width = str(max(2, os.cpu_count() or 1))
+    command = [sys.executable, "-c", FORKED, width, str(CASE_LIMIT_S)]
+    server = subprocess.run(command, input=json.dumps(todo), capture_output=True, text=True, env=ENV,
+                            timeout=CASE_LIMIT_S * len(cases))  # fmt: skip
+    assert server.returncode == 0, server.stderr[-3000:]
+    codes = dict(json.loads(line) for line in server.stdout.splitlines())
+    return {
+        name: (
+            codes[i],
+            (logs / f"{name}.out").read_text(),
+            (logs / f"{name}.err").read_text(),
+            changes(before[name], snapshot(root / name)),
+        )
+        for i, (name, _) in enumerate(cases)
+    }
+
+
+def run_case(folder: Path, argv: list[str], inputs: Path) -> tuple[int, str, str, dict[str, str]]:
+    """A case as `python -m dlrm_study ARGV`, a process of its own."""
+    prepare(folder, inputs)
     before = snapshot(folder)
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
     proc = subprocess.run(
-        [sys.executable, "-m", "dlrm_study", *argv], cwd=folder, capture_output=True, text=True, env=env, timeout=300
-    )
-    after = snapshot(folder)
-    changed = {k: v for k, v in after.items() if before.get(k) != v} | {k: "gone" for k in before if k not in after}
-    return proc.returncode, proc.stdout, proc.stderr, changed
+        [sys.executable, "-m", "dlrm_study", *argv], cwd=folder, capture_output=True, text=True, env=ENV,
+        timeout=CASE_LIMIT_S, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return proc.returncode, proc.stdout, proc.stderr, changes(before, snapshot(folder))
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, tuple[int, str, str, dict[str, str]]]:
-    root = tmp_path_factory.mktemp("bad_inputs")
-    folders = {name: root / name for name, _, _ in CASES}
-    for folder in folders.values():
-        folder.mkdir()
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        futures = {name: pool.submit(run_case, folders[name], argv) for name, argv, _ in CASES}
-        return {name: future.result() for name, future in futures.items()}
+    return run_forked(tmp_path_factory.mktemp("bad_inputs"), [(name, argv) for name, argv, _ in CASES])
 
 
 def test_the_table_is_large_and_names_each_case_once():
@@ -228,3 +329,14 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(outcomes, name, argv, m
     assert code == 2
     assert changed == {}  # no record, no checkpoint, no half-written file; the inputs untouched
     assert "record appended" not in out
+
+
+# Cases the fork would be likeliest to get wrong: argparse's own exit, a config refused, an output kept whole.
+REAL_CLI = ("steps-not-int", "config-not-yaml", "records-kept-past-steps", "out-fifo")
+
+
+@pytest.mark.parametrize("name", REAL_CLI)
+def test_a_forked_case_ends_as_the_real_cli(outcomes, tmp_path, name):
+    """The forked child is the CLI as `python -m dlrm_study` runs it: same exit code, output and files."""
+    argv = next(argv for case, argv, _ in CASES if case == name)
+    assert run_case(tmp_path / name, argv, template(tmp_path)) == outcomes[name]

@@ -3,7 +3,8 @@ is one line and nothing lost, and a run killed (SIGKILL) or interrupted (SIGINT)
 
 Every wait is bounded by GUARD, a guard against hangs only (generous on a busy machine), never a claim about speed.
 Faults injected mid-run go through `FAULTY`: the real CLI with a fault made right after its first record or checkpoint
-(a folder frozen by the OS, a disk that reports it is full, a folder removed).
+(a folder frozen by the OS, a disk that reports it is full or a small one filled, a folder removed). A run to stop
+goes through `PAUSED`: the real CLI waiting after its first record or checkpoint, so no run ends before its signal.
 """
 
 import csv
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,7 @@ warmup: 1
 out: {out}
 """
 CELLS = 2 * 2  # points x variants, in each repeat
+FILLER = "filler"  # the file that fills a small disk (FAULTY's `filled`)
 OPTIMIZED = ["train", "--loop", "optimized", "--steps", "2", "--no-progress"]  # loads the fused CPU kernels
 
 
@@ -161,7 +163,9 @@ def test_a_live_build_is_waited_on_for_a_limited_time_then_the_run_ends_in_one_l
 # --- 2. write faults: one line, nothing lost ------------------------------------------------------------------------
 
 # The real CLI (argv[3:]), with a fault made right after the first record or checkpoint it writes (argv[1]) in the
-# folder argv[2]; the file's bytes at that moment are kept beside the folder, in `<folder>.before`.
+# folder argv[2]; the file's bytes at that moment are kept beside the folder, in `<folder>.before`. A disk that
+# reports it is full: `full` patches fsync to say so, `filled` fills the small filesystem the folder is on (a file
+# `filler` beside the folder; `small_disk`).
 FAULTY = """
 import errno, os, shutil, subprocess, sys
 from pathlib import Path
@@ -170,12 +174,22 @@ from dlrm_study.records import store
 from dlrm_study.train import checkpoint
 
 fault, folder = sys.argv[1], Path(sys.argv[2])
+FILLER = "filler"
 real_fsync = os.fsync
 
 def full_fsync(fd):
     if os.readlink(f"/proc/self/fd/{fd}").startswith(str(folder.resolve())):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     return real_fsync(fd)
+
+def fill(path):
+    with open(path, "wb", buffering=0) as filler:
+        for size in (1 << 20, 1 << 12, 1):
+            try:
+                while filler.write(bytes(size)):
+                    pass
+            except OSError as err:
+                assert err.errno == errno.ENOSPC, err
 
 def inject(path):
     shutil.copyfile(path, str(folder) + ".before")
@@ -184,6 +198,8 @@ def inject(path):
         made or os.chmod(folder, 0o555)
     elif fault == "full":
         os.fsync = full_fsync
+    elif fault == "filled":  # the disk itself full: a file beside the folder takes every byte left
+        fill(folder.parent / FILLER)
     elif fault == "vanished":
         shutil.rmtree(folder)
 
@@ -206,33 +222,75 @@ def faulty(fault: str, folder: Path, argv: list[str], cwd: Path) -> subprocess.C
     return subprocess.run(command, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=GUARD)
 
 
+def freezing_works(probe: Path) -> bool:
+    """Whether FAULTY can freeze a folder here: chmod stops anyone but root; root needs `chattr +i`, which
+    overlayfs and some tmpfs refuse (tried on `probe`, a folder beside the test's)."""
+    if os.getuid() != 0:
+        return True
+    probe.mkdir()
+    frozen = shutil.which("chattr") is not None and subprocess.run(["chattr", "+i", str(probe)]).returncode == 0
+    if frozen:
+        subprocess.run(["chattr", "-i", str(probe)])
+    return frozen
+
+
 def thaw(folder: Path) -> None:
     if os.getuid() == 0 and shutil.which("chattr"):
         subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
     os.chmod(folder, 0o755)
 
 
-def write_sweep(tmp_path: Path, repeats: int = 3) -> Path:
-    (tmp_path / "out").mkdir(exist_ok=True)
+def write_sweep(tmp_path: Path, repeats: int = 3, under: Path | None = None) -> Path:
+    """The sweep's file in `tmp_path`, its records in the folder `out` under `under` (default `tmp_path`)."""
+    (under or tmp_path).joinpath("out").mkdir(exist_ok=True)
     path = tmp_path / "s.yaml"
-    path.write_text(SWEEP.format(repeats=repeats, out=tmp_path / "out" / "sweeps.csv"))
+    path.write_text(SWEEP.format(repeats=repeats, out=(under or tmp_path) / "out" / "sweeps.csv"))
     return path
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem of the test's own, small enough to fill (a tmpfs), mounted at tmp_path/disk; skipped where
+    the test may not mount one (the full disk is then only the patched fsync's)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.getuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a small filesystem needs root: the full disk is simulated only (a patched fsync)")
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(disk)], capture_output=True, text=True
+    )
+    if made.returncode:
+        pytest.skip(f"no tmpfs can be mounted here ({made.stderr.strip()}): the full disk is simulated only")
+    try:
+        yield disk
+    finally:
+        if subprocess.run(["umount", str(disk)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+FULL = "No space left on device"
+
+
 @pytest.mark.parametrize(
-    ("fault", "cause"), [("frozen", "not permitted"), ("full", "No space left on device")], ids=["frozen", "full"]
+    ("fault", "cause"),
+    [("frozen", "not permitted"), ("full", FULL), ("filled", FULL)],
+    ids=["frozen", "full", "filled"],
 )
-def test_a_write_fault_mid_sweep_is_one_line_and_the_records_stay_whole(tmp_path, fault, cause):
-    spec = write_sweep(tmp_path)
-    out = tmp_path / "out" / "sweeps.csv"
+def test_a_write_fault_mid_sweep_is_one_line_and_the_records_stay_whole(tmp_path, fault, cause, request):
+    if fault == "frozen" and not freezing_works(tmp_path / "probe"):
+        pytest.skip("root, and chattr +i is refused here (overlayfs or tmpfs): nothing can freeze a folder")
+    under = request.getfixturevalue("small_disk") if fault == "filled" else tmp_path
+    spec = write_sweep(tmp_path, under=under)
+    out = under / "out" / "sweeps.csv"
     try:
         done = faulty(fault, out.parent, ["sweep", str(spec), "--no-progress"], tmp_path)
         written = out.read_bytes()
     finally:
         thaw(out.parent)
+        (under / FILLER).unlink(missing_ok=True)
     cause = "Permission denied" if fault == "frozen" and os.getuid() != 0 else cause
     one_line_error(done, str(out), cause)
-    assert written == (tmp_path / "out.before").read_bytes()  # the first record, byte for byte
+    assert written == (under / "out.before").read_bytes()  # the first record, byte for byte
     no_leftovers(out.parent)
     assert cli(["sweep", str(spec), "--no-progress"], tmp_path).returncode == 0  # the rest, measured once
     assert len(keys(out)) == 3 * CELLS and len(set(keys(out))) == 3 * CELLS
@@ -246,15 +304,17 @@ def test_a_folder_that_vanishes_mid_sweep_is_said_and_not_made_again(tmp_path):
     assert not out.parent.exists()
 
 
-def test_a_full_disk_at_a_checkpoint_keeps_the_last_one_whole(tmp_path):
-    (tmp_path / "ck").mkdir()
+@pytest.mark.parametrize("fault", ["full", "filled"])
+def test_a_full_disk_at_a_checkpoint_keeps_the_last_one_whole(tmp_path, fault, request):
+    where = request.getfixturevalue("small_disk") if fault == "filled" else tmp_path
+    (where / "ck").mkdir()
     argv = ["train", "--steps", "40", "--checkpoint", "ck/run.pt", "--checkpoint-every", "5", "--no-progress"]
-    done = faulty("full", tmp_path / "ck", [*argv, "--out", "t.csv"], tmp_path)
-    one_line_error(done, "ck/run.pt", "No space left on device")
-    assert (tmp_path / "ck" / "run.pt").read_bytes() == (tmp_path / "ck.before").read_bytes()
-    assert ckpt.load(tmp_path / "ck" / "run.pt").step == 5
-    no_leftovers(tmp_path / "ck")
-    assert not (tmp_path / "t.csv").exists()
+    done = faulty(fault, where / "ck", [*argv, "--out", "t.csv"], where)
+    one_line_error(done, "ck/run.pt", FULL)
+    assert (where / "ck" / "run.pt").read_bytes() == (where / "ck.before").read_bytes()
+    assert ckpt.load(where / "ck" / "run.pt").step == 5
+    no_leftovers(where / "ck")
+    assert not (where / "t.csv").exists()
 
 
 def valid_records(path: Path, n: int = 2) -> bytes:
@@ -268,7 +328,7 @@ def test_an_immutable_records_file_is_one_line_and_byte_identical(tmp_path):
     before = valid_records(records)
     if os.getuid() == 0:  # root may write a read-only file: only an immutable one stops it
         if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(records)]).returncode:
-            pytest.skip("no chattr here")
+            pytest.skip("root, and chattr +i is refused here (overlayfs or tmpfs): nothing can freeze a file")
     else:
         records.chmod(0o444)
     try:
@@ -337,8 +397,30 @@ def test_readme_over_corrupt_records_names_them_and_ends_cleanly(tmp_path):
 # --- 4. kill, then resume ------------------------------------------------------------------------------------------
 
 
+# The real CLI (argv[1:]) that waits, right after the first record or checkpoint it writes, for the signal that
+# stops it: the test's signal always finds the run mid-way (a short run could otherwise end between two polls).
+PAUSED = f"""
+import sys, time
+from dlrm_study.cli.main import main
+from dlrm_study.records import store
+from dlrm_study.train import checkpoint
+
+def then_wait(real):
+    def wrapped(*args, **kwargs):
+        result = real(*args, **kwargs)
+        time.sleep({GUARD})
+        return result
+    return wrapped
+
+store.append_many = then_wait(store.append_many)  # (store.append too)
+checkpoint.save = then_wait(checkpoint.save)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def stopped_at_first(argv: list[str], cwd: Path, ready: Callable[[], bool], what: str, sig) -> tuple[int, str]:
-    proc = start([sys.executable, "-m", "dlrm_study", *argv], cwd)
+    """The run stopped by `sig` once `ready` (its first record or checkpoint) holds; its exit code and stderr."""
+    proc = start([sys.executable, "-c", PAUSED, *argv], cwd)
     wait_for(ready, proc, what)
     return stop(proc, sig)
 
@@ -395,19 +477,20 @@ def test_a_stopped_compare_leaves_whole_records_and_measures_anew(tmp_path, sig)
 @SIGNALS
 def test_a_stopped_checkpointed_training_resumes_to_one_record(tmp_path, sig):
     ck, out = tmp_path / "ck.pt", tmp_path / "t.csv"
-    argv = ["train", "--steps", "600", "--checkpoint", "ck.pt", "--checkpoint-every", "5", "--no-progress"]
+    steps = 40  # (the run waits for its signal after its first checkpoint: it need not be long)
+    argv = ["train", "--steps", str(steps), "--checkpoint", "ck.pt", "--checkpoint-every", "5", "--no-progress"]
     argv += ["--out", "t.csv"]
     code, err = stopped_at_first(argv, tmp_path, ck.exists, "a first checkpoint", sig)
     check_stopped(code, err, sig, tmp_path)
     assert not out.exists()  # stopped before its end: no record
     at = ckpt.load(ck).step
-    assert at % 5 == 0 and 5 <= at < 600
+    assert at % 5 == 0 and 5 <= at < steps
     done = cli(["train", "--resume", "ck.pt", *argv[1:]], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resumed ck.pt at step {at}" in done.stderr
     frame = store.load(out)
-    assert len(frame) == 1 and frame["steps"].iloc[0] == 600
-    assert ckpt.load(ck).step == 600
+    assert len(frame) == 1 and frame["steps"].iloc[0] == steps
+    assert ckpt.load(ck).step == steps
     no_leftovers(tmp_path)
 
 

@@ -4,7 +4,7 @@ import os
 import re
 import subprocess
 import sys
-import time
+from types import SimpleNamespace
 
 import pandas as pd
 import papermill
@@ -229,22 +229,26 @@ def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
         assert all(spec.repeats == gpu_grid.REPEATS for spec in gpu_points), run.study
 
 
-def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path):
+def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path, monkeypatch):
     """gpu_session.whole: from the H200 estimate of each repeat, all of them, one, or none (left whole for a
-    later call); the runner's deadline never has to cut a repeat the estimate let start."""
+    later call); the runner's deadline never has to cut a repeat the estimate let start. The session's clock
+    stands still here (a loaded machine's pause between two lines is no part of the estimate)."""
     from dlrm_study.cli import gpu_session
 
+    now = 1000.0
+    monkeypatch.setattr(gpu_session, "time", SimpleNamespace(monotonic=lambda: now))
     run = next(r for r in gpu_grid.runs(tmp_path, dry_run=True) if r.claims == ("H4",))
-    specs, note = gpu_session.whole(run, time.monotonic(), budget_s=1e6, tests=False)
+    specs, note = gpu_session.whole(run, now, budget_s=1e6, tests=False)
     assert [s.repeats for s in specs] == [3] and note == " (repeats 0-2 of 3, whole)"
     items = [(t.repeat, t.variant, t.cfg) for t in gpu_session.pending(run)]
-    first = gpu_budget.Call(0.0).take(gpu_budget.by_repeat(items)[0], gpu_budget.kept(items))[0]
-    budget = gpu_budget.WHOLE_MARGIN * first + 0.5  # the first repeat, not the second (seconds each)
-    specs, note = gpu_session.whole(run, time.monotonic(), budget_s=budget, tests=False)
+    call, kept = gpu_budget.Call(0.0), gpu_budget.kept(items)
+    first, second = (call.take(part, kept)[0] for part in gpu_budget.by_repeat(items)[:2])
+    budget = gpu_budget.WHOLE_MARGIN * (first + second / 2)  # the first repeat and half the second: one
+    specs, note = gpu_session.whole(run, now, budget_s=budget, tests=False)
     assert [s.repeats for s in specs] == [1] and note == " (repeat 0 of 3, whole; the rest whole in a later call)"
-    specs, note = gpu_session.whole(run, time.monotonic() - 999.0, budget_s=1000.0, tests=False)
+    specs, note = gpu_session.whole(run, now - 999.0, budget_s=1000.0, tests=False)
     assert specs is None and note.startswith("not started") and "repeats 0-2 of 3, whole" in note
-    assert gpu_session.run_sweeps(run, time.monotonic(), lambda r: (None, note)) == f"gpu-placements: {note}"
+    assert gpu_session.run_sweeps(run, now, lambda r: (None, note)) == f"gpu-placements: {note}"
 
 
 def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, monkeypatch):

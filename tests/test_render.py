@@ -5,6 +5,7 @@ finding as the notebook that draws it says it."""
 import copy
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -21,9 +22,96 @@ def test_the_manifest_names_this_tree_and_every_published_artifact():
     assert manifest.problems(RESULTS, ROOT) == []
 
 
-def test_the_committed_render_is_what_this_tree_renders(tmp_path):
-    """Every notebook executed again from the committed records (minutes), compared with the committed copy."""
-    assert render.check("quick", ROOT, tmp_path) == []
+def test_the_committed_notebooks_are_what_this_tree_renders(tmp_path):
+    """Every notebook executed again from the committed records (minutes), compared with the committed copy.
+    The check's other parts have their own tests: the manifest's above, the README's generated section in
+    tests/test_readme.py, the results page in tests/test_results_page.py (each computes the ledger: once is
+    enough); `test_the_check_reports_each_of_its_parts` shows the check is made of the four."""
+    fresh = render.execute(tmp_path, "quick", measure=False, publish=False, repo=ROOT)
+    assert render.notebook_problems(RENDERED, fresh, ROOT) == []
+
+
+def edited_markdown(book: nbformat.NotebookNode) -> str | None:
+    """The id of the first Markdown cell that holds a number, its first digit changed ("110x" -> "210x"); None
+    where no Markdown cell holds one."""
+    for cell in book.cells:
+        digit = re.search(r"\d", cell.source) if cell.cell_type == "markdown" else None
+        if digit:
+            cell.source = cell.source[: digit.start()] + str((int(digit.group()) + 1) % 10) + cell.source[digit.end() :]
+            return cell.id
+    return None
+
+
+def test_a_number_edited_in_a_markdown_cell_is_caught():
+    edited_any = False
+    for path in sorted(RENDERED.glob("*.ipynb")):
+        committed = nbformat.read(path, as_version=4)
+        edited = copy.deepcopy(committed)
+        cid = edited_markdown(edited)
+        if cid is None:
+            continue
+        found = render.differences(committed, edited, path.name)
+        assert len(found) == 1 and f"cell {cid} (markdown), line " in found[0], (path.name, found)
+        edited_any = True
+    assert edited_any, "no rendered notebook has a number in its Markdown: the test proves nothing"
+
+
+def copies(folder: Path, skip: str = "", edit: str = "") -> list[Path]:
+    """The committed notebooks as a render would give them, into `folder`: one of them skipped, or one with a
+    number of its Markdown edited."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = []
+    for path in render.notebooks(ROOT):
+        if path.name == skip:
+            continue
+        book = nbformat.read(RENDERED / path.name, as_version=4)
+        if path.name == edit:
+            assert edited_markdown(book), f"{edit} has no number in its Markdown"
+        nbformat.write(book, folder / path.name)
+        made.append(folder / path.name)
+    return made
+
+
+@pytest.fixture
+def check_parts(monkeypatch):
+    """render.check with each of its parts answered by a stand-in, the notebooks' render by `copies`."""
+    monkeypatch.setattr(render.manifest, "problems", lambda results, repo: ["the manifest's problem"])
+    monkeypatch.setattr(render, "readme_problems", lambda readme, results, profile: ["the README's problem"])
+    monkeypatch.setattr(render.results_page, "problems", lambda repo, profile: ["the results page's problem"])
+    wanted = {}
+    monkeypatch.setattr(render, "execute", lambda folder, *args, **kwargs: copies(folder, **wanted))
+    return wanted
+
+
+PARTS = ["results/manifest.json: the manifest's problem", "the README's problem", "the results page's problem"]
+
+
+def test_the_check_reports_each_of_its_parts(check_parts, tmp_path):
+    assert render.check("quick", ROOT, tmp_path) == PARTS  # the committed notebooks, unchanged: no notebook problem
+
+
+def summary() -> str:
+    return render.notebooks(ROOT)[-1].name
+
+
+def test_a_notebook_the_render_skipped_fails_the_check(check_parts, tmp_path):
+    """Skipping the summary (00, rendered last) left the check with nothing to compare it with: it passed."""
+    check_parts["skip"] = summary()
+    assert render.check("quick", ROOT, tmp_path) == [*PARTS, f"{summary()}: not rendered now (the render skipped it)"]
+
+
+def test_a_markdown_cell_that_differs_from_the_render_fails_the_check(check_parts, tmp_path):
+    check_parts["edit"] = summary()
+    found = render.check("quick", ROOT, tmp_path)
+    assert found[: len(PARTS)] == PARTS and len(found) == len(PARTS) + 1, found
+    assert found[-1].startswith(f"{summary()}: cell ") and "(markdown), line " in found[-1], found
+
+
+def test_the_render_runs_every_notebook_the_summary_last():
+    names = [path.name for path in render.notebooks(ROOT)]
+    every = sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(names) == every and names[-1].startswith("00_") and names[:-1] == sorted(names[:-1])
+    assert sorted(path.name for path in RENDERED.glob("*.ipynb")) == every  # and each has its committed render
 
 
 def findings_output(notebook: str) -> str:
@@ -62,11 +150,12 @@ def test_a_number_edited_by_hand_is_caught():
     found = render.differences(committed, edited, "02")
     assert len(found) == 1 and cell.id in found[0], found
     readme = (ROOT / "README.md").read_text()
-    assert render.readme_problems(readme, RESULTS) == []
+    fresh = ledger.readme_section(RESULTS, "quick")  # (the ledger computed once: it takes a while)
+    assert render.readme_problems(readme, RESULTS, fresh=fresh) == []
     at = re.search(r"\d+\.\d+x", readme[readme.index(ledger.MARK_BEGIN) :])
     at_start = readme.index(ledger.MARK_BEGIN) + at.start()
     tampered = readme[:at_start] + str((int(readme[at_start]) + 1) % 10) + readme[at_start + 1 :]
-    assert render.readme_problems(tampered, RESULTS), "an edited ratio in the README passed the check"
+    assert render.readme_problems(tampered, RESULTS, fresh=fresh), "an edited ratio in the README passed the check"
 
 
 def test_an_artifact_edited_or_left_behind_is_caught(tmp_path):

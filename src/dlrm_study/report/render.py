@@ -9,8 +9,10 @@ code_fingerprint`) is measured, and one line says how many records that added (o
 
 `check` is tests/test_render.py's and `make check-render`'s: each notebook executed again with the
 records reused into a scratch folder, then compared with the committed copy cell by cell (by cell
-id): the printed text and Markdown, every number and verdict word, but not pixels, stderr, nor the
-cells tagged `provenance` (commit, time and the renderer's machine differ by design).
+id): each Markdown cell's text, each code cell's code and what it printed (text and Markdown), every
+number and verdict word, but not pixels, stderr, nor the output of cells tagged `provenance` (commit,
+time and the renderer's machine differ by design). Every notebook of notebooks/ and every one under
+results/notebooks/ must be rendered now and compared: a notebook the render skipped is a difference.
 """
 
 import argparse
@@ -158,23 +160,63 @@ def printed(book: nbformat.NotebookNode) -> dict[str, str]:
     return said
 
 
-def differences(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, name: str = "") -> list[str]:
-    """Where two renders of a notebook print differently: a line per cell, at its first differing line."""
-    old, new = printed(committed), printed(fresh)
-    found = [f"{name}: cell {cid} is rendered now but not in the committed copy" for cid in sorted(new.keys() - old)]
-    found += [f"{name}: cell {cid} is in the committed copy but not rendered now" for cid in sorted(old.keys() - new)]
-    for cid in sorted(old.keys() & new.keys()):
-        if old[cid] != new[cid]:
-            a, b = old[cid].splitlines(), new[cid].splitlines()
-            at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-            was, now = (a[at] if at < len(a) else "(nothing)"), (b[at] if at < len(b) else "(nothing)")
-            found.append(f"{name}: cell {cid}, line {at + 1}: committed {was!r}, rendered now {now!r}")
+def said(book: nbformat.NotebookNode) -> dict[tuple[str, str], str]:
+    """Everything a notebook says, by (cell id, part): each Markdown cell's text, each code cell's code (but
+    papermill's parameters: `publish` is the render's, not the check's), and what each code cell printed
+    (`printed`; none of a `provenance` cell)."""
+    shown = printed(book)
+    found = {}
+    for cell in book.cells:
+        cid = cell.get("id", "")
+        if INJECTED not in cell.metadata.get("tags", []):
+            found[(cid, cell.cell_type)] = cell.source
+        if cid in shown:
+            found[(cid, "output")] = shown[cid]
     return found
 
 
-def readme_problems(readme: str, results: Path, profile: str = "quick") -> list[str]:
-    """Where the README's generated section is not what the records give, at its first differing line."""
-    fresh = ledger.readme_section(results, profile)
+def differences(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, name: str = "") -> list[str]:
+    """Where two renders of a notebook say different things: a line per cell part, at its first differing line."""
+    old, new = said(committed), said(fresh)
+    found = [
+        f"{name}: cell {cid} ({part}) is rendered now but not in the committed copy"
+        for cid, part in sorted(new.keys() - old)
+    ]
+    found += [
+        f"{name}: cell {cid} ({part}) is in the committed copy but not rendered now"
+        for cid, part in sorted(old.keys() - new)
+    ]
+    for cid, part in sorted(old.keys() & new.keys()):
+        if old[cid, part] != new[cid, part]:
+            a, b = old[cid, part].splitlines(), new[cid, part].splitlines()
+            at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+            was, now = (a[at] if at < len(a) else "(nothing)"), (b[at] if at < len(b) else "(nothing)")
+            found.append(f"{name}: cell {cid} ({part}), line {at + 1}: committed {was!r}, rendered now {now!r}")
+    return found
+
+
+def notebook_problems(committed: Path, fresh: list[Path], repo: Path = REPO) -> list[str]:
+    """Every difference between the committed notebooks (the folder `committed`) and a fresh render of them
+    (`fresh`); every notebook of notebooks/ and of `committed` must be among the fresh ones, or the check
+    would pass a render that skipped it."""
+    rendered = {path.name: path for path in fresh}
+    wanted = {p.name for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb")} | {
+        p.name for p in committed.glob("*.ipynb")
+    }
+    found = [f"{name}: not rendered now (the render skipped it)" for name in sorted(wanted - rendered.keys())]
+    for name in sorted(rendered):
+        if not (committed / name).exists():
+            found.append(f"{name}: not under {committed.name}/ (run make render)")
+            continue
+        old, new = nbformat.read(committed / name, as_version=4), nbformat.read(rendered[name], as_version=4)
+        found += differences(old, new, name)
+    return found
+
+
+def readme_problems(readme: str, results: Path, profile: str = "quick", fresh: str | None = None) -> list[str]:
+    """Where the README's generated section is not what the records give (`fresh`, computed from them when
+    not given), at its first differing line."""
+    fresh = ledger.readme_section(results, profile) if fresh is None else fresh
     if fresh in readme:
         return []
     begin, end = readme.find(ledger.MARK_BEGIN), readme.find(ledger.MARK_END)
@@ -193,14 +235,8 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
     found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
     found += results_page.problems(repo, profile)
     with tempfile.TemporaryDirectory() as scratch:
-        where = folder or Path(scratch)
-        for fresh in execute(where, profile, measure=False, publish=False, repo=repo):
-            committed = repo / "results" / "notebooks" / fresh.name
-            if not committed.exists():
-                found.append(f"{fresh.name}: not under results/notebooks/ (run make render)")
-                continue
-            old, new = nbformat.read(committed, as_version=4), nbformat.read(fresh, as_version=4)
-            found += differences(old, new, fresh.name)
+        fresh = execute(folder or Path(scratch), profile, measure=False, publish=False, repo=repo)
+        found += notebook_problems(repo / "results" / "notebooks", fresh, repo)
     return found
 
 
