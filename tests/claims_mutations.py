@@ -54,6 +54,13 @@ M = [
         "both_short",
     ),
     (
+        A + "verdicts.py",
+        "fails = s3_accuracy(evidence.accuracy, machine, code, either)",
+        "fails = s3_accuracy(evidence.accuracy, machine, code)",
+        "tests/test_verdicts.py",
+        "s3_outcomes",
+    ),
+    (
         A + "views.py",
         "every = stats.Ratio.of(ratios, confidence)",
         "every = stats.Ratio.of(clean, confidence)",
