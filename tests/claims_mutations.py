@@ -12,6 +12,7 @@ import sys
 PYTHON = sys.executable
 VERDICT = {0: "SURVIVED", 1: "KILLED "}  # pytest: 1 is a failed test; any other code is a broken run
 A = "src/dlrm_study/analysis/"
+R = "src/dlrm_study/report/render.py"
 M = [
     (A + "verdicts.py", "S3_MARGIN = 0.1 ", "S3_MARGIN = 0.15 ", "tests/test_verdicts.py", "margin_is_pinned"),
     (A + "verdicts.py", "S3_MARGIN = 0.1 ", "S3_MARGIN = 0.08 ", "tests/test_verdicts.py", "margin_is_pinned"),
@@ -154,6 +155,30 @@ M = [
         "tests/test_claims_readers.py",
         "later_field",
     ),
+    # The render check (report/render.py): markdown compared, no notebook skipped, the summary rendered, every
+    # rendered notebook compared.
+    (R, "found[(cid, cell.cell_type)] = cell.source", "pass", "tests/test_render.py", "markdown"),
+    (
+        R,
+        'found = [f"{name}: not rendered now (the render skipped it)" for name in sorted(wanted - rendered.keys())]',
+        "found = []",
+        "tests/test_render.py",
+        "skipped",
+    ),
+    (
+        R,
+        ' + [p for p in found if p.name.startswith("00")]',
+        "",
+        "tests/test_render.py",
+        "skipped or summary_last or parts",
+    ),
+    (
+        R,
+        "for name in sorted(rendered):",
+        "for name in sorted(rendered)[1:]:",
+        "tests/test_render.py",
+        "markdown_cell_that_differs or parts",
+    ),
 ]
 only = sys.argv[1:]
 for i, (path, old, new, test, k) in enumerate(M):
@@ -166,7 +191,7 @@ for i, (path, old, new, test, k) in enumerate(M):
     try:
         args = [
             "timeout",
-            "300",
+            "900",
             "nice",
             "-n",
             "10",
