@@ -155,6 +155,20 @@ M = [
         "tests/test_claims_readers.py",
         "later_field",
     ),
+    (
+        "src/dlrm_study/measure/training.py",
+        "(run.step - first_step) * cfg.train.batch_size",
+        "run.step * cfg.train.batch_size",
+        "tests/test_train.py",
+        "resumed",
+    ),
+    (
+        A + "compare.py",
+        "over = stats.interval(rows[col.MS_MEDIAN] / rows[col.ROOFLINE_MS])",
+        "over = stats.interval(1.1 * rows[col.MS_MEDIAN] / rows[col.ROOFLINE_MS])",
+        "tests/test_compare.py",
+        "time_over_bound",
+    ),
     # The render check (report/render.py): markdown compared, no notebook skipped, the summary rendered, every
     # rendered notebook compared.
     (R, "found[(cid, cell.cell_type)] = cell.source", "pass", "tests/test_render.py", "markdown"),

@@ -87,3 +87,20 @@ def test_cuda_request_without_gpu_is_refused(tiny):
     tiny.train.device = "cuda"
     with pytest.raises(UsageError, match="no CUDA GPU"):
         build(tiny)
+
+
+def test_a_resumed_runs_rate_counts_only_the_steps_it_trained(tmp_path, monkeypatch):
+    """Resumed at step 8 of 12, the record's samples/s is the 4 trained steps' samples over the time they took
+    (a frozen clock gives 2 s), not all 12 steps' samples."""
+    from dlrm_study.measure import training
+
+    cfg = config.load("tiny", ["train.steps=12", "train.batch_size=32", "train.eval_batches=1"])
+    first = build(cfg)
+    train(first, make_data(cfg).batches(), 8)
+    ckpt.save(first, tmp_path / "run.pt")
+    resumed = ckpt.load(tmp_path / "run.pt")
+    clock = iter([100.0, 102.0])
+    monkeypatch.setattr(training.time, "perf_counter", lambda: next(clock))
+    record = training.train_and_record(resumed, None, progress=False)
+    assert record["steps"] == 12
+    assert record["samples_per_s"] == pytest.approx(4 * 32 / 2.0)
