@@ -169,6 +169,13 @@ M = [
         "tests/test_compare.py",
         "time_over_bound",
     ),
+    (
+        A + "verdicts.py",
+        "strict, _ = grid_changes(evidence, lens, along, stats.family(len(changes)))",
+        "strict = changes",
+        "tests/test_verdicts.py",
+        "some_change_short",
+    ),
     # The render check (report/render.py): markdown compared, no notebook skipped, the summary rendered, every
     # rendered notebook compared.
     (R, "found[(cid, cell.cell_type)] = cell.source", "pass", "tests/test_render.py", "markdown"),

@@ -180,6 +180,22 @@ def test_grid_claims(gpu_rate: dict, claim: str, status: str) -> None:
     assert verdict(claim, GPU, **grid(gpu_rate)).status == status
 
 
+def test_grid_claims_read_some_change_short_at_1_minus_0_05_over_m() -> None:
+    """H2's "not reproduced" is an "or" over the grid's changes, each read at 1 - 0.05/2: a change at 2 tables
+    whose 95% interval ends at 1.245x (below the 1.25x margin) but whose 97.5% one reaches 1.257x is
+    inconclusive, not "not reproduced" (reading it uncorrected said not reproduced)."""
+    change = ratios(1.2, 1.2**2 / 1.245)
+    out = []
+    for (dense, tables), rates in {(16, 2): [100.0] * 5, (1024, 2): [100 * c for c in change],
+                                   (16, 32): [100.0] * 5, (1024, 32): [200.0] * 5}.items():  # fmt: skip
+        columns = {"model.dense_features": dense, "model.table_rows": f"{tables}x100"}
+        out += rows(GPU, "gpu-hbm", rates, device="cuda", **columns)
+        out += rows(GPU, "host-optimized-fp32", [10.0] * 5, device="cpu", **columns)
+        out += rows(GPU, "host-optimized-bf16", [1.0] * 5, device="cpu", **columns)
+    v = verdict("H2", GPU, gpu_grid=pd.DataFrame(out))
+    assert v.status == "inconclusive" and "at 2: 1.20x [1.16, 1.25]" in v.evidence, v.evidence
+
+
 def test_grid_claims_need_the_gpu_hosts_own_cpu_records_and_enough_repeats() -> None:
     assert verdict("H2", GPU, **grid(UP, cpu_machine=XEON)).status == "not yet measured"  # never two machines
     assert verdict("H2", GPU, **grid(UP, split=False)).status == "one run"
