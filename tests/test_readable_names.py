@@ -49,3 +49,8 @@ def test_an_unlisted_name_is_left_for_the_scan_to_report():
 def test_session_say_prints_words(capsys):
     session.say("over", "gpu-hbm")
     assert capsys.readouterr().out == "over tables in GPU memory\n"
+
+
+def test_english_host_memory_is_not_an_id_but_a_host_table_kind_is():
+    assert readable.identifiers("host-memory tables cost throughput") == []
+    assert readable.identifiers("the host-fused-cpu kind") == ["host-fused-cpu"]

@@ -35,8 +35,14 @@ def identifiers(text: str) -> list[str]:
 
 
 def is_internal_id(word: str) -> bool:
-    """A variant's or a study's id (`gpu-...`, `cpu-...`, `host-...`, a registered variant, a `-quick`/`-full` id)."""
-    return word in REGISTRY or word.startswith(("gpu-", "cpu-", "host-")) or word.endswith(("-quick", "-full"))
+    """A variant's or a study's id (`gpu-...`, `cpu-...`, a host table's kind, a registered variant, a `-quick`/`-full`
+    id); `host-memory` is English (H4's words), so `host-` alone does not make an id."""
+    return (
+        word in REGISTRY or word in HOST_IDS or word.startswith(("gpu-", "cpu-")) or word.endswith(("-quick", "-full"))
+    )
+
+
+HOST_IDS = {"host-fused-cpu"}  # the host table's kind (model/tables/host.py), the one `host-` id
 
 
 VENDOR_WORDS = {"amd": "AMD", "epyc": "EPYC", "intel": "Intel", "xeon": "Xeon", "nvidia": "NVIDIA"}
