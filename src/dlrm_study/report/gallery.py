@@ -24,6 +24,7 @@ from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.wording import judgement_text
 from dlrm_study.errors import UsageError
+from dlrm_study.report.readable import words
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import sensitivity
 
@@ -114,8 +115,8 @@ FINDINGS: dict[str, Callable[[Path, str, str], list[str]]] = {
 
 
 def plain(verdict: Judgement) -> str:
-    """A verdict as a notebook prints it: the ledger's cell without its Markdown."""
-    return judgement_text(verdict).replace("**", "")
+    """A verdict as a notebook prints it: the ledger's cell without its Markdown, names in words."""
+    return words(judgement_text(verdict).replace("**", ""))
 
 
 def gpu_note(claim: str, evidence: Evidence, machine: str) -> str:
@@ -136,12 +137,12 @@ def gpu_verdicts(claims: Iterable[str], out: Path, profile: str) -> list[str]:
 
 
 def said(figures: Iterable[str], out: Path, profile: str, machine: str) -> str:
-    """What a notebook prints under its figures: each figure's title, then its findings."""
+    """What a notebook prints under its figures: each figure's title, then its findings (names in words)."""
     blocks = []
     for figure in figures:
         lines = figure_findings(figure, out, profile, machine)
         blocks.append("\n".join([f"{FIGURES[figure][1][0].upper()}{FIGURES[figure][1][1:]}:", *lines]))
-    return "\n\n".join(blocks)
+    return words("\n\n".join(blocks))
 
 
 def findings_by_figure(out: Path, profile: str, machine: str) -> dict[str, list[str]]:

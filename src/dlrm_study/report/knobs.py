@@ -11,7 +11,7 @@ from dlrm_study.analysis.predictions import knob_bands
 from dlrm_study.analysis.sensitivity import gpu_records, rates_table, sensitivity_records, with_knob
 from dlrm_study.records import columns as col
 from dlrm_study.report import plots
-from dlrm_study.report.readable import machine_words
+from dlrm_study.report.readable import for_readers, machine_words
 from dlrm_study.studies.sensitivity import KNOBS, dropped, on_gpu, sensitivity
 
 
@@ -26,7 +26,7 @@ def knob_section(knob: str, profile: str, out: Path, machine: str | None, figure
     fig = plots.sensitivity(records, label[0].upper() + label[1:])
     plots.save(fig, f"{notebook}_{knob}", figures)
     print("thousand samples/s, geometric mean of repeats [95% interval]:")
-    print(rates_table(records).to_string())
+    print(for_readers(rates_table(records)).to_string())
     gpu = gpu_records(on_gpu(spec))
     if not gpu.empty:
         hosts = ", ".join(sorted(set(gpu[col.MACHINE])))

@@ -5,6 +5,8 @@ The cap and the scan are functions so that tests (and any page that renders text
 
 import re
 
+import pandas as pd
+
 from dlrm_study.analysis.wording import MAX_CELL, VARIANTS, variant_words  # noqa: F401 (the report's names)
 from dlrm_study.config.variants import REGISTRY
 from dlrm_study.records import Machine
@@ -33,8 +35,14 @@ def identifiers(text: str) -> list[str]:
 
 
 def is_internal_id(word: str) -> bool:
-    """A variant's or a study's id (`gpu-...`, `cpu-...`, `host-...`, a registered variant, a `-quick`/`-full` id)."""
-    return word in REGISTRY or word.startswith(("gpu-", "cpu-", "host-")) or word.endswith(("-quick", "-full"))
+    """A variant's or a study's id (`gpu-...`, `cpu-...`, a host table's kind, a registered variant, a `-quick`/`-full`
+    id); `host-memory` is English (H4's words), so `host-` alone does not make an id."""
+    return (
+        word in REGISTRY or word in HOST_IDS or word.startswith(("gpu-", "cpu-")) or word.endswith(("-quick", "-full"))
+    )
+
+
+HOST_IDS = {"host-fused-cpu"}  # the host table's kind (model/tables/host.py), the one `host-` id
 
 
 VENDOR_WORDS = {"amd": "AMD", "epyc": "EPYC", "intel": "Intel", "xeon": "Xeon", "nvidia": "NVIDIA"}
@@ -55,3 +63,71 @@ def machine_words(key: str) -> str:
     if m.gpu:
         parts.append(" ".join(VENDOR_WORDS.get(w, w.upper()) for w in m.gpu.split("-")))
     return ", ".join(parts)
+
+
+# Record fields, operators and ISA flags as a reader names them (tables' columns, printed lines).
+FIELD_WORDS = {
+    "samples_per_s": "samples/s", "bound_samples_per_s": "bound samples/s",
+    "published_samples_per_s": "paper samples/s", "dense_ms": "dense ms", "embedding_ms": "embedding ms",
+    "config_name": "preset", "bottom_mlp": "bottom MLP", "top_mlp": "top MLP", "embedding_forward": "embedding forward",
+    "dense_backward": "dense backward", "embedding_backward_update": "embedding backward update",
+    "optimizer_step": "optimizer step", "over_hbm": "over GPU memory", "batch_size": "batch size",
+    "world_size": "ranks", "step_ms": "step ms", "compute_ms": "compute ms", "ms_median": "ms, median",
+    "compute_ms_median": "compute ms, median", "model_step_ms": "model's step ms",
+    "model_compute_ms": "model's compute ms", "step_error": "step error", "compute_error": "compute error",
+    "allreduce_ms": "all-reduce ms", "alltoall_ms": "all-to-all ms", "accuracy_reduction": "accuracy reduction",
+    "amx_bf16": "AMX bf16", "avx512_bf16": "AVX-512 bf16", "dense_features": "dense features",
+    "embedding_dim": "embedding dim", "mlp_width": "MLP width",
+}  # fmt: skip
+# Studies (what a figure or a table was measured in) as a reader names them.
+STUDY_WORDS = {
+    "cpu-loops-quick": "the CPU loops (quick)", "cpu-loops-full": "the CPU loops (full)",
+    "cpu-compare": "the CPU comparison", "gpu-dense-sparse-grid": "the GPU dense/sparse grid",
+    "gpu-placements": "the GPU placements", "gpu-placement-size": "GPU placements against table size",
+    "gpu-placement-skew": "GPU placements against id skew", "gpu-presets": "the GPU presets",
+}  # fmt: skip
+SENSITIVITY = "gpu-sensitivity-"
+# Any name the scan finds, with link targets matched first so that they are passed over.
+NAME = re.compile(f"(?P<keep>{LINK_TARGET.pattern})|(?P<name>{CALL.pattern}|{SNAKE.pattern}|{KEBAB.pattern})")
+
+
+def name_words(name: str) -> str | None:
+    """An internal name in a reader's words, or None where no words are written for it."""
+    if name in FIELD_WORDS:
+        return FIELD_WORDS[name]
+    if name in STUDY_WORDS:
+        return STUDY_WORDS[name]
+    if name.startswith(SENSITIVITY):
+        return "GPU sensitivity to " + name.removeprefix(SENSITIVITY).replace("-", " ")
+    if name in REGISTRY:
+        return variant_words(name)
+    return None
+
+
+def words(text: str) -> str:
+    """`text` with each internal name the scan would find put in words; a name in a column of a printed table
+    (two spaces beside it) keeps its width where its words are shorter, so the columns stay aligned."""
+
+    def swap(m: re.Match) -> str:
+        name = m["name"]
+        said = name and name_words(name)
+        if not said:
+            return m[0]
+        before, after = text[max(0, m.start() - 2) : m.start()], text[m.end() : m.end() + 2]
+        if after == "  " or m.end() == len(text) or text[m.end()] == "\n":
+            return said.ljust(len(name)) if before == "  " or after == "  " else said
+        return said.rjust(len(name)) if before == "  " else said
+
+    return NAME.sub(swap, text)
+
+
+def for_readers(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table with its column and index names, and the ids among its text values, in a reader's words."""
+    say = lambda v: (name_words(v) or v) if isinstance(v, str) else v  # noqa: E731 (one use, below)
+    shown = frame.rename(columns=say, index=say)
+    shown.columns = shown.columns.set_names([say(n) for n in shown.columns.names])
+    shown.index = shown.index.set_names([say(n) for n in shown.index.names])
+    for column in shown.columns:
+        if not pd.api.types.is_numeric_dtype(shown[column]):  # text held as object or as pandas' str
+            shown[column] = shown[column].map(say)
+    return shown

@@ -2,8 +2,11 @@
 
 from pathlib import Path
 
+import pandas as pd
+
 from dlrm_study.analysis.claims import BY_ID, verdicts
 from dlrm_study.analysis.evidence import Evidence, published_machine
+from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
@@ -11,7 +14,7 @@ from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest
 from dlrm_study.report.gallery import gpu_note, plain
-from dlrm_study.report.readable import machine_words
+from dlrm_study.report.readable import for_readers, machine_words, words
 from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
@@ -72,7 +75,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
             lines.append(f"    on {machine_words(host)}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
         if not table[claim]:
             lines.append("    no machine has records of it yet")
-    return "\n".join(lines)
+    return words("\n".join(lines))
 
 
 def tally(out: Path, profile: str) -> str:
@@ -123,4 +126,25 @@ def show_markdown(text: str) -> None:
     so a viewer that does not render Markdown still shows the table."""
     from IPython.display import display
 
+    text = words(text)
     display({"text/markdown": text, "text/plain": text}, raw=True)
+
+
+def say(*parts: object) -> None:
+    """Print as `print` does, with the internal names a reader would meet put in words (`readable.words`)."""
+    print(words(" ".join(str(p) for p in parts)))
+
+
+def prediction_table(scored: pd.DataFrame, claims: tuple[str, ...]) -> str:
+    """`predictions.table_text` with the table's columns and ids in words (its rows and notes as they are)."""
+    text = table_text(scored, claims)
+    shown = table(scored, claims)
+    comparable = shown[~shown["verdict"].str.startswith("not comparable")] if not shown.empty else shown
+    if comparable.empty:
+        return words(text)
+    return text.replace(comparable.to_string(index=False), for_readers(comparable).to_string(index=False), 1)
+
+
+def show_table(frame: pd.DataFrame, **to_string: object) -> None:
+    """Print a table with its column, index and id names in words (`readable.for_readers`)."""
+    print(for_readers(frame).to_string(**to_string))
