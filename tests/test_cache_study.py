@@ -51,3 +51,13 @@ def test_the_finding_says_whether_the_policies_differ_at_steady_state():
     assert "LFU higher by 3.0 points" in differ
     (cold,) = findings.cache(rates(0.924, 0.924, 0.0), "quick")
     assert "no row evicted" in cold and "cannot differ" in cold
+
+
+def test_the_finding_reads_one_code_where_a_machine_has_two():
+    """A machine measured at two codes has each point twice: the finding reads its newest code's (before, the
+    two records of one policy failed the comparison in notebook 05)."""
+    old = rates(0.90, 0.93, 3000.0).assign(code_fingerprint="aaaaaaaaaaaa", timestamp="2026-12-01T00:00:00")
+    new = rates(0.9421, 0.9424, 3000.0).assign(code_fingerprint="bbbbbbbbbbbb", timestamp="2026-12-03T00:00:00")
+    both = pd.concat([old, new], ignore_index=True).assign(machine="amd-epyc-f25m1s1/avx2/2cpu")
+    (said,) = findings.cache(both, "quick")
+    assert "the same to within 0.1" in said and "94.2%" in said
