@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.claims import BY_ID, verdicts
+from dlrm_study.analysis.current import at_head, newest
 from dlrm_study.analysis.evidence import Evidence, published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
@@ -148,3 +149,9 @@ def prediction_table(scored: pd.DataFrame, claims: tuple[str, ...]) -> str:
 def show_table(frame: pd.DataFrame, **to_string: object) -> None:
     """Print a table with its column, index and id names in words (`readable.for_readers`)."""
     print(for_readers(frame).to_string(**to_string))
+
+
+def current_code(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each machine's records of its newest code only, as the verdicts read them: a figure drawn from the same
+    records as its verdict (older codes' records stay in the files, counted as history)."""
+    return at_head(frame, newest([frame]))
