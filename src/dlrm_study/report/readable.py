@@ -10,6 +10,7 @@ import pandas as pd
 from dlrm_study.analysis.wording import MAX_CELL, VARIANTS, variant_words  # noqa: F401 (the report's names)
 from dlrm_study.config.variants import REGISTRY
 from dlrm_study.records import Machine
+from dlrm_study.records import columns as col
 
 # Internal names: snake_case (`embedding_backward_update`), call-like names (`needed(host)`), and the
 # kebab-case ids of variants and studies (`gpu-hbm`, `cpu-loops-quick`, `optimized-bf16`); preset names
@@ -67,12 +68,13 @@ def machine_words(key: str) -> str:
 
 # Record fields, operators and ISA flags as a reader names them (tables' columns, printed lines).
 FIELD_WORDS = {
-    "samples_per_s": "samples/s", "bound_samples_per_s": "bound samples/s",
+    col.SAMPLES_PER_S: "samples/s", "bound_samples_per_s": "bound samples/s",
     "published_samples_per_s": "paper samples/s", "dense_ms": "dense ms", "embedding_ms": "embedding ms",
-    "config_name": "preset", "bottom_mlp": "bottom MLP", "top_mlp": "top MLP", "embedding_forward": "embedding forward",
-    "dense_backward": "dense backward", "embedding_backward_update": "embedding backward update",
-    "optimizer_step": "optimizer step", "over_hbm": "over GPU memory", "batch_size": "batch size",
-    "world_size": "ranks", "step_ms": "step ms", "compute_ms": "compute ms", "ms_median": "ms, median",
+    col.CONFIG_NAME: "preset", "bottom_mlp": "bottom MLP", "top_mlp": "top MLP",
+    "embedding_forward": "embedding forward", "dense_backward": "dense backward",
+    "embedding_backward_update": "embedding backward update", "optimizer_step": "optimizer step",
+    "over_hbm": "over GPU memory", "batch_size": "batch size",
+    "world_size": "ranks", "step_ms": "step ms", "compute_ms": "compute ms", col.MS_MEDIAN: "ms, median",
     "compute_ms_median": "compute ms, median", "model_step_ms": "model's step ms",
     "model_compute_ms": "model's compute ms", "step_error": "step error", "compute_error": "compute error",
     "allreduce_ms": "all-reduce ms", "alltoall_ms": "all-to-all ms", "accuracy_reduction": "accuracy reduction",
