@@ -38,17 +38,21 @@ def code_commit(repo: Path) -> str:
     return done.stdout.strip() or "unknown"
 
 
-def stamp(results: Path) -> dict[str, str]:
-    """What a rendered artifact says of its origin: the code's commit, the records' digest, the rules' hash."""
-    return {"commit": provenance.git_commit(), "records": records_digest(results), "rules": provenance.rules_hash()}
+def stamp(results: Path, commit: str | None = None) -> dict[str, str]:
+    """What a rendered artifact says of its origin: the code's commit (`provenance.git_commit` unless given),
+    the records' digest, the rules' hash."""
+    commit = commit or provenance.git_commit()
+    return {"commit": commit, "records": records_digest(results), "rules": provenance.rules_hash()}
 
 
-def write(results: Path) -> Path:
-    """The manifest of the render now in `results` (its notebooks and figures), written beside them."""
+def write(results: Path, commit: str | None = None) -> Path:
+    """The manifest of the render now in `results` (its notebooks and figures), written beside them.
+    `commit` is the tree's commit as the render found it: asked after the render wrote docs/results.md,
+    git would call the tree dirty."""
     results = Path(results)
     artifacts = {name: digest((results / name).read_bytes()) for name in published(results)}
     records = {path.name: digest(path.read_bytes()) for path in sorted(results.glob("*.csv"))}
-    doc = {**stamp(results), "records_files": records, "artifacts": artifacts}
+    doc = {**stamp(results, commit), "records_files": records, "artifacts": artifacts}
     path = results / MANIFEST
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return path

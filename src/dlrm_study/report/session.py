@@ -155,3 +155,20 @@ def current_code(frame: pd.DataFrame) -> pd.DataFrame:
     """Each machine's records of its newest code only, as the verdicts read them: a figure drawn from the same
     records as its verdict (older codes' records stay in the files, counted as history)."""
     return at_head(frame, newest([frame]))
+
+
+def measured_in(frame: pd.DataFrame, name: str) -> str:
+    """Which commit measured which points of a figure drawn over records of more than one session ("" for one):
+    a sweep completed across sessions says so, point by point, rather than only in its footer."""
+    if frame.empty or col.GIT_COMMIT not in frame or col.POINT not in frame:
+        return ""
+    commits = frame[col.GIT_COMMIT].fillna("unknown").astype(str).str[:7]
+    if commits.nunique() < 2:
+        return ""
+    parts = []
+    for commit, group in frame.groupby(commits, sort=False):
+        counts = group[col.POINT].astype(str).str.split("=").str[-1].value_counts(sort=False)
+        points = ", ".join(f"{point} ({n})" for point, n in counts.items())
+        parts.append(f"at {commit}, {count(len(group), 'record')}: {points}")
+    said = f"{name}: records of {commits.nunique()} sessions, by the commit that measured them; "
+    return said + "; ".join(parts) + "."

@@ -1,0 +1,46 @@
+"""What a notebook draws and what a render names as its origin: each machine's newest code only, a figure over
+more than one session saying which commit measured which points, and a manifest naming the tree the render found."""
+
+import json
+
+import pandas as pd
+
+from dlrm_study.records import columns as col
+from dlrm_study.report import manifest, render, session
+
+
+def records(*rows: tuple[str, str, str, str, str]) -> pd.DataFrame:
+    names = [col.MACHINE, col.CODE_FINGERPRINT, col.TIMESTAMP, col.GIT_COMMIT, col.POINT]
+    return pd.DataFrame(rows, columns=names)
+
+
+def test_a_figure_draws_each_machines_newest_code_only():
+    frame = records(
+        ("a", "old", "2026-12-01", "1111111aaa", "rows=1"),
+        ("a", "new", "2026-12-02", "2222222bbb", "rows=1"),
+        ("b", "old", "2026-12-03", "3333333ccc", "rows=1"),  # b's newest is its only code
+    )
+    kept = session.current_code(frame)
+    assert list(zip(kept[col.MACHINE], kept[col.CODE_FINGERPRINT], strict=True)) == [("a", "new"), ("b", "old")]
+
+
+def test_one_session_goes_unsaid_and_two_are_named_point_by_point():
+    one = records(("a", "", "t", "577ad01xyz", "rows=100"), ("a", "", "t", "577ad01xyz", "rows=400"))
+    assert session.measured_in(one, "Size") == ""
+    two = pd.concat([one, records(("a", "", "t", "e5c64cdxyz", "rows=400"))], ignore_index=True)
+    said = session.measured_in(two, "Size")
+    assert said.startswith("Size: records of 2 sessions")
+    assert "at 577ad01, 2 records: 100 (1), 400 (1)" in said and "at e5c64cd, 1 record: 400 (1)" in said
+
+
+def test_the_manifest_names_the_commit_the_render_found_before_writing_its_page(tmp_path, monkeypatch):
+    """The render writes docs/results.md before its manifest; asked then, git would call the tree dirty."""
+    (tmp_path / "results").mkdir()
+    written = []
+    monkeypatch.setattr(render.provenance, "git_commit", lambda: "abc1234" + ("-dirty" if written else ""))
+    monkeypatch.setattr(render, "execute", lambda *args, **kwargs: None)
+    monkeypatch.setattr(render.ledger, "write_readme", lambda *args: False)
+    monkeypatch.setattr(render.results_page, "write", lambda repo, profile: written.append(True) or [])
+    render.publish("smoke", measure=False, repo=tmp_path)
+    assert written
+    assert json.loads((tmp_path / "results" / manifest.MANIFEST).read_text())["commit"] == "abc1234"
