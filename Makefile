@@ -130,7 +130,7 @@ clean:
 # facebookresearch/dlrm (git clone https://github.com/facebookresearch/dlrm); DLRM_PYTHON: an
 # interpreter with what it imports, by default .venv-upstream (requirements/upstream.txt: the
 # study's torch build, numpy, scikit-learn, tensorboard, tqdm).
-PAIRS ?= 3
+PAIRS ?= 5
 UPSTREAM_LOOPS ?= --loop reference,--loop optimized --precision fp32,--loop optimized --precision bf16
 UPSTREAM_VENV ?= .venv-upstream
 DLRM_PYTHON ?= $(UPSTREAM_VENV)/bin/python

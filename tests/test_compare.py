@@ -109,12 +109,12 @@ def test_upstream_report_pairs_runs_in_order_per_machine():
         records += upstream_round(i, speed)
     records.append(upstream_run("optimized-bf16", 9, 1.0, "cpu-compare"))  # another study's record: not a pair
     text = " ".join(upstream_report(pd.DataFrame(records)).split())
-    assert "optimized-bf16 / upstream 4.50x [4.50, 4.50] target >= 5.0x: misses, 3 pairs" in text
-    assert "optimized-fp32 / upstream 3.00x [3.00, 3.00] target >= 2.5x: meets" in text
+    assert "optimized-bf16 / upstream 4.50x [4.50, 4.50] target >= 6.0x: misses, 3 pairs" in text
+    assert "optimized-fp32 / upstream 3.00x [3.00, 3.00] target >= 3.0x: meets" in text
     assert "reference / upstream 1.00x [1.00, 1.00] no target (faithful)" in text
     bounded = pd.DataFrame(records).assign(ms_median=lambda f: 1e5 / f["samples_per_s"], roofline_ms=1e5 / 480.0)
     text = " ".join(upstream_report(bounded).split())  # upstream's 1,000 ms/it over a bound of 208 ms/it
-    assert "target >= 5.0x: misses, 3 pairs; at most 4.80x by this machine's roofline" in text
+    assert "target >= 6.0x: misses, 3 pairs; at most 4.80x by this machine's roofline" in text
 
 
 def test_upstream_report_pairs_within_one_invocation_and_one_code_newest_first():
