@@ -8,10 +8,9 @@ import nbformat
 import pytest
 from tests.conftest import ROOT
 
-from dlrm_study.analysis.claims import verdicts
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.wording import Share, amount
-from dlrm_study.report import ledger, readable, results_page
+from dlrm_study.report import ledger, readable, reading, results_page
 
 RESULTS = ROOT / "results"
 
@@ -23,13 +22,13 @@ def found() -> dict:
 
 @functools.cache
 def evidence() -> Evidence:
-    return Evidence.load(RESULTS, "quick")
+    return reading.evidence(RESULTS, "quick")  # judged once for every test here
 
 
 def test_s2_and_s3_print_their_numbers_through_the_one_formatter():
     """The verdict's text, its ledger cell and the page print a judged number alike (`wording.amount`), S2's as a
     share of repeats (`Share`), S3's as a ratio of pairs."""
-    table = verdicts(evidence())
+    table = reading.verdicts_of(evidence())
     printed = 0
     for claim, unit in (("S2", "%"), ("S3", "x")):
         for machine, v in table[claim].items():

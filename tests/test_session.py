@@ -4,9 +4,10 @@ more than one session saying which commit measured which points, and a manifest 
 import json
 
 import pandas as pd
+from tests.conftest import ROOT
 
 from dlrm_study.records import columns as col
-from dlrm_study.report import manifest, render, session
+from dlrm_study.report import manifest, reading, render, session
 
 
 def records(*rows: tuple[str, str, str, str, str]) -> pd.DataFrame:
@@ -44,3 +45,12 @@ def test_the_manifest_names_the_commit_the_render_found_before_writing_its_page(
     render.publish("smoke", measure=False, repo=tmp_path)
     assert written
     assert json.loads((tmp_path / "results" / manifest.MANIFEST).read_text())["commit"] == "abc1234"
+
+
+def test_verdicts_are_judged_once_per_records_and_anew_when_they_change(tmp_path):
+    first, table = reading.judged(tmp_path, "quick")
+    assert reading.judged(tmp_path, "quick")[0] is first and reading.verdicts_of(first) is table
+    assert reading.of(first, "m") is reading.of(first, "m")
+    (tmp_path / "sweeps.csv").write_text((ROOT / "results" / "sweeps.csv").read_text())  # new records: a new key
+    again, _ = reading.judged(tmp_path, "quick")
+    assert again is not first and not again.cpu_loops.empty and first.cpu_loops.empty

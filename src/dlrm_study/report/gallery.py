@@ -24,6 +24,7 @@ from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.wording import judgement_text
 from dlrm_study.errors import UsageError
+from dlrm_study.report import reading
 from dlrm_study.report.readable import words
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import sensitivity
@@ -121,15 +122,15 @@ def plain(verdict: Judgement) -> str:
 
 def gpu_note(claim: str, evidence: Evidence, machine: str) -> str:
     """A GPU claim's verdict on a machine whose GPU records are the old loop's says so (`analysis.gpu_loop`)."""
-    return loop_label(evidence.of(machine).gpu) if claim.startswith("H") else ""
+    return loop_label(reading.of(evidence, machine).gpu) if claim.startswith("H") else ""
 
 
 def gpu_verdicts(claims: Iterable[str], out: Path, profile: str) -> list[str]:
     """The GPU claims' verdicts on each GPU host with records (the figures of 03 and 05 draw them)."""
-    evidence = Evidence.load(out, profile)
+    evidence = reading.evidence(out, profile)
     hosts = gpu_hosts(evidence)
     lines = [
-        f"{c} on {host}: {plain(judge(c, evidence.of(host), host))}{gpu_note(c, evidence, host)}"
+        f"{c} on {host}: {plain(judge(c, reading.of(evidence, host), host))}{gpu_note(c, evidence, host)}"
         for host in hosts
         for c in claims
     ]

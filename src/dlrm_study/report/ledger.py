@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dlrm_study.analysis import findings, predictions
-from dlrm_study.analysis.claims import CLAIMS, class_status, verdicts
+from dlrm_study.analysis.claims import CLAIMS, class_status
 from dlrm_study.analysis.clusters import MIN_RUNS
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
@@ -18,7 +18,7 @@ from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.wording import MAX_CELL, cell, variant_words
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, provenance
-from dlrm_study.report import manifest
+from dlrm_study.report import manifest, reading
 from dlrm_study.report.gallery import gallery
 from dlrm_study.studies.sensitivity import KNOBS
 
@@ -28,7 +28,7 @@ MARK_END = "<!-- end of generated section -->"
 
 def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     """The claim ledger as a Markdown table: a column per machine; `notebooks`: where links point."""
-    table = verdicts(evidence)
+    table = reading.verdicts_of(evidence)
     every = evidence.machines()
     if not every:
         return "No records yet: run `make reproduce`."
@@ -66,7 +66,7 @@ NAMES: dict[str, Callable[[str], str]] = {
 
 def old_gpu_loop(claim: str, evidence: Evidence, machine: str) -> bool:
     """Whether a GPU claim on this machine reads only the old GPU loop's records."""
-    gpu = evidence.of(machine).gpu
+    gpu = reading.of(evidence, machine).gpu
     return claim.startswith("H") and not gpu.empty and bool(old_loop(gpu).all())
 
 
@@ -122,7 +122,7 @@ def not_used(table: dict[str, dict[str, Judgement]]) -> str:
 
 def readme_section(out: Path, profile: str = "quick") -> str:
     """The README's generated section: the figure gallery and the claim ledger (one column per machine)."""
-    evidence = Evidence.load(out, profile)
+    evidence = reading.evidence(out, profile)
     hosts = ", ".join(f"`{h}`" for h in evidence.machines()) or "none yet"
     primary = primary_machine(evidence)
     return "\n".join(

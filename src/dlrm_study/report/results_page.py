@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import predictions
-from dlrm_study.analysis.claims import BY_ID, verdicts
+from dlrm_study.analysis.claims import BY_ID
 from dlrm_study.analysis.convergence import GAIN_MARGIN
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.gpu_loop import old_loop
@@ -29,7 +29,7 @@ from dlrm_study.analysis.wording import amount
 from dlrm_study.config.variants import GPU_HBM
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
-from dlrm_study.report import ledger, manifest
+from dlrm_study.report import ledger, manifest, reading
 from dlrm_study.report.readable import machine_words
 from dlrm_study.studies.gpu_targets import TARGETS
 
@@ -81,7 +81,7 @@ class Judged:
 def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
     """THE adapter to the verdict API (`analysis.verdicts`): claim -> machine -> Judged, for machines whose
     records say their ISA. Rewire this function alone when the verdict API changes."""
-    table = verdicts(evidence)
+    table = reading.verdicts_of(evidence)
     hosts = [m for m in evidence.machines() if Machine.parse(m).recorded]
     found = {}
     for claim in BY_ID:
@@ -169,7 +169,7 @@ def gpu_plainly(evidence: Evidence) -> list[str]:
     """Per GPU machine: which loop its records measured, the targets against those records, and why."""
     lines = []
     for host in evidence.machines():
-        gpu = evidence.of(host).gpu
+        gpu = reading.of(evidence, host).gpu
         if gpu.empty:
             continue
         old = gpu[old_loop(gpu)]
@@ -229,7 +229,7 @@ def provenance_line(out: Path) -> str:
 
 def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/") -> str:
     """docs/results.md."""
-    evidence = Evidence.load(out, profile)
+    evidence = reading.evidence(out, profile)
     found = judged(evidence)
     if not found or not next(iter(found.values())):
         return "# Results\n\nNo records yet: run `make reproduce`.\n"
@@ -262,7 +262,7 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
 
 def first_screen(out: Path, profile: str = "quick") -> str:
     """The README's first screen: three lines saying what the results page says, between their markers."""
-    evidence = Evidence.load(out, profile)
+    evidence = reading.evidence(out, profile)
     found = judged(evidence)
     lines = [paper_paragraph(p, claims, found) for p, claims in PAPERS.items()] if found else ["No records yet."]
     return "\n".join([FIRST_BEGIN, *[f"{line}  " for line in lines],

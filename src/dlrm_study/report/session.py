@@ -4,16 +4,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis.claims import BY_ID, verdicts
+from dlrm_study.analysis.claims import BY_ID
 from dlrm_study.analysis.current import at_head, newest
-from dlrm_study.analysis.evidence import Evidence, published_machine
+from dlrm_study.analysis.evidence import published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
 from dlrm_study.measure import runner
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
-from dlrm_study.report import manifest
+from dlrm_study.report import manifest, reading
 from dlrm_study.report.gallery import gpu_note, plain
 from dlrm_study.report.readable import for_readers, machine_words, words
 from dlrm_study.studies import profiles
@@ -67,8 +67,7 @@ def footer() -> str:
 def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     """The notebook's claims in plain words, each with its verdict per machine with records
     (the claim ledger's rules, as notebook 00 and the README state them)."""
-    evidence = Evidence.load(Path(out), profile)
-    table = verdicts(evidence)
+    evidence, table = reading.judged(Path(out), profile)
     lines = []
     for claim in claims:
         lines.append(f"{claim}. {BY_ID[claim].text}")
@@ -82,7 +81,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
 def tally(out: Path, profile: str) -> str:
     """Notebook 00's summary: per machine, how many claims got each verdict."""
     by_host: dict[str, dict[str, int]] = {}
-    for by_claim in verdicts(Evidence.load(Path(out), profile)).values():
+    for by_claim in reading.judged(Path(out), profile)[1].values():
         for host, verdict in by_claim.items():
             counts = by_host.setdefault(host, {})
             counts[verdict.status] = counts.get(verdict.status, 0) + 1

@@ -1,0 +1,53 @@
+"""The records a page reads and their verdicts, judged once per process.
+
+Judging the committed records takes about 15 s on 2 cores, and one notebook, the README section or the results
+page asks for the same verdicts two or three times. They are kept here per results folder, profile, records
+digest and rules hash: new records or new rules are a new key, so nothing kept is older than the files.
+The evidence is shared between its readers, so they must not change it (none does: every reader filters).
+"""
+
+from pathlib import Path
+
+from dlrm_study.analysis.claims import verdicts
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.records import provenance
+from dlrm_study.report import manifest
+
+Table = dict[str, dict[str, Judgement]]
+KEPT = 4  # results folders kept at once (a render reads one; a test a few scratch ones)
+_kept: dict[tuple[str, str, str, str], tuple[Evidence, Table, dict[str, Evidence]]] = {}
+
+
+def judged(out: Path, profile: str) -> tuple[Evidence, Table]:
+    """`Evidence.load(out, profile)` and `claims.verdicts` of it, computed once for these records and rules."""
+    key = str(Path(out).resolve()), profile, manifest.records_digest(out), provenance.rules_hash()
+    if key not in _kept:
+        evidence = Evidence.load(Path(out), profile)
+        while len(_kept) >= KEPT:
+            del _kept[next(iter(_kept))]  # the oldest first
+        _kept[key] = evidence, verdicts(evidence), {}
+    evidence, table, _ = _kept[key]
+    return evidence, table
+
+
+def evidence(out: Path, profile: str) -> Evidence:
+    return judged(out, profile)[0]
+
+
+def verdicts_of(evidence: Evidence) -> Table:
+    """`claims.verdicts(evidence)`: the kept table where `evidence` is one loaded here, else judged now."""
+    for kept, table, _ in _kept.values():
+        if kept is evidence:
+            return table
+    return verdicts(evidence)
+
+
+def of(evidence: Evidence, machine: str) -> Evidence:
+    """`evidence.of(machine)` (half a second each), kept where `evidence` is one loaded here."""
+    for kept, _, views in _kept.values():
+        if kept is evidence:
+            if machine not in views:
+                views[machine] = evidence.of(machine)
+            return views[machine]
+    return evidence.of(machine)
