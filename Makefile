@@ -91,8 +91,9 @@ lock: env
 	  | grep -viE '^(torch|torchrec|fbgemm[-_]gpu([-_]cpu)?|dlrm-study)=='; } > requirements/base.txt.new
 	mv requirements/base.txt.new requirements/base.txt
 
-# The GPU session: GPU tests, then the targets and the benchmark grid, at most about 6 minutes a call
-# (scripts/gpu_check.sh: a 290 s budget; a second call resumes) on one H200; records in results/gpu-run/
+# The GPU session of several calls (for a single lending, `make gpu-lending` below): GPU tests, then the
+# targets and the benchmark grid, each call under 6 minutes (scripts/gpu_check.sh: a 290 s budget, a
+# 340 s watchdog; the next call resumes) on one H200; records in results/gpu-run/
 # (scripts/merge_records.py adds them to results/). On a GPU machine with only torch and Triton, run
 # `bash scripts/gpu_check.sh` there after `make gpu-wheels` here.
 gpu-check:
