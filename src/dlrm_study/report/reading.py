@@ -35,19 +35,23 @@ def evidence(out: Path, profile: str) -> Evidence:
     return judged(out, profile)[0]
 
 
+def kept(evidence: Evidence) -> tuple[Table, dict[str, Evidence]] | None:
+    """The verdicts and per-machine views kept for `evidence`, where it is one loaded here (by identity)."""
+    return next(((table, views) for loaded, table, views in _kept.values() if loaded is evidence), None)
+
+
 def verdicts_of(evidence: Evidence) -> Table:
     """`claims.verdicts(evidence)`: the kept table where `evidence` is one loaded here, else judged now."""
-    for kept, table, _ in _kept.values():
-        if kept is evidence:
-            return table
-    return verdicts(evidence)
+    found = kept(evidence)
+    return found[0] if found else verdicts(evidence)
 
 
 def of(evidence: Evidence, machine: str) -> Evidence:
     """`evidence.of(machine)` (half a second each), kept where `evidence` is one loaded here."""
-    for kept, _, views in _kept.values():
-        if kept is evidence:
-            if machine not in views:
-                views[machine] = evidence.of(machine)
-            return views[machine]
-    return evidence.of(machine)
+    found = kept(evidence)
+    if not found:
+        return evidence.of(machine)
+    views = found[1]
+    if machine not in views:
+        views[machine] = evidence.of(machine)
+    return views[machine]
