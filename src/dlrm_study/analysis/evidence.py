@@ -44,6 +44,9 @@ class Evidence:
     gpu_grid: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     gpu_placements: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     baseline: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    # Each machine's part, made once (a verdict asks for it per claim and per rule): not a field of the
+    # copies `dataclasses.replace` makes, so a copy with other frames starts with none.
+    parts: dict[str, "Evidence"] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def load(cls, out: Path, profile: str) -> "Evidence":
@@ -71,20 +74,33 @@ class Evidence:
             baseline=read(baseline_records, profile, out),
         )
 
+    def plain_frames(self) -> list[str]:
+        """The names of the fields that hold one frame each (not the knob sweeps' dict, not the parts)."""
+        return [f.name for f in dataclasses.fields(self) if f.init and f.name != "gpu_knobs"]
+
     def frames(self) -> dict[str, pd.DataFrame]:
         """Every frame by name (the GPU knob sweeps as `gpu_knob:<knob>`)."""
-        named = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        named = {name: getattr(self, name) for name in self.plain_frames()}
         return named | {f"gpu_knob:{k}": v for k, v in self.gpu_knobs.items()}
 
     def of(self, machine: str) -> "Evidence":
         """One machine's part of the evidence at its newest code, warm-up repeats out (`analysis.current`);
-        S3's accuracy half is its bf16 class's (`same_class`), each machine's at its own newest code."""
+        S3's accuracy half is its bf16 class's (`same_class`), each machine's at its own newest code.
+        Made once per machine; a part's own part is itself (the selection is idempotent)."""
+        if machine not in self.parts:
+            part = self.select(machine)
+            part.parts[machine] = part
+            self.parts[machine] = part
+        return self.parts[machine]
+
+    def select(self, machine: str) -> "Evidence":
+        """`of`, made anew."""
         code = newest(self.frames().values())
 
         def mine(frame: pd.DataFrame) -> pd.DataFrame:
             return current(of(frame, machine), code)
 
-        own = {f.name: mine(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        own = {name: mine(getattr(self, name)) for name in self.plain_frames()}
         # Trained seeds, not timed repeats: their `repeat` is the seed, and no first-use cost is in an AUC.
         own |= {name: at_head(of(getattr(self, name), machine), code) for name in UNTIMED}
         own["accuracy"] = at_head(same_class(self.accuracy, machine), code)
@@ -96,7 +112,7 @@ class Evidence:
         def less(frame: pd.DataFrame) -> pd.DataFrame:
             return frame[frame[col.RUN_ID].astype(str) != run] if col.RUN_ID in frame else frame
 
-        plain = {f.name: less(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "gpu_knobs"}
+        plain = {name: less(getattr(self, name)) for name in self.plain_frames()}
         return dataclasses.replace(self, **plain, gpu_knobs={k: less(v) for k, v in self.gpu_knobs.items()})
 
     def machines(self) -> list[str]:

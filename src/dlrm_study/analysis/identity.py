@@ -15,9 +15,10 @@ RECORDS = "records"  # a pair's column: the identities of the records it was mad
 
 
 def record_ids(frame: pd.DataFrame) -> pd.Series:
-    """Each record's identity (its IDENTITY fields as stored text), indexed as the frame."""
-    columns = [c for c in IDENTITY if c in frame]
-    if frame.empty or not columns:
+    """Each record's identity (every IDENTITY field as stored text, "" for a column the frame lacks, as the
+    store writes a field its record did not have), indexed as the frame: one record has one identity in
+    every frame that holds it, whichever other files' columns that frame was pooled with."""
+    if frame.empty or not any(c in frame for c in IDENTITY):
         return pd.Series([f"row {i}" for i in frame.index], index=frame.index, dtype=object)
-    text = frame[columns].map(store.text)
-    return text.apply(lambda row: "\x1f".join(row), axis=1).astype(object)
+    text = pd.DataFrame({c: frame[c].map(store.text) if c in frame else "" for c in IDENTITY}, index=frame.index)
+    return pd.Series(["\x1f".join(row) for row in text.itertuples(index=False)], index=frame.index, dtype=object)

@@ -36,6 +36,15 @@ TIMING_LENGTH = ("train.steps",)  # how long a point is timed, not what it is
 CELL = (col.MACHINE, col.THREADS, col.RUN_ID, col.POINT, col.VARIANT, col.REPEAT)
 
 
+class Tally(dict):
+    """A frame's `attrs` tally of what was left out. pandas deep-copies `attrs` on every selection, and the
+    tallies hold every left-out record's identity; a tally is never changed once made (a reader makes a new
+    one), so a copy of the frame shares it."""
+
+    def __deepcopy__(self, memo: dict) -> "Tally":
+        return self
+
+
 def point_key(flat: Mapping[str, object]) -> str:
     """12 hex digits naming what a config measures: its flattened fields (`Config.flat`, or a record's config
     columns) as stored text, without its timing length; a field added later is left out at its default."""
@@ -73,8 +82,8 @@ def leave_out(frame: pd.DataFrame, keep: pd.Series, reason: str) -> pd.DataFrame
     for machine, part in dropped.groupby(machines.fillna("").astype(str)) if len(dropped) else ():
         ids[(machine, reason)] = ids.get((machine, reason), frozenset()) | frozenset(record_ids(part))
     kept = frame[keep].copy()
-    kept.attrs[LEFT_OUT] = dict(counts)
-    kept.attrs[LEFT_OUT_RECORDS] = ids
+    kept.attrs[LEFT_OUT] = Tally(counts)
+    kept.attrs[LEFT_OUT_RECORDS] = Tally(ids)
     return kept
 
 
@@ -137,7 +146,7 @@ def pool(*frames: pd.DataFrame) -> pd.DataFrame:
             ids[key] = ids.get(key, frozenset()) | found
     full = [f for f in frames if not f.empty]
     joined = pd.concat(full, ignore_index=True) if full else (frames[0].iloc[0:0] if frames else pd.DataFrame())
-    joined.attrs = {LEFT_OUT: dict(counts), LEFT_OUT_RECORDS: ids}
+    joined.attrs = {LEFT_OUT: Tally(counts), LEFT_OUT_RECORDS: Tally(ids)}
     return check_cells(joined, (*CELL, col.CONFIG_NAME))  # a point is of one config: its name keys it too
 
 
