@@ -68,6 +68,11 @@ def at_head(frame: pd.DataFrame, newest_code: dict[str, str]) -> pd.DataFrame:
     return leave_out(frame, fingerprints(frame) == wanted, HISTORY)
 
 
+def newest_code_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """`at_head` of one frame by its own newest codes: what a figure or a finding drawn from one study reads."""
+    return at_head(frame, newest([frame]))
+
+
 def without_warm_up(frame: pd.DataFrame) -> pd.DataFrame:
     """The records less repeat 0 of every run that has at least 2 repeats (counted under WARM_UP)."""
     if frame.empty or col.REPEAT not in frame or col.RUN_ID not in frame:

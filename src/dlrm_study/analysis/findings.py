@@ -12,7 +12,7 @@ from dlrm_study.analysis import baseline as old_stack
 from dlrm_study.analysis import stats, wording
 from dlrm_study.analysis.convergence import SEED, accuracy_gaps, auc_gaps, preset_of
 from dlrm_study.analysis.cpu import ablation_findings, embedding_share
-from dlrm_study.analysis.current import at_head, newest
+from dlrm_study.analysis.current import newest_code_only
 from dlrm_study.analysis.predictions import MEASURED_VERDICTS, against_naive
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import knob_findings
@@ -84,7 +84,7 @@ def cache(rates: pd.DataFrame, profile: str) -> list[str]:
     alpha, fraction = (1.2, 0.3) if profile == "smoke" else (1.05, 0.1)
     if "evictions_per_batch" not in rates:
         return ["no records of the steady-state cache study"]
-    rates = at_head(rates, newest([rates]))  # one code's records: an older code's are the same points again
+    rates = newest_code_only(rates)  # one code's records: an older code's are the same points again
     pick = rates[(rates["zipf_alpha"] == alpha) & (rates["cache_fraction"] == fraction)].set_index("cache_policy")
     if not {"lru", "lfu"} <= set(pick.index):
         return ["no records of that cache"]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.claims import BY_ID
-from dlrm_study.analysis.current import at_head, newest
+from dlrm_study.analysis.current import newest_code_only
 from dlrm_study.analysis.evidence import published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
@@ -153,7 +153,7 @@ def show_table(frame: pd.DataFrame, **to_string: object) -> None:
 def current_code(frame: pd.DataFrame) -> pd.DataFrame:
     """Each machine's records of its newest code only, as the verdicts read them: a figure drawn from the same
     records as its verdict (older codes' records stay in the files, counted as history)."""
-    return at_head(frame, newest([frame]))
+    return newest_code_only(frame)
 
 
 def measured_in(frame: pd.DataFrame, name: str) -> str:
