@@ -29,6 +29,15 @@ def test_convergence_draws_each_loops_gap_from_the_reference_in_step_order():
     assert list(line.get_xdata()) == sorted(steps)
     assert np.allclose(line.get_ydata(), [0.001 * s / 100 + 0.0001 for s in sorted(steps)])
     assert "tiny (4 x 1,000 rows" in fig.axes[0].get_title()
+    # a reader sees the loops' names in words, never their ids
+    assert fig.axes[0].get_legend_handles_labels()[1] == ["optimized fp32"]
+    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["optimized fp32"]
+
+
+def test_the_caption_counts_one_repeat_in_the_singular():
+    one = pd.DataFrame([make_record("s", {}, config.preset("tiny"), variant="reference", repeat=0)])
+    assert ", 1 repeat, " in common.caption(one)
+    assert ", 2 repeats, " in common.caption(pd.concat([one, one.assign(repeat=1)]))
 
 
 def timings(repeats: dict[str, int]) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from dlrm_study.analysis import findings
 from dlrm_study.analysis import scaling as scaling_read
 from dlrm_study.analysis.claims import judge
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
+from dlrm_study.analysis.current import newest_code_only
 from dlrm_study.analysis.evidence import Evidence, gpu_hosts, same_class
 from dlrm_study.analysis.gpu_loop import label as loop_label
 from dlrm_study.analysis.judgement import Judgement
@@ -65,9 +66,10 @@ NOT_MEASURED = "not yet measured"
 
 
 def read(reader: Callable[..., pd.DataFrame], *args) -> pd.DataFrame:
-    """A reader's records, or none where the study has none (a config the profile lacks is none too)."""
+    """A reader's records of each machine's newest code (what the figures draw, `session.current_code`), or
+    none where the study has none (a config the profile lacks is none too)."""
     try:
-        return reader(*args)
+        return newest_code_only(reader(*args))
     except (NoRecords, UsageError):
         return pd.DataFrame()
 

@@ -25,6 +25,7 @@ import seaborn as sns
 from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
+from dlrm_study.analysis.wording import count
 from dlrm_study.config.variants import ORDER as VARIANT_ORDER
 from dlrm_study.records import columns as col
 
@@ -46,9 +47,9 @@ def caption(records: pd.DataFrame) -> str:
     first = records.iloc[0]
     when = str(records[col.TIMESTAMP].max())[:10]
     machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
-    repeats = f", {records[col.REPEAT].nunique()} repeats" if col.REPEAT in records else ""
+    repeats = f", {count(records[col.REPEAT].nunique(), 'repeat')}" if col.REPEAT in records else ""
     if repeats and col.RUN_ID in records and (runs := records[col.RUN_ID].nunique()) > 1:
-        repeats = f", {runs} runs x {records[col.REPEAT].nunique()} repeats"  # repeats are counted within a run
+        repeats = f", {runs} runs x {count(records[col.REPEAT].nunique(), 'repeat')}"  # counted within a run
     return (
         f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}{repeats}, "
         f"records measured at {commits(records)}"

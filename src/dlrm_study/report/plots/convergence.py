@@ -13,6 +13,7 @@ from dlrm_study.analysis.convergence import (
     loss_gaps,
     preset_of,
 )  # fmt: skip
+from dlrm_study.analysis.wording import variant_words
 from dlrm_study.config.variants import ACCURACY_PRECISIONS
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import add_caption, ordered
@@ -33,7 +34,7 @@ def convergence(records: pd.DataFrame, title: str, accuracy: pd.DataFrame | None
     ax = axes[0]
     for variant in ordered(loss[col.VARIANT]):
         rows = loss[loss[col.VARIANT] == variant].sort_values(col.STEP)
-        ax.plot(rows[col.STEP], rows["mean"], color=colors[variant], label=variant, linewidth=1.2)
+        ax.plot(rows[col.STEP], rows["mean"], color=colors[variant], label=variant_words(variant), linewidth=1.2)
         ax.fill_between(rows[col.STEP], rows["low"], rows["high"], color=colors[variant], alpha=0.2, linewidth=0)
     ax.axhline(0, color="black", linestyle="--", linewidth=0.8)
     ax.set_xlabel("training step")
@@ -92,7 +93,7 @@ def curves(ax: plt.Axes, rows: pd.DataFrame, value: str, colors: dict[str, str])
         for n, (_, seed) in enumerate(rows[rows[col.VARIANT] == variant].groupby("train.seed")):
             seed = seed.sort_values(col.STEP)
             ax.plot(seed[col.STEP], seed[value], color=colors[variant], linewidth=1, alpha=0.8,
-                    label=variant if n == 0 else None)  # fmt: skip
+                    label=variant_words(variant) if n == 0 else None)  # fmt: skip
 
 
 def gains_panel(ax: plt.Axes, judgement: AccuracyJudgement, colors: dict[str, str]) -> None:
@@ -103,8 +104,8 @@ def gains_panel(ax: plt.Axes, judgement: AccuracyJudgement, colors: dict[str, st
         ax.errorbar([i], [gain.ratio], yerr=[[low], [high]], fmt="o", capsize=4, color=colors.get(gain.variant))
     ax.axhline(1, color="black", linestyle="--", linewidth=0.8)
     ax.axhline(GAIN_MARGIN, color="black", linestyle=":", linewidth=0.8, label=f"S3's margin: {GAIN_MARGIN:.0%}")
-    ax.set_xticks(range(len(gains)), [f"{g.preset}\n{g.variant}" for g in gains], rotation=20, ha="right",
-                  fontsize=7)  # fmt: skip
+    names = [f"{g.preset}\n{variant_words(g.variant)}" for g in gains]
+    ax.set_xticks(range(len(gains)), names, rotation=20, ha="right", fontsize=7)
     ax.set_xlim(-0.6, max(len(gains), 1) - 0.4)
     ax.set_ylabel("learned gain (AUC - 0.5) over fp32's")
     ax.set_title("gain relative to fp32, 95% over seeds", fontsize=10)
@@ -118,6 +119,7 @@ def gap_points(ax: plt.Axes, gaps: pd.DataFrame, label: str, colors: dict[str, s
         low, high = row.mean - row.low, row.high - row.mean
         ax.errorbar([i], [row.mean], yerr=[[low], [high]], fmt="o", capsize=4, color=colors.get(name, "black"))
     ax.axhline(0, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xticks(range(len(gaps)), [str(v) for v in gaps[label]], rotation=20, ha="right", fontsize=8)
+    names = [variant_words(str(v)) if label == col.VARIANT else str(v) for v in gaps[label]]
+    ax.set_xticks(range(len(gaps)), names, rotation=20, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(gaps) - 0.4)
     ax.set_ylabel(ylabel)

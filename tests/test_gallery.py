@@ -1,0 +1,14 @@
+"""The findings printed under a figure read the records the figure draws."""
+
+import pandas as pd
+from tests.test_identity import RECORD
+
+from dlrm_study.records import columns as col
+from dlrm_study.report import gallery
+
+
+def test_the_findings_under_a_figure_read_the_newest_code_it_draws():
+    old = {**RECORD, col.CODE_FINGERPRINT: "aaaaaaaaaaaa", col.TIMESTAMP: "2026-12-01T00:00:00"}
+    new = {**RECORD, col.CODE_FINGERPRINT: "bbbbbbbbbbbb", col.TIMESTAMP: "2026-12-03T00:00:00"}
+    read = gallery.read(lambda: pd.DataFrame([old, new]))
+    assert list(read[col.CODE_FINGERPRINT]) == ["bbbbbbbbbbbb"]
