@@ -124,8 +124,8 @@ clean:
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 # The reference and optimized loops and facebookresearch/dlrm's dlrm_s_pytorch.py, alternated
-# PAIRS times on the dlrm-benchmark config, then ours over theirs against the targets (5x
-# optimized bf16 on a native-bf16 CPU, 2.5x optimized fp32). Every process it starts records one
+# PAIRS times on the dlrm-benchmark config, then ours over theirs against the targets
+# (analysis/compare.py UPSTREAM_TARGETS: 6x optimized bf16 on a native-bf16 CPU, 3x optimized fp32). Every process it starts records one
 # invocation id (DLRM_STUDY_INVOCATION): pairs form within one invocation and one code fingerprint, and
 # the report gives each code apart, newest first. DLRM_DIR: a checkout of
 # facebookresearch/dlrm (git clone https://github.com/facebookresearch/dlrm); DLRM_PYTHON: an
