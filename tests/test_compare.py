@@ -114,7 +114,11 @@ def test_upstream_report_pairs_runs_in_order_per_machine():
     assert "reference / upstream 1.00x [1.00, 1.00] no target (faithful)" in text
     bounded = pd.DataFrame(records).assign(ms_median=lambda f: 1e5 / f["samples_per_s"], roofline_ms=1e5 / 480.0)
     text = " ".join(upstream_report(bounded).split())  # upstream's 1,000 ms/it over a bound of 208 ms/it
-    assert "target >= 6.0x: misses, 3 pairs; at most 4.80x by this machine's roofline" in text
+    assert "target >= 6.0x: misses, 3 pairs; at most 4.80x by this machine's roofline: the target is beyond" in text
+    # a target within reach says what share of the bound it needs beside the share the step reaches
+    assert "target >= 3.0x: meets, 3 pairs; at most 4.80x by this machine's roofline: the target needs 62% of" in text
+    (faithful,) = [line for line in upstream_report(bounded).splitlines() if "reference / upstream" in line]
+    assert faithful.endswith("at most 4.80x by this machine's roofline")  # no target: no share of the bound asked
 
 
 def test_upstream_report_pairs_within_one_invocation_and_one_code_newest_first():

@@ -71,6 +71,15 @@ def test_table_has_each_operator_both_halves_and_the_step():
     assert "embeddings" in text and "target >= 85%: meets" in text and "target >= 85%: misses" in text
 
 
+def test_bf16_emulated_is_shown_not_judged():
+    """The 85% target is of bf16 hardware: a machine that emulates bf16 gets its table, without a verdict."""
+    emulated = records([4.4, 4.5, 4.6, 4.4, 4.5]).assign(**{col.PRECISION: "bf16", col.NATIVE_BF16: False})
+    text = operators.report(emulated)
+    assert "target >=" not in text and text.count("bf16 emulated here: not judged") == 2
+    native = emulated.assign(**{col.NATIVE_BF16: True})
+    assert "target >= 85%: meets" in operators.report(native)
+
+
 def test_table_needs_both_breakdown_and_bounds():
     plain = records([4.0]).drop(columns=[col.bound_column("interaction")])
     assert operators.table(plain).empty and "no records carry" in operators.report(plain)

@@ -155,19 +155,27 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
         elif r.n:
             shown = wording.describe(r.center, r.low, r.high, "x")
             judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
-            judged += f", {r.n} pairs{ceiling(runs, variant)}"
+            judged += f", {r.n} pairs{ceiling(runs, variant, target)}"
             lines.append(f"    {variant + ' / upstream':<28}{shown:>24}   {judged}")
     return lines
 
 
-def ceiling(runs: pd.DataFrame, variant: str) -> str:
+def ceiling(runs: pd.DataFrame, variant: str, target: float | None = None) -> str:
     """What this machine allows the variant: upstream's ms/it over the variant's roofline bound (the
-    medians of their runs), so a missed target reads against what the hardware could give."""
+    medians of their runs), so a missed target reads against what the hardware could give; with a target,
+    the share of the bound it needs beside the share the step reaches (bound over ms, per run)."""
     ours = runs[runs[col.VARIANT] == variant]
     if col.ROOFLINE_MS not in ours or ours[col.ROOFLINE_MS].isna().all():
         return ""
     upstream_ms = runs[runs[col.VARIANT] == UPSTREAM][col.MS_MEDIAN].median()
-    return f"; at most {upstream_ms / ours[col.ROOFLINE_MS].median():.2f}x by this machine's roofline"
+    allowed = upstream_ms / ours[col.ROOFLINE_MS].median()
+    said = f"; at most {allowed:.2f}x by this machine's roofline"
+    if not target:
+        return said
+    reached = wording.describe(*stats.interval(ours[col.ROOFLINE_MS] / ours[col.MS_MEDIAN]), percent=True)
+    if target > allowed:
+        return f"{said}: the target is beyond this machine's bound; the step runs at {reached} of it"
+    return f"{said}: the target needs {target / allowed:.0%} of the bound, the step runs at {reached} of it"
 
 
 def verdict(low: float, high: float, target: float) -> str:

@@ -63,6 +63,7 @@ def report(records: pd.DataFrame) -> str:
     frame = table(records)
     if frame.empty:
         return "no records carry both a per-operator breakdown and the roofline bound (dlrm-study bench writes both)"
+    emulated = emulated_bf16(records)
     lines = []
     for key, rows in frame.groupby(GROUP, sort=True):
         lines.append(" / ".join(map(str, key)) + f" ({rows['n'].max()} repeats): ms per step, bound, share of bound")
@@ -73,8 +74,19 @@ def report(records: pd.DataFrame) -> str:
                 continue
             share = wording.describe(r.of_bound, r.low, r.high, percent=True, digits=2)
             judged = f"   target >= {TARGET:.0%}: {judge(r.low, r.high)}" if r.part in HALVES else ""
+            if judged and key in emulated:
+                judged = "   bf16 emulated here: not judged"
             lines.append(f"  {r.part:<28}{r.ms:9.2f}{r.bound_ms:9.2f}   {share}{judged}")
     return "\n".join(lines)
+
+
+def emulated_bf16(records: pd.DataFrame) -> set[tuple]:
+    """The (machine, config, variant) groups of bf16 records measured without native bf16: their target
+    speaks of bf16 hardware, so they are shown, not judged."""
+    if col.NATIVE_BF16 not in records or col.PRECISION not in records:
+        return set()
+    slow = records[(records[col.PRECISION].astype(str) == "bf16") & (records[col.NATIVE_BF16].astype(str) == "False")]
+    return {tuple(key) for key in slow[GROUP].drop_duplicates().itertuples(index=False)}
 
 
 def judge(low: float, high: float) -> str:
