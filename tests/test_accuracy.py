@@ -8,6 +8,7 @@ from dlrm_study import config
 from dlrm_study.analysis import convergence as acc
 from dlrm_study.config.variants import ACCURACY_PRECISIONS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REGISTRY
 from dlrm_study.data import SyntheticData
+from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.records import store
 from dlrm_study.records.machine import machine_key
@@ -157,17 +158,28 @@ def test_plain_bf16_sgd_loses_updates_below_half_a_bf16_spacing_that_split_sgd_k
     assert torch.allclose(master, torch.full_like(master, 1 - 8 * 2.0**-10))  # every one kept
 
 
-def test_the_quick_accuracy_study_waits_for_native_bf16(tmp_path, monkeypatch) -> None:
-    """Without native bf16 (S3 not measurable there) the quick study trains nothing unless asked; smoke still runs."""
+def test_the_quick_accuracy_study_trains_bf16_only_where_it_is_native(tmp_path, monkeypatch) -> None:
+    """Without native bf16 (S3 not measurable there) the quick study trains fp32 alone (is the benchmark
+    learnable here) unless emulated bf16 is asked for; with native bf16, or in smoke, every precision."""
     from dlrm_study.studies import convergence as study
 
     monkeypatch.setattr(study, "native_bf16", lambda: False)
     trained = []
-    monkeypatch.setattr(study, "train_and_record", lambda *args, **kwargs: trained.append(args[2]))
-    assert study.run_accuracy("quick", tmp_path) is False and trained == []
-    assert study.run_accuracy("quick", tmp_path, emulated=True) is True and trained == ["accuracy-quick"]
+    monkeypatch.setattr(study, "train_and_record", lambda *args, **kwargs: trained.append(args))
+
+    def variants() -> set[str]:
+        return {variant for variant, _, _ in trained.pop()[0]}
+
+    assert study.run_accuracy("quick", tmp_path) is True and variants() == {"optimized-fp32"}
+    assert study.run_accuracy("quick", tmp_path, variants=("optimized-fp32", "optimized-bf16")) is False
+    assert trained == []
+    assert study.run_accuracy("quick", tmp_path, emulated=True) is True and variants() == set(ACCURACY_PRECISIONS)
+    assert study.run_accuracy("smoke", tmp_path) is True and variants() == set(ACCURACY_PRECISIONS)
     monkeypatch.setattr(study, "native_bf16", lambda: True)
-    assert study.run_accuracy("quick", tmp_path) is True
+    assert study.run_accuracy("quick", tmp_path) is True and variants() == set(ACCURACY_PRECISIONS)
+    assert len(accuracy_configs("quick", (OPTIMIZED_FP32,))) == 6  # 2 presets x 3 seeds
+    with pytest.raises(UsageError, match="accuracy variants"):
+        study.run_accuracy("quick", tmp_path, variants=("fp64",))
 
 
 def test_only_the_hottest_zipf_ids_carry_the_dlrm_teachers_signal():

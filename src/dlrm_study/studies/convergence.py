@@ -11,8 +11,9 @@ import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
 from dlrm_study import config
-from dlrm_study.config.variants import ACCURACY_PRECISIONS, CPU_LOOPS, REGISTRY
+from dlrm_study.config.variants import ACCURACY_PRECISIONS, CPU_LOOPS, OPTIMIZED_FP32, REGISTRY
 from dlrm_study.data import SyntheticData, make_data
+from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
 from dlrm_study.measure.sweep import runnable
 from dlrm_study.platform import native_bf16
@@ -119,22 +120,31 @@ def accuracy_configs(
     return [(v, s, accuracy_config(profile, p, v, s)) for p in presets for s in seeds for v in variants]
 
 
-def run_accuracy(profile: str, out: Path, emulated: bool = False) -> bool:
+def run_accuracy(profile: str, out: Path, emulated: bool = False, variants: tuple[str, ...] | None = None) -> bool:
     """S3's accuracy half: optimized fp32, bf16 Split-SGD and plain bf16 SGD trained from the same seeds on the
     same teacher-labelled data; each run's windowed losses, held-out AUC and the teacher's own (attainable) AUC.
 
-    Measured where the CPU has native bf16 (S3's speed half is judged only there, and its accuracy half reads the
-    same machine), and in the smoke profile everywhere. Elsewhere only with `emulated`: emulated bf16 rounds as
-    native bf16 does (records say `bf16 (emulated)`), but on a loaded 2-core Zen 3 its steps are about 3x slower
-    than fp32's, so the quick study would take about 2.5 hours of `make reproduce`'s time for a verdict no rule
-    reads (docs/reproduce.md).
-    Returns whether it measured.
+    Every precision where the CPU has native bf16 (S3's speed half is judged only there, and its accuracy half
+    reads the same machine), and in the smoke profile everywhere. Elsewhere fp32 alone by default: whether the
+    benchmark is learnable on this CPU (fp32's share of the attainable gain), no bf16 to judge. Emulated bf16
+    only with `emulated`: it rounds as native bf16 does (records say `bf16 (emulated)`), but on a loaded 2-core
+    Zen 3 its steps are about 3x slower than fp32's, about 2.5 hours of `make reproduce`'s time for a verdict no
+    rule reads (docs/reproduce.md). `variants` asks for precisions (ACCURACY_PRECISIONS); a bf16 one waits for
+    native bf16 or `emulated`. Returns whether it measured.
     """
-    if not (emulated or profile == "smoke" or native_bf16()):
-        runner.say(f"accuracy-{profile}: not measured on this CPU: no native bf16, so S3 is not measurable here "
-                   "(run_accuracy(..., emulated=True) measures it anyway)")  # fmt: skip
-        return False
-    train_and_record(accuracy_configs(profile), out / RECORDS, f"accuracy-{profile}", LOSS_WINDOW[profile], curve=True)
+    bf16_here = emulated or profile == "smoke" or native_bf16()
+    wanted = variants or (ACCURACY_PRECISIONS if bf16_here else (OPTIMIZED_FP32,))
+    unknown = sorted(set(wanted) - set(ACCURACY_PRECISIONS))
+    if unknown or not wanted:
+        raise UsageError(f"accuracy variants {unknown or '(none)'}: choose among {', '.join(ACCURACY_PRECISIONS)}")
+    if not bf16_here:
+        if any(v != OPTIMIZED_FP32 for v in wanted):
+            runner.say(f"accuracy-{profile}: not measured on this CPU: no native bf16, so S3 is not measurable here "
+                       "(run_accuracy(..., emulated=True) measures it anyway)")  # fmt: skip
+            return False
+        runner.say(f"accuracy-{profile}: fp32 alone on this CPU (no native bf16): is the benchmark learnable here")
+    configs = accuracy_configs(profile, tuple(wanted))
+    train_and_record(configs, out / RECORDS, f"accuracy-{profile}", LOSS_WINDOW[profile], curve=True)
     return True
 
 
