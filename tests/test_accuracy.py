@@ -68,6 +68,18 @@ def test_the_accuracy_rule_reads_only_the_given_machine_and_code():
     assert acc.s3_accuracy(both, "b").status == acc.FAILS
     assert acc.s3_accuracy(both, "a").plain_status == acc.FAILS
     assert acc.s3_accuracy(both, "c").status == acc.NO_RECORDS
+
+
+def test_fp32_alone_is_said_over_its_own_seeds_with_no_bf16_verdict():
+    """A CPU without native bf16 trains fp32 alone: its share is over fp32's seeds (not the 0 seeds that recorded
+    every precision), and the words say bf16 was not trained rather than that it had too few seeds."""
+    fp32 = records("a", 0.80)
+    fp32 = fp32[fp32["variant"] == OPTIMIZED_FP32]
+    judged = acc.s3_accuracy(fp32, "a")
+    assert judged.seeds == {"p": 0} and judged.fp32_seeds == {"p": 3}
+    said = acc.accuracy_words(judged)
+    assert "over 3 seeds" in said[0] and said[-1].startswith("bf16 not trained on this machine")
+    assert acc.accuracy_words(acc.s3_accuracy(records("a", 0.80), "a"))[-1].startswith("bf16 Split-SGD: holds")
     coded = pd.concat([records("a", 0.80, "new"), records("a", 0.70, "old")])
     assert acc.s3_accuracy(coded, "a", "new").status == acc.HOLDS
     assert acc.s3_accuracy(coded, "a", "old").status == acc.FAILS

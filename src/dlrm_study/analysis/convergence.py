@@ -146,6 +146,7 @@ class AccuracyJudgement:
     fp32_auc: dict[str, float] = field(default_factory=dict)  # preset -> fp32's mean held-out AUC
     attainable: dict[str, float] = field(default_factory=dict)  # preset -> the teacher's mean held-out AUC
     seeds: dict[str, int] = field(default_factory=dict)  # preset -> seeds with all precisions recorded
+    fp32_seeds: dict[str, int] = field(default_factory=dict)  # preset -> seeds fp32 trained (its share's seeds)
 
 
 def s3_accuracy(
@@ -175,7 +176,15 @@ def s3_accuracy(
         fp32_auc,
         {p: j[3] for p, j in judged.items()},
         {p: j[4] for p, j in judged.items()},
+        {p: fp32_seeds(final, p) for p in judged},
     )
+
+
+def fp32_seeds(final: pd.DataFrame, preset: str) -> int:
+    """The seeds fp32 trained to its evaluation on a preset: those fp32's share of the attainable gain is over."""
+    mine = final[(final[col.CONFIG_NAME].astype(str) == preset) & (final[col.VARIANT] == OPTIMIZED_FP32)]
+    keys = [k for k in SEED if k in mine]
+    return len(mine.drop_duplicates(keys)) if keys else len(mine)
 
 
 def _overall(gains: list[Gain]) -> str:
@@ -238,7 +247,7 @@ def accuracy_words(judgement: AccuracyJudgement) -> list[str]:
         lines.append(
             f"{preset}: fp32 reached a held-out AUC of {judgement.fp32_auc[preset]:.3f}, {share:.0%} of the gain "
             f"attainable (the teacher's own AUC, {judgement.attainable[preset]:.3f}), over "
-            f"{judgement.seeds[preset]} seeds"
+            f"{judgement.fp32_seeds.get(preset, 0)} seeds"
         )
     for gain in [*judgement.split, *judgement.plain]:
         steps = f"reached fp32's final AUC in {gain.steps_to_fp32:.0f} steps ({gain.reached} of {gain.seeds} seeds)"
@@ -249,5 +258,8 @@ def accuracy_words(judgement: AccuracyJudgement) -> list[str]:
             f"over {gain.seeds} seeds ({gain.status} at {GAIN_MARGIN:.0%}), so it learned {learned:.0%} of the "
             f"attainable gain; {steps}"
         )
+    if not (judgement.split or judgement.plain) and judgement.learned:
+        lines.append("bf16 not trained on this machine: fp32 alone, whether the benchmark is learnable here")
+        return lines
     lines.append(f"bf16 Split-SGD: {judgement.status}; plain bf16 SGD (the control): {judgement.plain_status}")
     return lines
