@@ -182,3 +182,29 @@ def test_the_s2_share_segment_starts_each_share_bar_so_its_marker_sits_at_its_en
     share_ax = fig.axes[1]
     first = min((p for p in share_ax.patches if p.get_y() < 0.5), key=lambda p: p.get_x())
     assert abs(first.get_width() - 0.6) < 1e-9  # embedding backward + update's share, from 0
+
+
+def test_the_accuracy_figure_draws_and_names_only_the_precisions_trained():
+    """fp32 alone (a CPU without native bf16): no empty gains panel, a title that does not name bf16 runs, and a
+    caption counting seeds; with bf16 trained, the gains panel and the title's three precisions."""
+    from dlrm_study.analysis.convergence import s3_accuracy
+    from dlrm_study.config.variants import ACCURACY_PRECISIONS
+    from dlrm_study.report.plots.convergence import accuracy
+
+    rows = []
+    for seed in (0, 1, 2):
+        for variant in ACCURACY_PRECISIONS:
+            base = {"machine": "m", "run_id": "r", "train.seed": seed, "repeat": seed, "variant": variant,
+                    "config_name": "p", "timestamp": "2026-12-03", "device_name": "cpu", "torch_version": "2",
+                    "git_commit": "abc", "eval_attainable_auc": 0.82}  # fmt: skip
+            rows += [{**base, "kind": "loss", "step": s, "loss": 0.6 - s / 1000} for s in (50, 100)]
+            rows += [{**base, "kind": "auc", "step": s, "eval_auc": 0.7 + s / 1000} for s in (50, 100)]
+            rows.append({**base, "kind": "eval", "step": 100, "eval_auc": 0.8 + 0.001 * seed})
+    every = pd.DataFrame(rows)
+    fp32 = every[every["variant"] == "optimized-fp32"]
+    alone = accuracy(fp32, s3_accuracy(fp32, "m"))
+    assert len(alone.axes) == 2 and "alone" in alone._suptitle.get_text()
+    assert "bf16" not in alone._suptitle.get_text().split("alone")[0]
+    assert ", 3 seeds, " in caption_of(alone)
+    full = accuracy(every, s3_accuracy(every, "m"))
+    assert len(full.axes) == 3 and "plain SGD" in full._suptitle.get_text()

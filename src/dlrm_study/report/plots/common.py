@@ -40,16 +40,17 @@ def style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
 
 
-def caption(records: pd.DataFrame) -> str:
-    """Where and when the records were measured, for the figure's caption (one line per machine)."""
+def caption(records: pd.DataFrame, unit: str = "repeat") -> str:
+    """Where and when the records were measured, for the figure's caption (one line per machine); `unit` names
+    what a record's `repeat` counts (a trained model's is its seed)."""
     if col.MACHINE in records and records[col.MACHINE].nunique() > 1:
-        return "\n".join(caption(group) for _, group in records.groupby(col.MACHINE, sort=True))
+        return "\n".join(caption(group, unit) for _, group in records.groupby(col.MACHINE, sort=True))
     first = records.iloc[0]
     when = str(records[col.TIMESTAMP].max())[:10]
     machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
-    repeats = f", {count(records[col.REPEAT].nunique(), 'repeat')}" if col.REPEAT in records else ""
+    repeats = f", {count(records[col.REPEAT].nunique(), unit)}" if col.REPEAT in records else ""
     if repeats and col.RUN_ID in records and (runs := records[col.RUN_ID].nunique()) > 1:
-        repeats = f", {runs} runs x {count(records[col.REPEAT].nunique(), 'repeat')}"  # counted within a run
+        repeats = f", {runs} runs x {count(records[col.REPEAT].nunique(), unit)}"  # counted within a run
     return (
         f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}{repeats}, "
         f"records measured at {commits(records)}"
@@ -97,12 +98,13 @@ def has_error_bars(fig: plt.Figure) -> bool:
     return False
 
 
-def add_caption(fig: plt.Figure, records: pd.DataFrame) -> None:
-    """The hardware and date under the figure, clear of the axis label, and what its marks mean.
+def add_caption(fig: plt.Figure, records: pd.DataFrame, unit: str = "repeat") -> None:
+    """The hardware and date under the figure, clear of the axis label, and what its marks mean (`unit`: what
+    a record's repeat counts, `caption`).
 
     Call it last: the notes are read from the artists already drawn."""
     notes = drawn_notes(fig)
-    said = wrapped(caption(records) + (f"; {notes}" if notes else ""), fig.get_figwidth(), 8)
+    said = wrapped(caption(records, unit) + (f"; {notes}" if notes else ""), fig.get_figwidth(), 8)
     fig.text(0.0, caption_y(fig), said, fontsize=8, ha="left", va="top")
 
 

@@ -48,7 +48,7 @@ def convergence(records: pd.DataFrame, title: str, accuracy: pd.DataFrame | None
     fig.suptitle(title)
     fig.tight_layout()
     evals = [frame[frame[col.KIND] == "eval"] for frame in (records, accuracy) if frame is not None and not frame.empty]
-    add_caption(fig, pd.concat(evals))  # a line per machine: the timed presets may be another machine's
+    add_caption(fig, pd.concat(evals), "seed")  # a line per machine: the timed presets may be another machine's
     return fig
 
 
@@ -63,12 +63,15 @@ def timed_panel(ax: plt.Axes, timed: pd.DataFrame, accuracy: pd.DataFrame, recor
         ax.set_xlabel("trained on " + ", ".join(sorted(key.split("/")[0] for key in trained)), fontsize=8)
 
 
-def accuracy(frame: pd.DataFrame, judgement: AccuracyJudgement, title: str) -> plt.Figure:
+def accuracy(frame: pd.DataFrame, judgement: AccuracyJudgement, title: str | None = None) -> plt.Figure:
     """Per preset: windowed training loss and held-out AUC of every seed (a line each) in each precision, the
-    teacher's attainable AUC dashed. Last panel: each bf16 precision's gain relative to fp32's with its 95%
-    interval over seeds, against the margin S3's rule asks (dotted)."""
+    teacher's attainable AUC dashed. Last panel, where bf16 was trained: each bf16 precision's gain relative to
+    fp32's with its 95% interval over seeds, against the margin S3's rule asks (dotted). The title names the
+    precisions drawn unless one is given."""
     presets = sorted(set(frame[col.CONFIG_NAME].astype(str)))
-    fig, axes = plt.subplots(1, 2 * len(presets) + 1, figsize=(3.6 * (2 * len(presets) + 1), 3.8), squeeze=False)
+    gains = bool(judgement.split or judgement.plain)
+    panels = 2 * len(presets) + gains
+    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.8), squeeze=False)
     colors = dict(zip(ACCURACY_PRECISIONS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for i, preset in enumerate(presets):
         mine = frame[frame[col.CONFIG_NAME].astype(str) == preset]
@@ -80,11 +83,19 @@ def accuracy(frame: pd.DataFrame, judgement: AccuracyJudgement, title: str) -> p
             axes[0][2 * i + 1].axhline(mine[ATTAINABLE].mean(), color="black", linestyle="--", linewidth=0.8,
                                        label="attainable (the teacher's AUC)")  # fmt: skip
         axes[0][2 * i + 1].legend(frameon=False, fontsize=7)
-    gains_panel(axes[0][-1], judgement, colors)
-    fig.suptitle(title)
+    if gains:
+        gains_panel(axes[0][-1], judgement, colors)
+    fig.suptitle(title or accuracy_title(frame))
     fig.tight_layout()
-    add_caption(fig, frame[frame[col.KIND] == "eval"])
+    add_caption(fig, frame[frame[col.KIND] == "eval"], "seed")
     return fig
+
+
+def accuracy_title(frame: pd.DataFrame) -> str:
+    """The accuracy figure's title: the precisions its records trained, in words."""
+    trained = [variant_words(v) for v in ACCURACY_PRECISIONS if v in set(frame[col.VARIANT])]
+    alone = " alone (no bf16 trained on this machine)" if len(trained) == 1 else " from the same seeds"
+    return f"S3's accuracy benchmark: {', '.join(trained)}{alone}"
 
 
 def curves(ax: plt.Axes, rows: pd.DataFrame, value: str, colors: dict[str, str]) -> None:
