@@ -79,7 +79,15 @@ def test_fp32_alone_is_said_over_its_own_seeds_with_no_bf16_verdict():
     assert judged.seeds == {"p": 0} and judged.fp32_seeds == {"p": 3}
     said = acc.accuracy_words(judged)
     assert "over 3 seeds" in said[0] and said[-1].startswith("bf16 not trained on this machine")
-    assert acc.accuracy_words(acc.s3_accuracy(records("a", 0.80), "a"))[-1].startswith("bf16 Split-SGD: holds")
+    native = acc.accuracy_words(acc.s3_accuracy(records("a", 0.80), "a"))[-1]
+    assert native.startswith("bf16 Split-SGD: holds") and "emulated" not in native
+    labelled = records("a", 0.80).assign(
+        precision_label=lambda f: f["variant"].map(
+            {OPTIMIZED_FP32: "fp32", OPTIMIZED_BF16: "bf16 (emulated)", PLAIN_BF16: "bf16 plain SGD (emulated)"}
+        )
+    )
+    judged = acc.s3_accuracy(labelled, "a")
+    assert judged.emulated and "bf16 emulated on this CPU" in acc.accuracy_words(judged)[-1]
     coded = pd.concat([records("a", 0.80, "new"), records("a", 0.70, "old")])
     assert acc.s3_accuracy(coded, "a", "new").status == acc.HOLDS
     assert acc.s3_accuracy(coded, "a", "old").status == acc.FAILS

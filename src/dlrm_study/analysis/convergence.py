@@ -147,6 +147,7 @@ class AccuracyJudgement:
     attainable: dict[str, float] = field(default_factory=dict)  # preset -> the teacher's mean held-out AUC
     seeds: dict[str, int] = field(default_factory=dict)  # preset -> seeds with all precisions recorded
     fp32_seeds: dict[str, int] = field(default_factory=dict)  # preset -> seeds fp32 trained (its share's seeds)
+    emulated: bool = False  # bf16 trained without native bf16 (same rounding, no speed to judge beside it)
 
 
 def s3_accuracy(
@@ -177,7 +178,16 @@ def s3_accuracy(
         {p: j[3] for p, j in judged.items()},
         {p: j[4] for p, j in judged.items()},
         {p: fp32_seeds(final, p) for p in judged},
+        emulated_bf16(final),
     )
+
+
+def emulated_bf16(final: pd.DataFrame) -> bool:
+    """Whether any bf16 run was trained on a CPU without native bf16 (its precision label says so)."""
+    if col.PRECISION_LABEL not in final:
+        return False
+    bf16 = final[final[col.VARIANT] != OPTIMIZED_FP32]
+    return bool(bf16[col.PRECISION_LABEL].astype(str).str.contains("emulated").any())
 
 
 def fp32_seeds(final: pd.DataFrame, preset: str) -> int:
@@ -261,5 +271,8 @@ def accuracy_words(judgement: AccuracyJudgement) -> list[str]:
     if not (judgement.split or judgement.plain) and judgement.learned:
         lines.append("bf16 not trained on this machine: fp32 alone, whether the benchmark is learnable here")
         return lines
-    lines.append(f"bf16 Split-SGD: {judgement.status}; plain bf16 SGD (the control): {judgement.plain_status}")
+    said = f"bf16 Split-SGD: {judgement.status}; plain bf16 SGD (the control): {judgement.plain_status}"
+    if judgement.emulated:
+        said += " (bf16 emulated on this CPU: the same rounding as native bf16, no bf16 speed to judge beside it)"
+    lines.append(said)
     return lines
