@@ -77,6 +77,8 @@ def test_fp32_alone_is_said_over_its_own_seeds_with_no_bf16_verdict():
     fp32 = fp32[fp32["variant"] == OPTIMIZED_FP32]
     judged = acc.s3_accuracy(fp32, "a")
     assert judged.seeds == {"p": 0} and judged.fp32_seeds == {"p": 3}
+    again = pd.concat([fp32, fp32.assign(run_id="r2")])  # the same seeds trained again in another run
+    assert acc.s3_accuracy(again, "a").fp32_seeds == {"p": 3}
     said = acc.accuracy_words(judged)
     assert "over 3 seeds" in said[0] and said[-1].startswith("bf16 not trained on this machine")
     native = acc.accuracy_words(acc.s3_accuracy(records("a", 0.80), "a"))[-1]

@@ -99,9 +99,12 @@ def accuracy_title(frame: pd.DataFrame) -> str:
 
 
 def curves(ax: plt.Axes, rows: pd.DataFrame, value: str, colors: dict[str, str]) -> None:
-    """One line per (precision, seed), coloured by precision, labelled once."""
+    """One line per (precision, run, seed), coloured by precision, labelled once (a seed trained again in another
+    run is a line of its own, not a zig-zag through both runs' points)."""
     for variant in [v for v in ACCURACY_PRECISIONS if v in set(rows[col.VARIANT])]:
-        for n, (_, seed) in enumerate(rows[rows[col.VARIANT] == variant].groupby("train.seed")):
+        mine = rows[rows[col.VARIANT] == variant]
+        keys = [k for k in (col.RUN_ID, "train.seed") if k in mine]
+        for n, (_, seed) in enumerate(mine.groupby(keys)):
             seed = seed.sort_values(col.STEP)
             ax.plot(seed[col.STEP], seed[value], color=colors[variant], linewidth=1, alpha=0.8,
                     label=variant_words(variant) if n == 0 else None)  # fmt: skip
