@@ -5,7 +5,11 @@
 Triton's interpreter runs what a GPU compiler may refuse (its control flow, its types), and the
 GPU machine's Triton (3.6, Python 3.12) is older than the development one: this compiles each
 kernel, with the argument types the placements pass (int32 staged ids, int64 per-table ids), to
-PTX and a cubin with Triton's own ptxas. It needs only Triton: where torch is not installed (a
+PTX and a cubin with Triton's own ptxas, each twice: as written, and as a launch specializes it (every
+pointer 16-byte aligned and the sizes that are multiples of 16 at the targets, the batch, its bags, the
+row width and the id count, hinted `tt.divisibility = 16`, as Triton's JIT does: the hints change the
+layouts its passes choose, and a kernel that compiled without them failed with them on the H200 on
+2026-12-04, results/gpu-session/lending1-log.txt). It needs only Triton: where torch is not installed (a
 Python 3.12 venv holding `triton==3.6.0` alone), the kernels' module is loaded with a stand-in
 for torch, which the kernels themselves never touch. Prints `compiled N kernels under triton X`.
 """
@@ -54,12 +58,30 @@ def kernels_module() -> types.ModuleType:
     return triton_ops
 
 
-def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> None:
-    """One kernel to PTX for sm_90 and on to a cubin (ptxas runs: a kernel it refuses raises here)."""
-    signature = {**signature, **dict.fromkeys(constexprs, "constexpr")}
-    kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=H200)
-    if ".target sm_90" not in kernel.asm["ptx"] or not kernel.asm.get("cubin"):
-        raise RuntimeError(f"{fn.__name__}: no sm_90 cubin")
+# The integer arguments that are multiples of 16 at the targets (batch 2,048 to 65,536; rows of 64 or 128).
+ALIGNED_SIZES = ("bags", "batch", "dim", "count")
+
+
+def launch_hints(fn, signature: dict[str, str]) -> dict[tuple[int], list]:
+    """What Triton's JIT adds at a launch with aligned pointers and sizes: `tt.divisibility = 16` on each."""
+    hinted = [name for name, kind in signature.items() if kind.startswith("*") or name in ALIGNED_SIZES]
+    return {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in hinted}
+
+
+def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> int:
+    """One kernel to PTX for sm_90 and on to a cubin, as written and as launched (ptxas runs: a kernel it
+    refuses raises here, naming the kernel and which of the two); the builds made."""
+    for launched in (False, True):
+        attrs = launch_hints(fn, signature) if launched else {}
+        full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
+        try:
+            kernel = triton.compile(ASTSource(fn=fn, signature=full, constexprs=constexprs, attrs=attrs), target=H200)
+        except Exception as error:
+            how = "with a launch's alignment hints" if launched else "as written"
+            raise RuntimeError(f"{fn.__name__} ({how}, {signature}): {type(error).__name__}: {error}") from error
+        if ".target sm_90" not in kernel.asm["ptx"] or not kernel.asm.get("cubin"):
+            raise RuntimeError(f"{fn.__name__}: no sm_90 cubin")
+    return 1
 
 
 def main() -> int:

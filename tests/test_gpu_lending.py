@@ -9,6 +9,8 @@ import pytest
 from tests.conftest import ROOT
 
 from dlrm_study import config, platform
+from dlrm_study.analysis.clusters import MIN_RUNS
+from dlrm_study.analysis.stats import MIN_PAIRS
 from dlrm_study.measure import gpu as gpu_measure
 from dlrm_study.measure import graph_profiler, isolated
 from dlrm_study.measure.prepared import prepare
@@ -76,13 +78,26 @@ def test_the_headline_phases_fit_300_s_of_a_cold_start(tmp_path, monkeypatch):
     """By the H200 estimate (the host's bf16 CPU loop measured, as on the GPU machine's AMX host)."""
     monkeypatch.setattr(platform, "native_bf16", lambda: True)
     plan = gpu_lending.phases(tmp_path, dry_run=False)
-    assert [p.name for p in plan if p.headline] == ["targets-bf16", "targets-fp32", "placements", "same-host"]
+    assert [p.name for p in plan if p.headline] == ["targets-bf16", "targets-fp32", "placements"]
     assert plan[: sum(p.headline for p in plan)] == [p for p in plan if p.headline]  # the headline first
     assert 0 < gpu_lending.headline_s(plan) <= gpu_lending.HEADLINE_LIMIT_S
-    same_host = next(p for p in plan if p.name == "same-host").runs[0]
+    same_host = next(p for p in plan if p.name == "same-host").runs[0]  # no rule reads it: after the headline
     assert set(same_host.specs[0].variants) == {"gpu-hbm", "host-optimized-bf16", "host-reference"}
     lines = gpu_lending.plan_lines(plan, 540.0)
     assert all(any(line.startswith(f"  {p.name} (") and "finishing near" in line for line in lines) for p in plan)
+
+
+def test_one_lending_measures_h4_in_the_runs_and_pairs_a_verdict_needs(tmp_path):
+    """A run's repeat 0 is its warm-up and a verdict word needs MIN_RUNS runs: the first lending measured
+    H4 in one run of 5 repeats (4 pairs, one run: no verdict). The estimate counts both runs."""
+    plan = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False)}
+    spec = plan["placements"].runs[0].specs[0]
+    assert spec.runs >= MIN_RUNS and spec.runs * (spec.repeats - 1) >= MIN_PAIRS
+    one_run = gpu_lending.with_repeats(plan["placements"].runs[0], spec.repeats, runs=1)
+    assert gpu_lending.runs_s([one_run], set(), profiled=False) < plan["placements"].estimate_s
+    # The rest measures LFU's cache alone: a repeat of H4's points there would be a run of one repeat.
+    rest = next(run for run in plan["rest"].runs if run.study == "gpu-placements")
+    assert all(rest.only(variant, None) == (variant == "gpu-cached-lfu") for variant in spec.variants)
 
 
 def test_a_triton_failure_falls_back_to_the_torch_twin(monkeypatch):
@@ -153,6 +168,8 @@ def test_dry_run_of_the_lending_writes_every_phase_and_the_summary(tmp_path):
     assert len(profiles) == 3 and (profiles["kernels_per_step"] > 0).all()
     same_host = grid[grid["study"] == "gpu-same-host"]
     assert same_host["run_id"].nunique() == 1 and {"gpu-hbm", "host-reference"} <= set(same_host["variant"])
+    h4 = grid[(grid["study"] == "gpu-placements") & (grid["variant"] != "gpu-cached-lfu")]
+    assert h4.groupby("run_id")["repeat"].nunique().tolist() == [3] * gpu_lending.H4_RUNS  # whole runs
     assert set(store.load(out / "gpu_embedding.csv")["placement"]) == {"hbm", "uvm", "cached", "host"}
     assert len(store.load(out / "sweeps.csv")) > 0  # the host's CPU loops, last
     assert text.count("gpu-targets dry-") == len(grid[grid["study"] == "gpu-targets"])  # one line a record

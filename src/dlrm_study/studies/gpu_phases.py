@@ -68,7 +68,8 @@ def whole(run: GpuRun, deadline: float) -> tuple[list[sweep.Sweep] | None, str]:
     """The run's sweeps cut to the whole repeats the H200 estimate fits before `deadline` (a repeat split
     between two processes is two runs, whose halves never pair), and a note; None where none fits."""
     plan, _ = sweep.merged_plan(run.specs, run.only)
-    tasks = runner.pending(runner.schedule(plan, run.specs[0].repeats, runner.machine_of), Path(run.specs[0].out))
+    first = run.specs[0]
+    tasks = runner.pending(runner.schedule(plan, first.repeats, runner.machine_of, runs=first.runs), Path(first.out))
     if not tasks:
         return run.specs, ""
     items = [(t.repeat, t.variant, t.cfg) for t in tasks]
