@@ -288,6 +288,20 @@ def test_a_missing_target_is_said_missing_with_why():
                                                                  "the next session resumes)")  # fmt: skip
 
 
+def test_a_target_is_read_from_its_own_study_not_from_another_at_the_same_preset_and_batch():
+    """H4's placements run mlperf-scaled at 2,048 too, with Zipf ids and a cache: the lending's first summary
+    took their median into the target's (1.55M where the targets' own run measured 1.58M)."""
+    frame = pd.DataFrame({
+        "study": ["gpu-targets", "gpu-placements", "gpu-placements"], "config_name": ["mlperf-scaled"] * 3,
+        "batch_size": [2048] * 3, "variant": ["gpu-hbm"] * 3, "samples_per_s": [1.6e6, 1.0e6, 1.0e6],
+        "error": [None] * 3,
+    })  # fmt: skip
+    assert len(gpu_targets.measured(frame, gpu_targets.TARGETS[0])) == 1
+    assert gpu_targets.verdicts(frame, dry_run=False)[0].startswith(
+        "mlperf-scaled bf16 hbm captured, batch 2,048: 1,600,000 samples/s (target 1,500,000: met)"
+    )
+
+
 def test_a_kernel_that_fails_in_a_dry_run_leaves_its_error_record_and_the_session_finishes(tmp_path, monkeypatch):
     """Triton's OutOfResources (no RuntimeError) from the update of one preset's stand-in: its points are error
     records, the other preset's are measured, the summary says the missing targets and why, and main returns 0."""

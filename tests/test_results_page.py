@@ -5,6 +5,7 @@ import functools
 import re
 
 import nbformat
+import pandas as pd
 import pytest
 from tests.conftest import ROOT
 
@@ -202,3 +203,19 @@ def test_the_readme_section_and_the_page_name_the_code_commit_the_records_digest
     section = ledger.readme_section(RESULTS, "quick")
     assert all(f"`{thing}`" in section for thing in named)
     assert all(f"`{thing}`" in page() for thing in named)
+
+
+def test_the_gpu_half_reads_each_target_from_its_own_study_and_says_which_kernels_ran():
+    frame = pd.DataFrame({
+        "study": ["gpu-targets", "gpu-placements", "gpu-placements"], "loop": ["gpu"] * 3,
+        "config_name": ["mlperf-scaled"] * 3, "batch_size": [2048] * 3, "variant": ["gpu-hbm", "gpu-hbm", "gpu-host"],
+        "samples_per_s": [1.6e6, 1.0e6, 1.0e5], "kernel_path": ["torch", "torch", "cpp"],
+        "kernel_fallback": ["triton failed (RuntimeError: PassManager::run failed); the torch twin ran", None, None],
+    })  # fmt: skip
+    lines = results_page.target_lines(frame)
+    met = "mlperf-scaled at batch 2,048: 1,600,000 samples/s (1 repeat) against today's target 1,500,000: met"
+    assert lines[0] == met
+    assert lines[1].endswith("not measured") and lines[2].endswith("not measured")
+    said = results_page.kernels_ran(frame)
+    assert said.startswith("Their embedding kernels: C++ on the host's cores, PyTorch ops. In 1 of 3, Triton's")
+    assert readable.identifiers(said) == []

@@ -76,7 +76,7 @@ HOST_PRESETS = ["dlrm-benchmark", "mlperf-scaled"]
 HOST_LOOPS = [REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16]
 # Not a throughput point: the study whose records no claim reads.
 DISPATCH_FLOOR = "gpu-dispatch-floor"
-TARGETS_RUN = "gpu-targets"
+TARGETS_RUN = gpu_targets.STUDY
 PLACEMENTS_RUN = "gpu-placements"
 SENSITIVITY_RUN = "gpu-sensitivity-"  # and the profile
 SAME_HOST_RUN = "gpu-same-host"

@@ -33,6 +33,11 @@ TARGETS = [
     Target("dlrm-benchmark", 16384, 2_000_000),
 ]
 VARIANT = GPU_HBM
+STUDY = "gpu-targets"  # the lending's run of the targets' points (`studies.gpu.TARGETS_RUN`)
+# The studies that measure the targets' own points: the lending's, and the presets of the session of several
+# calls. Others measure the same preset and batch with other settings (H4's placements: Zipf ids, a cache) or
+# in runs of their own (the same-host pair): a target's number is read from these studies only.
+STUDIES = (STUDY, "gpu-presets", "gpu-presets-large")
 TWINS = (GPU_HBM_FP32,)  # measured beside each target, in its run
 EAGER_BATCH = 2048  # the presets' own batch: graph against eager is measured there only
 # A dry run's stand-ins: its presets (tiny-sized, one hot-rowed and one-hot like mlperf-scaled, one pooled
@@ -103,12 +108,10 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
     frame = frame if frame is not None else pd.DataFrame()
     for target in TARGETS:
         name, batch = point_of(target, dry_run)
-        mine = pd.DataFrame()
-        if not frame.empty:
-            mine = frame[(frame[col.CONFIG_NAME] == name) & (batches(frame) == batch) & (frame[col.VARIANT] == VARIANT)]
+        mine = measured(frame, target, dry_run)
         ok = mine[mine[col.ERROR].isna()] if col.ERROR in mine else mine
         if not ok.empty:
-            got = float(ok[col.SAMPLES_PER_S].median())
+            got = rate(ok)
             verdict = "met" if got >= target.least else "missed"
             lines.append(f"{target.name()}: {got:,.0f} samples/s (target {target.least:,.0f}: {verdict})")
         elif not mine.empty:
@@ -120,6 +123,21 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
         else:
             lines.append(f"{target.name()}: MISSING: not measured yet (past the time budget: the next session resumes)")
     return lines
+
+
+def measured(frame: pd.DataFrame, target: Target, dry_run: bool = False) -> pd.DataFrame:
+    """The target's records (errors included): its point, `VARIANT`, in one of `STUDIES` (a frame without a
+    study column: all of them)."""
+    if frame.empty:
+        return frame
+    name, batch = point_of(target, dry_run)
+    mine = frame[(frame[col.CONFIG_NAME] == name) & (batches(frame) == batch) & (frame[col.VARIANT] == VARIANT)]
+    return mine[mine[col.STUDY].isin(STUDIES)] if col.STUDY in mine else mine
+
+
+def rate(ok: pd.DataFrame) -> float:
+    """A target's samples/s: the median over its measured repeats (`measured`, without error records)."""
+    return float(ok[col.SAMPLES_PER_S].median())
 
 
 def batches(frame: pd.DataFrame) -> pd.Series:
