@@ -3,9 +3,10 @@
 #
 #   bash scripts/gpu_lending.sh OUT_DIR [--budget-s 540] [--resume-from DIR]... [--dry-run]
 #
-# Headline first (the three targets in bf16, their fp32 twins and repeats, H4's placements, the same-host
-# GPU/CPU pair), then the GPU tests, the profiled windows, the embedding benchmark, H1-H3's grid and the rest
-# as far as --budget-s goes; each phase in its own process under a watchdog (src/dlrm_study/studies/gpu_lending.py).
+# Headline first (the three targets in bf16, their fp32 twins, H4's placements in two runs), then the targets'
+# repeats, the GPU tests, the profiled windows, the embedding benchmark, the same-host GPU/CPU pair, H1-H3's grid
+# and the rest as far as --budget-s goes; each phase in its own process under a watchdog
+# (src/dlrm_study/studies/gpu_lending.py).
 # OUT_DIR gets at most 6 files, rewritten whole as they change (no lock files): the records CSVs, summary.txt
 # (rewritten after every phase) and lending.log. An earlier call's OUT_DIR, carried in, is resumed from with
 # --resume-from DIR. Afterwards: python scripts/merge_records.py OUT_DIR (docs/reproduce.md).

@@ -100,6 +100,23 @@ def test_one_lending_measures_h4_in_the_runs_and_pairs_a_verdict_needs(tmp_path)
     assert all(rest.only(variant, None) == (variant == "gpu-cached-lfu") for variant in spec.variants)
 
 
+def test_a_verdict_run_of_several_runs_starts_only_the_whole_runs_that_fit(tmp_path):
+    """Never a run cut short: resumed, its repeats would be a run of their own without a warm-up."""
+    from dlrm_study.measure import runner, sweep
+    from dlrm_study.studies import gpu_phases
+
+    run = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False)}["placements"].runs[0]
+    spec = run.specs[0]
+    plan, _ = sweep.merged_plan(run.specs, run.only)
+    tasks = runner.schedule(plan, spec.repeats, lambda cfg: "m", runs=spec.runs)
+    one = gpu_lending.slot_s([(t.repeat, t.variant, t.cfg) for t in tasks if t.slot == 1], profiled=False)
+    assert gpu_phases.whole_runs(run, tasks, 0.5 * one)[0] is None
+    assert gpu_phases.whole_runs(run, tasks, 1.5 * one)[0][0].runs == 1
+    assert gpu_phases.whole_runs(run, tasks, 2.5 * one)[0][0].runs == 2
+    resumed = [t for t in tasks if t.slot == 2]  # run 1 recorded: run 2 is what is left
+    assert gpu_phases.whole_runs(run, resumed, 1.5 * one)[0][0].runs == 2
+
+
 def test_a_triton_failure_falls_back_to_the_torch_twin(monkeypatch):
     class BrokenTriton:
         NAME = "triton"

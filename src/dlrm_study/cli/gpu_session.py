@@ -361,13 +361,14 @@ def write_summary(out: Path, work: Path, dry_run: bool, lines: list[str]) -> Non
 
 
 def headline_lines(work: Path) -> list[str]:
-    """One line per headline record (targets, H4's placements, the same-host pair): what ran, and its rate or error."""
+    """One line per record of the studies the summary lists (the headline's, and the same-host pair's): what ran, and
+    its rate or error."""
     path = work / GPU_RECORDS
     if not path.exists():
-        return ["headline records: none yet"]
+        return ["headline and same-host records: none yet"]
     frame = store.load(path)
-    frame = frame[frame[col.STUDY].isin(gpu_lending.HEADLINE_STUDIES)]
-    lines = [f"headline records ({len(frame)}):"]
+    frame = frame[frame[col.STUDY].isin(gpu_lending.LISTED_STUDIES)]
+    lines = [f"headline and same-host records ({len(frame)}):"]
     for rec in frame.to_dict("records"):
         what = f"{rec[col.STUDY]} {rec[col.CONFIG_NAME]} batch {rec.get(col.BATCH_SIZE)} {rec[col.VARIANT]}"
         what += f" repeat {rec[col.REPEAT]}"

@@ -61,9 +61,9 @@ WHICH_NUMBER = [
     "- S3's bf16 over fp32 above is the verdict's: the CPU loops study, paired within its repeats, at the "
     "machine's most threads. Notebook 02's ablation (its last step) and the sensitivity study's base point "
     "(notebooks 03 and 04) measure bf16 against fp32 in runs of their own; their ratios are theirs, not the verdict's.",
-    "- A GPU target's samples/s below is the median of its own study's repeats at the target's point (a lending's "
-    "targets run, or the presets study of a session of several calls); H4's placements (Zipf ids) and the "
-    "same-host pair measure that preset and batch in runs of their own, and print their own.",
+    "- A GPU target's samples/s below is the median of the repeats of the target's own config (a lending's "
+    "targets run, and its same-host run at mlperf-scaled's batch of 2,048; the presets study of a session of "
+    "several calls); H4's placements run that preset and batch with Zipf ids and a cache, and print their own.",
 ]
 
 
@@ -218,15 +218,15 @@ def target_lines(records: pd.DataFrame) -> list[str]:
 
 def kernels_ran(records: pd.DataFrame) -> str:
     """Which embedding kernels the GPU loop's records ran (`kernel_path`, in words), and how many fell back to the
-    PyTorch twins because Triton's did not compile (`kernel_fallback`: the error itself is in the records)."""
+    PyTorch twins because Triton's failed (`kernel_fallback`: the error itself is in the records)."""
     gpu = records[records[col.LOOP] == "gpu"] if col.LOOP in records else records
     paths = sorted(set(gpu[col.KERNEL_PATH].dropna())) if col.KERNEL_PATH in gpu else []
     said = f"Their embedding kernels: {', '.join(KERNEL_WORDS.get(p, p) for p in paths)}." if paths else ""
     fell = int(gpu[FALLBACK].notna().sum()) if FALLBACK in gpu else 0
     if fell:
         said += (
-            f" In {fell} of {len(gpu)}, Triton's kernels did not compile on this machine and the point ran their "
-            "PyTorch twins."
+            f" In {fell} of {len(gpu)}, Triton's kernels failed on this machine (the records give the error) and "
+            "the point ran their PyTorch twins."
         )
     return said
 

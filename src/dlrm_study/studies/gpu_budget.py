@@ -168,8 +168,7 @@ def pending_items(run, done: set) -> tuple[list[Item], bool]:
     plan, _ = sweep.merged_plan(run.specs, run.only)
     new = [(variant, cfg) for _, cfgs in plan for variant, cfg in cfgs.items() if (cfg.hash(), variant) not in done]
     done |= {(cfg.hash(), variant) for variant, cfg in new}
-    runs = run.specs[0].runs  # a verdict run of a lending is measured as two runs (slots) in one process
-    items = [(r, variant, cfg) for _ in range(runs) for r in range(run.specs[0].repeats) for variant, cfg in new]
+    items = [(r, variant, cfg) for r in range(run.specs[0].repeats) for variant, cfg in new]
     return items, kept(items)
 
 

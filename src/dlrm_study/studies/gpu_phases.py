@@ -19,7 +19,7 @@ from dlrm_study import config
 from dlrm_study.config import Placement
 from dlrm_study.measure import gpu, graph_profiler, isolated, runner, sweep
 from dlrm_study.records import columns as col
-from dlrm_study.studies import gpu_budget
+from dlrm_study.studies import gpu_budget, gpu_lending
 from dlrm_study.studies.gpu import REPEATS, GpuRun
 from dlrm_study.studies.gpu_lending import GPU_TESTS_TIMEOUT_S, Phase
 
@@ -72,14 +72,32 @@ def whole(run: GpuRun, deadline: float) -> tuple[list[sweep.Sweep] | None, str]:
     tasks = runner.pending(runner.schedule(plan, first.repeats, runner.machine_of, runs=first.runs), Path(first.out))
     if not tasks:
         return run.specs, ""
-    items = [(t.repeat, t.variant, t.cfg) for t in tasks]
     left_s = deadline - time.monotonic()
+    if first.runs > 1:
+        return whole_runs(run, tasks, left_s)
+    items = [(t.repeat, t.variant, t.cfg) for t in tasks]
     n = gpu_budget.whole_repeats(items, gpu_budget.kept(items), gpu_budget.Call(0.0), left_s, tests=False)
     repeats = sorted({t.repeat for t in tasks})
     if not n:
         return None, f"not started: its next whole repeat would not end in the {left_s:.0f} s left"
     upto = repeats[n - 1] + 1
     return [dataclasses.replace(spec, repeats=upto) for spec in run.specs], f" (up to repeat {upto - 1}, whole)"
+
+
+def whole_runs(run: GpuRun, tasks: list[runner.Task], left_s: float) -> tuple[list[sweep.Sweep] | None, str]:
+    """A sweep of several runs cut to the whole runs (slots) the H200 estimate fits in `left_s`: a run's repeats
+    are never split (the repeats of a run cut short and resumed would be a run of their own, without its warm-up,
+    and a fragment counted as a run), and a slot's points are built anew (`gpu_lending.slot_s` charges them)."""
+    spent, upto = 0.0, 0
+    for slot in sorted({t.slot for t in tasks}):
+        items = [(t.repeat, t.variant, t.cfg) for t in tasks if t.slot == slot]
+        spent += gpu_budget.WHOLE_MARGIN * gpu_lending.slot_s(items, profiled=False)
+        if spent > left_s:
+            break
+        upto = slot
+    if not upto:
+        return None, f"not started: its next whole run would not end in the {left_s:.0f} s left"
+    return [dataclasses.replace(spec, runs=upto) for spec in run.specs], f" (runs up to {upto}, whole)"
 
 
 def run_tests(dry_run: bool, timeout_s: float | None = None) -> str:

@@ -35,8 +35,8 @@ TARGETS = [
 VARIANT = GPU_HBM
 STUDY = "gpu-targets"  # the lending's run of the targets' points (`studies.gpu.TARGETS_RUN`)
 # The studies that measure the targets' own points: the lending's, and the presets of the session of several
-# calls. Others measure the same preset and batch with other settings (H4's placements: Zipf ids, a cache) or
-# in runs of their own (the same-host pair): a target's number is read from these studies only.
+# calls. Others measure the same preset and batch with other settings (H4's placements: Zipf ids, a cache): a
+# target's config is the one these studies measured at its point.
 STUDIES = (STUDY, "gpu-presets", "gpu-presets-large")
 TWINS = (GPU_HBM_FP32,)  # measured beside each target, in its run
 EAGER_BATCH = 2048  # the presets' own batch: graph against eager is measured there only
@@ -126,13 +126,19 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
 
 
 def measured(frame: pd.DataFrame, target: Target, dry_run: bool = False) -> pd.DataFrame:
-    """The target's records (errors included): its point, `VARIANT`, in one of `STUDIES` (a frame without a
-    study column: all of them)."""
+    """The target's records (errors included): `VARIANT` at the configs (`config_hash`) one of `STUDIES` measured
+    at its point, whatever study measured them (the runner measures a point once per repeat: a lending's
+    same-host run may hold a target's repeats). Where there is no study or config column: its point."""
     if frame.empty:
         return frame
     name, batch = point_of(target, dry_run)
     mine = frame[(frame[col.CONFIG_NAME] == name) & (batches(frame) == batch) & (frame[col.VARIANT] == VARIANT)]
-    return mine[mine[col.STUDY].isin(STUDIES)] if col.STUDY in mine else mine
+    if col.STUDY not in mine:
+        return mine
+    own = mine[mine[col.STUDY].isin(STUDIES)]
+    if col.CONFIG_HASH not in mine:
+        return own
+    return mine[mine[col.CONFIG_HASH].isin(set(own[col.CONFIG_HASH]))]
 
 
 def rate(ok: pd.DataFrame) -> float:
