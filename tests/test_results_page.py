@@ -219,3 +219,13 @@ def test_the_gpu_half_reads_each_target_from_its_own_study_and_says_which_kernel
     said = results_page.kernels_ran(frame)
     assert said.startswith("Their embedding kernels: C++ on the host's cores, PyTorch ops. In 1 of 3, Triton's")
     assert readable.identifiers(said) == []
+
+
+def test_why_speaks_of_the_captured_loop_once_a_gpu_host_ran_it():
+    old_host, new_host = "intel-xeon/avx512f/16cpu/nvidia-h200", "intel-xeon-f6m207s2/avx512f/16cpu/nvidia-h200"
+    old = results_page.Judged("one run", [], "old reason", True, "")
+    new = results_page.Judged("one run", [], "new reason", False, "")
+    cpu = results_page.Judged("not measurable here", [], "no GPU", False, "")
+    assert results_page.why("H4", {"amd-epyc/avx2/2cpu": cpu, old_host: old}).startswith("Only the old")
+    said = results_page.why("H4", {"amd-epyc/avx2/2cpu": cpu, old_host: old, new_host: new})
+    assert said == "No machine could decide it: not measurable here (no GPU); one run (new reason)."

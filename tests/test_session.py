@@ -54,3 +54,12 @@ def test_verdicts_are_judged_once_per_records_and_anew_when_they_change(tmp_path
     (tmp_path / "sweeps.csv").write_text((ROOT / "results" / "sweeps.csv").read_text())  # new records: a new key
     again, _ = reading.judged(tmp_path, "quick")
     assert again is not first and not again.cpu_loops.empty and first.cpu_loops.empty
+
+
+def test_a_figure_draws_one_machine_the_one_that_measured_last():
+    frame = pd.DataFrame({
+        col.MACHINE: ["old-gpu-host", "new-gpu-host", "old-gpu-host"],
+        col.TIMESTAMP: ["2026-12-01T00:00:00", "2026-12-04T00:00:00", "2026-12-01T00:01:00"],
+    })  # fmt: skip
+    assert list(session.newest_machine(frame)[col.MACHINE]) == ["new-gpu-host"]
+    assert session.newest_machine(frame.iloc[0:0]).empty

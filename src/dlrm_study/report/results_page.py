@@ -102,10 +102,13 @@ def why(claim: str, by_machine: dict[str, Judged]) -> str:
     if decided:
         said = ", ".join(f"{j.word} on {machine_words(m)}" for m, j in decided)
         return f"Against {PAPER[claim]}: {said}."
-    if any(j.old_loop for j in by_machine.values()):
+    gpus = [j for m, j in by_machine.items() if Machine.parse(m).has_gpu]
+    if gpus and all(j.old_loop for j in gpus):
         return "Only the old, launch-bound GPU loop has run on a GPU; the captured loop has not."
     words: dict[str, list[str]] = {}
     for j in by_machine.values():
+        if j.old_loop:  # a GPU host of the captured loop speaks for the GPU (its cell and the old host's are shown)
+            continue
         words.setdefault(j.word, [])
         if j.reason and j.reason not in words[j.word]:
             words[j.word].append(j.reason)
@@ -181,7 +184,7 @@ def gpu_plainly(evidence: Evidence) -> list[str]:
             lines.append(
                 f"{where}, {old.sum()} of {len(gpu)} GPU records measured the old GPU loop, which launched each "
                 f"kernel from Python: a median of {step:.1f} ms per step, bound by kernel launches."
-                + ("" if (~old).any() else " The captured loop (the whole step as one CUDA graph) has not yet run.")
+                + ("" if (~old).any() else " None of its records measured the captured loop.")
             )
             lines += [f"- {line}" for line in target_lines(old_ok)]
         if (~old).any():

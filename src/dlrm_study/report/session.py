@@ -156,6 +156,14 @@ def current_code(frame: pd.DataFrame) -> pd.DataFrame:
     return newest_code_only(frame)
 
 
+def newest_machine(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records of the machine that measured last: a figure's ratios are one machine's, so two GPU hosts (the
+    old loop's and the captured loop's) are drawn apart, never pooled into one bar."""
+    if frame.empty or col.MACHINE not in frame or col.TIMESTAMP not in frame:
+        return frame
+    return frame[frame[col.MACHINE] == frame.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1]]
+
+
 def measured_in(frame: pd.DataFrame, name: str) -> str:
     """Which commit measured which points of a figure drawn over records of more than one session ("" for one):
     a sweep completed across sessions says so, point by point, rather than only in its footer."""
