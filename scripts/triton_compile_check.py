@@ -68,12 +68,12 @@ def launch_hints(fn, signature: dict[str, str]) -> dict[tuple[int], list]:
     return {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in hinted}
 
 
-def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> int:
+def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> None:
     """One kernel to PTX for sm_90 and on to a cubin, as written and as launched (ptxas runs: a kernel it
-    refuses raises here, naming the kernel and which of the two); the builds made."""
+    refuses raises here, naming the kernel and which of the two)."""
+    full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
     for launched in (False, True):
         attrs = launch_hints(fn, signature) if launched else {}
-        full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
         try:
             kernel = triton.compile(ASTSource(fn=fn, signature=full, constexprs=constexprs, attrs=attrs), target=H200)
         except Exception as error:
@@ -81,7 +81,6 @@ def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> int:
             raise RuntimeError(f"{fn.__name__} ({how}, {signature}): {type(error).__name__}: {error}") from error
         if ".target sm_90" not in kernel.asm["ptx"] or not kernel.asm.get("cubin"):
             raise RuntimeError(f"{fn.__name__}: no sm_90 cubin")
-    return 1
 
 
 def main() -> int:

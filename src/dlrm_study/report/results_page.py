@@ -6,6 +6,7 @@ records; the sentences are fixed templates. `make render` writes both (`write`).
 
 import dataclasses
 import re
+from math import nan
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +27,7 @@ from dlrm_study.analysis.verdicts import (
     S3_MARGIN,
 )
 from dlrm_study.analysis.wording import amount
+from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
 from dlrm_study.report import ledger, manifest, reading
@@ -177,10 +179,11 @@ def gpu_plainly(evidence: Evidence) -> list[str]:
         if gpu.empty:
             continue
         ok = gpu[gpu[col.ERROR].isna()] if col.ERROR in gpu else gpu
-        old, old_ok = old_loop(gpu), ok[old_loop(ok)]
+        old, ok_old = old_loop(gpu), old_loop(ok)
+        old_ok, captured = ok[ok_old], ok[~ok_old]
         where = f"On {machine_words(host)}"
         if old.any():
-            step = (old_ok[col.BATCH_SIZE] / old_ok[col.SAMPLES_PER_S]).median() * 1000 if not old_ok.empty else NAN
+            step = (old_ok[col.BATCH_SIZE] / old_ok[col.SAMPLES_PER_S]).median() * 1000 if not old_ok.empty else nan
             lines.append(
                 f"{where}, {old.sum()} of {len(gpu)} GPU records measured the old GPU loop, which launched each "
                 f"kernel from Python: a median of {step:.1f} ms per step, bound by kernel launches."
@@ -188,16 +191,12 @@ def gpu_plainly(evidence: Evidence) -> list[str]:
             )
             lines += [f"- {line}" for line in target_lines(old_ok)]
         if (~old).any():
-            captured = ok[~old_loop(ok)]
             lines.append(
                 f"{where}, {(~old).sum()} of {len(gpu)} GPU records measured the captured loop (the whole step as "
                 f"one CUDA graph). {kernels_ran(captured)}"
             )
             lines += [f"- {line}" for line in target_lines(captured)]
     return lines or ["No GPU records yet."]
-
-
-NAN = float("nan")
 
 
 def target_lines(records: pd.DataFrame) -> list[str]:
@@ -221,11 +220,11 @@ def target_lines(records: pd.DataFrame) -> list[str]:
 
 def kernels_ran(records: pd.DataFrame) -> str:
     """Which embedding kernels the GPU loop's records ran (`kernel_path`, in words), and how many fell back to the
-    PyTorch twins because Triton's failed (`kernel_fallback`: the error itself is in the records)."""
+    PyTorch twins because Triton's failed (`KERNEL_FALLBACK`: the error itself is in the records)."""
     gpu = records[records[col.LOOP] == "gpu"] if col.LOOP in records else records
     paths = sorted(set(gpu[col.KERNEL_PATH].dropna())) if col.KERNEL_PATH in gpu else []
     said = f"Their embedding kernels: {', '.join(KERNEL_WORDS.get(p, p) for p in paths)}." if paths else ""
-    fell = int(gpu[FALLBACK].notna().sum()) if FALLBACK in gpu else 0
+    fell = int(gpu[KERNEL_FALLBACK].notna().sum()) if KERNEL_FALLBACK in gpu else 0
     if fell:
         said += (
             f" In {fell} of {len(gpu)}, Triton's kernels failed on this machine (the records give the error) and "
@@ -234,7 +233,6 @@ def kernels_ran(records: pd.DataFrame) -> str:
     return said
 
 
-FALLBACK = "kernel_fallback"  # why a GPU point ran the PyTorch twins (measure.gpu): Triton's error, in the record
 KERNEL_WORDS = {"triton": "Triton", "torch": "PyTorch ops", "cpp": "C++ on the host's cores", "aten": "PyTorch's"}
 
 
