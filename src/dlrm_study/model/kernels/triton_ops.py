@@ -52,15 +52,16 @@ if triton is not None:
         bag = tl.program_id(0) * BLOCK_BAGS + tl.arange(0, BLOCK_BAGS)
         cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
         live_bag, live_col = bag < bags, cols < dim
-        start = tl.load(bag_starts + bag, mask=live_bag, other=0)
-        length = tl.load(bag_starts + bag + 1, mask=live_bag, other=0) - start
+        # Bags as a [BLOCK_BAGS, 1] column, not a vector: every tensor of the loop then has the tile's layout
+        # (with vectors, Triton 3.6 for sm_90 gave the mask and the pointers of the id load two layouts).
+        bags_col, live_col_bag = bag[:, None], live_bag[:, None]
+        start = tl.load(bag_starts + bags_col, mask=live_col_bag, other=0)
+        length = tl.load(bag_starts + bags_col + 1, mask=live_col_bag, other=0) - start
         acc = tl.zeros([BLOCK_BAGS, BLOCK_D], dtype=tl.float32)
-        for j in range(0, tl.max(length, axis=0)):
+        for j in range(0, tl.max(tl.max(length, axis=1), axis=0)):
             live = j < length
             row = tl.load(ids + start + j, mask=live, other=0).to(tl.int64)
-            acc += tl.load(
-                weight + row[:, None] * dim + cols[None, :], mask=live[:, None] & live_col[None, :], other=0.0
-            )
+            acc += tl.load(weight + row * dim + cols[None, :], mask=live & live_col[None, :], other=0.0)
         dst = ((bag % batch) * tables + bag // batch).to(tl.int64)  # bags table-major, output sample-major
         tl.store(out + dst[:, None] * dim + cols[None, :], acc, mask=live_bag[:, None] & live_col[None, :])
 
