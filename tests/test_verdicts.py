@@ -139,6 +139,7 @@ def test_gpu_claims_need_a_gpu_and_its_records() -> None:
     for claim in ("H1", "H2", "H3", "H4"):
         assert verdict(claim, XEON).status == "not measurable here"
     assert verdict("H1", GPU, gpu=pd.DataFrame()).status == "not yet measured"
+    assert verdict("H1", GPU).status == "not yet measured"  # GPU records, no knob swept: nothing to judge yet
 
 
 def test_unrecorded_machines_are_not_judged() -> None:

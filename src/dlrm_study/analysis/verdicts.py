@@ -154,15 +154,17 @@ def h1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     intervals at 1 - 0.05/6); every knob within H1_FACTOR both ways refutes it."""
     if (early := gpu_early(evidence, machine)) is not None:
         return early
-    family = stats.family(len(H1_KNOBS))
     found = h1_pairs(evidence)
+    if not found:  # GPU records, but none of a knob's sweep (a lending that ran only its headline)
+        return Judgement(Status.NOT_YET, "no knob sweep on this machine's GPU")
+    family = stats.family(len(H1_KNOBS))
     effects = {k: lens.ratio(f) for k, f in found.items()}
     strict = {k: lens.ratio(f, family) for k, f in found.items()}
     judged = {k for k, r in effects.items() if lens.enough(r)}
     said = [f"{KNOBS[k][2]} {ratio_text(r)}" for k, r in effects.items() if r.n]
     if unpaired := [KNOBS[k][2] for k, r in effects.items() if not r.n]:  # named once, not once per knob
         said.append(f"not paired (0 pairs): {', '.join(unpaired)}")
-    text = "; ".join(said) or "no knob sweeps"
+    text = "; ".join(said)
     text = (f"samples/s with {variant_words(GPU_HBM)} between each knob's ends, paired within runs: {text}; "
             f"beyond {H1_FACTOR}x either way at {family:.1%} each (6 knobs)")  # fmt: skip
     frames = list(evidence.gpu_knobs.values())
