@@ -25,6 +25,20 @@ def test_a_figure_draws_each_machines_newest_code_only():
     assert list(zip(kept[col.MACHINE], kept[col.CODE_FINGERPRINT], strict=True)) == [("a", "new"), ("b", "old")]
 
 
+def test_a_timed_figure_draws_the_repeats_its_verdict_judges():
+    """Newest code only, and each run's warm-up (repeat 0) out where the run has more: what `current` reads."""
+    frame = records(
+        ("a", "old", "2026-12-01", "1111111aaa", "rows=1"),
+        ("a", "new", "2026-12-02", "2222222bbb", "rows=1"),
+        ("a", "new", "2026-12-02", "2222222bbb", "rows=1"),
+        ("a", "new", "2026-12-02", "2222222bbb", "rows=1"),
+        ("b", "new", "2026-12-03", "3333333ccc", "rows=1"),  # a run of one repeat keeps it
+    ).assign(**{col.REPEAT: [0, 0, 1, 2, 0], col.RUN_ID: ["r0", "r1", "r1", "r1", "r2"], col.THREADS: 2})
+    kept = session.timed(frame)
+    assert list(zip(kept[col.MACHINE], kept[col.REPEAT], strict=True)) == [("a", 1), ("a", 2), ("b", 0)]
+    assert list(session.current_code(frame)[col.REPEAT]) == [0, 1, 2, 0]  # trained seeds: every one kept
+
+
 def test_one_session_goes_unsaid_and_two_are_named_point_by_point():
     one = records(("a", "", "t", "577ad01xyz", "rows=100"), ("a", "", "t", "577ad01xyz", "rows=400"))
     assert session.measured_in(one, "Size") == ""

@@ -12,6 +12,7 @@ from dlrm_study.analysis.sensitivity import gpu_records, rates_table, sensitivit
 from dlrm_study.records import columns as col
 from dlrm_study.report import plots
 from dlrm_study.report.readable import for_readers, machine_words
+from dlrm_study.report.session import timed
 from dlrm_study.studies.sensitivity import KNOBS, dropped, on_gpu, sensitivity
 
 
@@ -19,7 +20,7 @@ def knob_section(knob: str, profile: str, out: Path, machine: str | None, figure
     """Draw the knob's CPU records on `machine` and save the figure as `<notebook>_<knob>`; print its rates
     and what GPU records of the knob exist (and where)."""
     spec = sensitivity(knob, profile, out)
-    records = sensitivity_records(knob, spec, machine)
+    records = timed(sensitivity_records(knob, spec, machine))  # what H1 and S2 judge of it
     if dropped(knob, profile):
         print(f"left out in the {profile} profile (measured in full): {dropped(knob, profile)}")
     label = KNOBS[knob][2]
@@ -36,7 +37,7 @@ def knob_section(knob: str, profile: str, out: Path, machine: str | None, figure
 def gpu_knobs(knobs: list[str], profile: str, out: Path, figures: Path | None, name: str) -> None:
     """Each GPU host's records of the knobs on its own figure (`name`, a panel per knob, with the predicted
     ranges), titled with the host and, where they are, the old GPU loop's label; nothing where none exists."""
-    frames = {k: gpu_records(on_gpu(sensitivity(k, profile, out))) for k in knobs}
+    frames = {k: timed(gpu_records(on_gpu(sensitivity(k, profile, out)))) for k in knobs}
     frames = {k: with_knob(k, f) for k, f in frames.items() if not f.empty}  # a folder without GPU records
     hosts = sorted({m for f in frames.values() if not f.empty for m in f[col.MACHINE]})
     if not hosts:

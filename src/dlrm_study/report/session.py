@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.claims import BY_ID
-from dlrm_study.analysis.current import newest_code_only
+from dlrm_study.analysis.current import newest_code_only, without_warm_up
 from dlrm_study.analysis.evidence import published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
@@ -154,6 +154,13 @@ def current_code(frame: pd.DataFrame) -> pd.DataFrame:
     """Each machine's records of its newest code only, as the verdicts read them: a figure drawn from the same
     records as its verdict (older codes' records stay in the files, counted as history)."""
     return newest_code_only(frame)
+
+
+def timed(frame: pd.DataFrame) -> pd.DataFrame:
+    """A timed study's records as its verdicts read them (`analysis.current.current`): each machine's newest code,
+    each run's warm-up (repeat 0) left out, so its figure and tables count and draw the repeats judged. Not for
+    trained seeds or hit rates (their `repeat` is a seed; `current_code`)."""
+    return without_warm_up(newest_code_only(frame))
 
 
 def newest_machine(frame: pd.DataFrame) -> pd.DataFrame:
