@@ -1,0 +1,56 @@
+"""S3's accuracy benchmark against bf16's resolution (`studies.bf16_rounding`): per preset and weight group, the
+share of fp32's updates that plain bf16 SGD would round away, early and late in training."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.machine import select
+from dlrm_study.studies.bf16_rounding import GROUP, MEDIAN_OVER_HALF, RECORDS, ROUNDED_AWAY, study
+
+WORDS = {"embeddings": "embedding tables'", "mlp": "MLPs'"}
+
+
+def rounding_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
+    """The profile's rounding records on one machine (None: every machine's); empty where none were measured."""
+    path = out / RECORDS
+    frame = store.load(path) if path.exists() else pd.DataFrame()
+    if frame.empty:
+        return frame
+    return select(frame[frame[col.STUDY] == study(profile)], machine)
+
+
+def rounding_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per preset and weight group: the share of updated weights plain bf16 would leave unchanged at the first and
+    the last window's step and over all windows, and the median update over half a bf16 spacing at the last."""
+    if frame.empty:
+        return pd.DataFrame()
+    rows = []
+    for (preset, group), part in frame.groupby([col.CONFIG_NAME, GROUP], sort=True):
+        part = part.sort_values(col.STEP)
+        first, last = part.iloc[0], part.iloc[-1]
+        rows.append({
+            "preset": preset,
+            "weights": group,
+            f"lost at step {int(first[col.STEP])}": first[ROUNDED_AWAY],
+            f"lost at step {int(last[col.STEP])}": last[ROUNDED_AWAY],
+            "lost, mean over windows": part[ROUNDED_AWAY].astype(float).mean(),
+            "median update / half spacing, last": last[MEDIAN_OVER_HALF],
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index(["preset", "weights"])
+
+
+def rounding_words(table: pd.DataFrame) -> list[str]:
+    """A sentence per preset: the share of each weight group's updates plain bf16 would lose, late in training."""
+    if table.empty:
+        return ["not measured on this machine (`-p measure True` measures it: one fp32 run per preset)"]
+    last = [c for c in table.columns if c.startswith("lost at step")][-1]
+    lines = []
+    for preset, part in table.groupby(level="preset", sort=True):
+        shares = " and ".join(
+            f"{part.loc[(preset, g), last]:.1%} of the {WORDS.get(g, g)} updates" for _, g in part.index
+        )
+        lines.append(f"{preset}: {last[len('lost ') :]}, plain bf16 would round away {shares}")
+    return lines

@@ -1,0 +1,98 @@
+"""Why plain bf16 SGD does or does not lose on S3's accuracy benchmark: the share of its updates a bf16 weight
+would round away.
+
+A weight held in bf16 keeps 8 significant bits: in the binade [2^e, 2^(e+1)) its values are 2^(e-7) apart, so
+an update smaller than half that spacing (2^(e-8)) leaves the weight where it was. Plain bf16 SGD rounds every
+update into the bf16 weight and loses those; Split-SGD keeps the weight's lower 16 bits beside it and loses none.
+So the benchmark can tell the two apart only if a good part of its updates fall below half a spacing.
+
+Measured on the benchmark's own fp32 run (`accuracy_config`, optimized fp32, seed 0, the accuracy study's steps):
+at the last step of every window, each weight's change in that one step added to the weight's bf16 value: the share
+of the weights that changed whose sum rounds back to the bf16 value (lost), and the median change over half a
+spacing, for the embedding tables and the MLPs apart. The fp32 trajectory stands
+in for plain bf16's (which moves less), so the share is what plain bf16 would lose at the same weights.
+"""
+
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from dlrm_study.config import Config
+from dlrm_study.config.variants import OPTIMIZED_FP32
+from dlrm_study.data import make_data
+from dlrm_study.measure import runner
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.record import make_record
+from dlrm_study.studies.convergence import ACCURACY_PRESETS, accuracy_config
+from dlrm_study.studies.profiles import LOSS_WINDOW
+from dlrm_study.train import Run, build, train
+
+RECORDS = "bf16_rounding.csv"
+GROUP, MOVED, ROUNDED_AWAY, MEDIAN_OVER_HALF = "group", "moved", "rounded_away", "median_update_over_half_spacing"
+GROUPS = ("embeddings", "mlp")
+
+
+def study(profile: str) -> str:
+    return f"bf16-rounding-{profile}"
+
+
+def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
+    """Each accuracy preset's fp32 run from `seed`, its updates against bf16's spacing at every window's last step
+    (records in `out`/RECORDS, kind `rounding`); a preset already recorded at this code is skipped."""
+    path = out / RECORDS
+    stored = store.stored_keys(path)
+    presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
+    configs = [accuracy_config(profile, preset, OPTIMIZED_FP32, seed) for preset in presets]
+    todo = [cfg for cfg in configs if store.key_here(cfg, OPTIMIZED_FP32, repeat=seed) not in stored]
+    runner.tally(reused=len(configs) - len(todo), measured=len(todo))
+    bar = tqdm(total=sum(cfg.train.steps for cfg in todo), desc=study(profile), unit="step")
+    for cfg in todo:
+        rows = rounding_rows(cfg, min(LOSS_WINDOW[profile], cfg.train.steps), bar)
+        store.append_many(
+            path, [make_record(study(profile), r, cfg, variant=OPTIMIZED_FP32, repeat=seed) for r in rows]
+        )
+    bar.close()
+
+
+def rounding_rows(cfg: Config, window: int, bar: tqdm) -> list[dict[str, object]]:
+    """One fp32 run trained to `cfg.train.steps`; at each window's last step, one row per group."""
+    run, data, rows = build(cfg), make_data(cfg), []
+    for end in range(window, cfg.train.steps + 1, window):
+        train(run, data.batches(run.step), end - 1, on_step=lambda *_: bar.update())
+        before = weights(run)
+        train(run, data.batches(run.step), end, on_step=lambda *_: bar.update())
+        for group, (old, new) in zip(GROUPS, zip(before, weights(run), strict=True), strict=True):
+            rows.append({col.KIND: "rounding", col.STEP: end, GROUP: group, **against_spacing(old, new)})
+    return rows
+
+
+def weights(run: Run) -> tuple[torch.Tensor, torch.Tensor]:
+    """The embedding tables' and the MLPs' weights, each flattened into one fp32 copy."""
+    tables = torch.cat([t.reshape(-1) for t in run.model.sparse_arch.tables()])
+    dense = torch.cat([p.detach().float().reshape(-1) for p in run.model.dense_parameters()])
+    return tables.clone(), dense.clone()
+
+
+def half_spacing(values: torch.Tensor) -> torch.Tensor:
+    """Half the distance between neighbouring bf16 values at each value's bf16 rounding (0 at 0)."""
+    exponent = torch.frexp(values.bfloat16().float()).exponent  # value = m * 2^exponent, 0.5 <= |m| < 1
+    return torch.where(values == 0, 0.0, torch.ldexp(torch.ones_like(values), exponent - 9))
+
+
+def against_spacing(before: torch.Tensor, after: torch.Tensor) -> dict[str, float]:
+    """Of the weights that changed: how many, the share whose change added to the weight's bf16 value rounds back
+    to that value (what plain bf16 loses), and the median change over half a bf16 spacing of the weight."""
+    update = after - before
+    moved = update != 0
+    held = before.bfloat16().float()
+    lost = (held + update).bfloat16().float() == held
+    count = int(moved.sum())
+    if not count:
+        return {MOVED: 0, ROUNDED_AWAY: float("nan"), MEDIAN_OVER_HALF: float("nan")}
+    return {
+        MOVED: count,
+        ROUNDED_AWAY: float(lost[moved].float().mean()),
+        MEDIAN_OVER_HALF: float((update[moved].abs() / half_spacing(before)[moved]).median()),
+    }

@@ -1,0 +1,51 @@
+"""The share of updates plain bf16 would round away: exact against bf16's own rounding, recorded per window and
+weight group, resumable, and read back into the table notebook 07 prints."""
+
+import pandas as pd
+import torch
+
+from dlrm_study.analysis.bf16_rounding import rounding_records, rounding_table, rounding_words
+from dlrm_study.records import store
+from dlrm_study.studies import bf16_rounding as br
+
+
+def test_half_a_spacing_is_the_binades_gap_halved():
+    values = torch.tensor([1.0, 1.5, 0.75, -0.75, 0.0])
+    assert br.half_spacing(values).tolist() == [2**-8, 2**-8, 2**-9, 2**-9, 0.0]
+
+
+def test_an_update_below_half_a_spacing_is_lost_and_one_above_is_kept():
+    before = torch.tensor([1.0, 1.0, 1.0, 0.75])
+    after = before + torch.tensor([0.001, 0.01, 0.0, -0.001])  # half a spacing: 2^-8 at 1.0, 2^-9 at 0.75
+    found = br.against_spacing(before, after)
+    assert found[br.MOVED] == 3  # the unchanged weight is not counted
+    assert abs(found[br.ROUNDED_AWAY] - 2 / 3) < 1e-6  # 0.001 at 1.0 and at 0.75 (under 2^-9 = 0.00195) are lost
+    ratios = sorted([0.001 / 2**-8, 0.01 / 2**-8, 0.001 / 2**-9])
+    assert abs(found[br.MEDIAN_OVER_HALF] - ratios[1]) < 1e-5
+
+
+def test_the_lost_share_is_bf16s_own_rounding():
+    g = torch.Generator().manual_seed(0)
+    before = (torch.rand(10_000, generator=g) - 0.5) * 4
+    after = before + (torch.rand(10_000, generator=g) - 0.5) * before.abs() * 2**-6
+    held = before.bfloat16()
+    lost = ((held.float() + (after - before)).bfloat16() == held).float().mean().item()
+    assert 0.1 < lost < 0.9 and br.against_spacing(before, after)[br.ROUNDED_AWAY] == lost
+
+
+def test_the_study_records_each_window_and_group_and_resumes(tmp_path):
+    br.run_rounding("smoke", tmp_path)
+    frame = rounding_records("smoke", tmp_path)
+    assert set(frame[br.GROUP]) == set(br.GROUPS) and len(frame) == 2 * 2  # smoke: 20 steps, windows of 10
+    assert frame[br.ROUNDED_AWAY].between(0, 1).all() and (frame[br.MOVED] > 0).all()
+    before = len(store.load(tmp_path / br.RECORDS))
+    br.run_rounding("smoke", tmp_path)  # resumed: already recorded at this code
+    assert len(store.load(tmp_path / br.RECORDS)) == before
+    table = rounding_table(frame)
+    assert list(table.index) == [("tiny", "embeddings"), ("tiny", "mlp")]
+    assert rounding_words(table)[0].startswith("tiny: at step 20, plain bf16 would round away")
+
+
+def test_nothing_measured_reads_as_not_measured(tmp_path):
+    assert rounding_table(rounding_records("smoke", tmp_path)).empty
+    assert rounding_words(pd.DataFrame())[0].startswith("not measured")
