@@ -4,7 +4,8 @@ weight group, resumable, and read back into the table notebook 07 prints."""
 import pandas as pd
 import torch
 
-from dlrm_study.analysis.bf16_rounding import rounding_records, rounding_table, rounding_words
+from dlrm_study.analysis.bf16_rounding import control_words, rounding_records, rounding_table, rounding_words
+from dlrm_study.analysis.convergence import FAILS, HOLDS, UNDECIDED, AccuracyJudgement
 from dlrm_study.records import store
 from dlrm_study.studies import bf16_rounding as br
 
@@ -49,3 +50,9 @@ def test_the_study_records_each_window_and_group_and_resumes(tmp_path):
 def test_nothing_measured_reads_as_not_measured(tmp_path):
     assert rounding_table(rounding_records("smoke", tmp_path)).empty
     assert rounding_words(pd.DataFrame())[0].startswith("not measured")
+
+
+def test_the_control_that_holds_says_the_benchmark_cannot_tell_the_two_apart():
+    assert "cannot tell Split-SGD" in control_words(AccuracyJudgement(UNDECIDED, HOLDS))
+    assert "tells Split-SGD from plain bf16" in control_words(AccuracyJudgement(HOLDS, FAILS))
+    assert "nothing yet" in control_words(AccuracyJudgement(UNDECIDED, UNDECIDED))

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
@@ -54,3 +55,17 @@ def rounding_words(table: pd.DataFrame) -> list[str]:
         )
         lines.append(f"{preset}: {last[len('lost ') :]}, plain bf16 would round away {shares}")
     return lines
+
+
+def control_words(judgement: AccuracyJudgement) -> str:
+    """What the control's outcome means for Split-SGD's (docs/claims.md): only a benchmark on which plain bf16 SGD
+    fails the rule can tell Split-SGD from it."""
+    if judgement.plain_status == FAILS:
+        return "The control failed the rule, as it should: this benchmark tells Split-SGD from plain bf16."
+    if judgement.plain_status == HOLDS:
+        return (
+            "The control did not fail: plain bf16 SGD kept fp32's gain too, so this benchmark cannot tell Split-SGD "
+            "from plain bf16, and what it says of Split-SGD shows no more than what rounding costs here (the table "
+            "above says how much of each update plain bf16 rounds away)."
+        )
+    return f"The control is {judgement.plain_status}: nothing yet on whether this benchmark tells the two apart."
