@@ -1,31 +1,53 @@
 """S3's accuracy benchmark against bf16's resolution (`studies.bf16_rounding`): per preset and weight group, the
-share of fp32's updates that plain bf16 SGD would round away, early and late in training."""
+share of fp32's updates that plain bf16 SGD would round away, early and late in training, and the share of fp32's
+movement that plain bf16's weights keep along the same updates."""
 
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
+from dlrm_study.analysis.readers import config_key, labelled
+from dlrm_study.config.variants import OPTIMIZED_FP32
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
-from dlrm_study.studies.bf16_rounding import GROUP, MEDIAN_OVER_HALF, RECORDS, ROUNDED_AWAY, study
+from dlrm_study.studies.bf16_rounding import (
+    GROUP,
+    KEPT_STEPS,
+    MEDIAN_OVER_HALF,
+    MOVEMENT_KEPT,
+    RECORDS,
+    ROUNDED_AWAY,
+    study,
+)
+from dlrm_study.studies.convergence import ACCURACY_PRESETS, accuracy_config
 
 WORDS = {"embeddings": "embedding tables'", "mlp": "MLPs'"}
 
 
 def rounding_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
-    """The profile's rounding records on one machine (None: every machine's); empty where none were measured."""
+    """The profile's rounding records on one machine (None: every machine's), of the accuracy benchmark's current
+    fp32 configs (a benchmark since changed is left out) and each preset's newest run; empty where none were
+    measured."""
     path = out / RECORDS
     frame = store.load(path) if path.exists() else pd.DataFrame()
     if frame.empty:
         return frame
-    return select(frame[frame[col.STUDY] == study(profile)], machine)
+    presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
+    labels = {(config_key(accuracy_config(profile, p, OPTIMIZED_FP32, 0)), OPTIMIZED_FP32): p for p in presets}
+    frame = select(labelled(frame[frame[col.STUDY] == study(profile)], labels), machine)
+    if frame.empty:
+        return frame
+    newest = frame.groupby([col.MACHINE, col.POINT])[col.RUN_ID].transform("max")
+    return frame[frame[col.RUN_ID] == newest]
 
 
 def rounding_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per preset and weight group: the share of updated weights plain bf16 would leave unchanged at the first and
-    the last window's step and over all windows, and the median update over half a bf16 spacing at the last."""
+    the last window's step and over all windows, the median update over half a bf16 spacing at the last, and the
+    share of fp32's movement over each window's last KEPT_STEPS steps that plain bf16 keeps (the least of any
+    window, and at the last). Records from before `movement_kept` was measured have none (NaN)."""
     if frame.empty:
         return pd.DataFrame()
     rows = []
@@ -39,12 +61,20 @@ def rounding_table(frame: pd.DataFrame) -> pd.DataFrame:
             f"lost at step {int(last[col.STEP])}": last[ROUNDED_AWAY],
             "lost, mean over windows": part[ROUNDED_AWAY].astype(float).mean(),
             "median update / half spacing, last": last[MEDIAN_OVER_HALF],
+            "movement kept, least": kept_column(part).min(),
+            "movement kept, last": kept_column(part).iloc[-1],
         })  # fmt: skip
     return pd.DataFrame(rows).set_index(["preset", "weights"])
 
 
+def kept_column(part: pd.DataFrame) -> pd.Series:
+    """`movement_kept` as floats (NaN where the records predate it)."""
+    return pd.to_numeric(part.get(MOVEMENT_KEPT, pd.Series(float("nan"), index=part.index)), errors="coerce")
+
+
 def rounding_words(table: pd.DataFrame) -> list[str]:
-    """A sentence per preset: the share of each weight group's updates plain bf16 would lose, late in training."""
+    """A sentence per preset: the share of each weight group's updates plain bf16 would lose late in training, and
+    the least share of fp32's movement its weights keep in any window."""
     if table.empty:
         return ["not measured on this machine (`-p measure True` measures it: one fp32 run per preset)"]
     last = [c for c in table.columns if c.startswith("lost at step")][-1]
@@ -53,7 +83,13 @@ def rounding_words(table: pd.DataFrame) -> list[str]:
         shares = " and ".join(
             f"{part.loc[(preset, g), last]:.1%} of the {WORDS.get(g, g)} updates" for _, g in part.index
         )
-        lines.append(f"{preset}: {last[len('lost ') :]}, plain bf16 would round away {shares}")
+        line = f"{preset}: {last[len('lost ') :]}, plain bf16 would round away {shares}"
+        kept = part["movement kept, least"]
+        if kept.notna().all():
+            moved = " and ".join(f"{part.loc[(preset, g), 'movement kept, least']:.1%} of the {WORDS.get(g, g)}"
+                                 for _, g in part.index)  # fmt: skip
+            line += f"; yet along fp32's updates its weights keep at least {moved} movement over {KEPT_STEPS} steps"
+        lines.append(line)
     return lines
 
 
@@ -66,6 +102,8 @@ def control_words(judgement: AccuracyJudgement) -> str:
         return (
             "The control did not fail: plain bf16 SGD kept fp32's gain too, so this benchmark cannot tell Split-SGD "
             "from plain bf16, and what it says of Split-SGD shows no more than what rounding costs here (the table "
-            "above says how much of each update plain bf16 rounds away)."
+            "above says how much of each update plain bf16 rounds away, and how much of fp32's movement it keeps "
+            "all the same: where SGD's noise scatters a weight's updates over more than a bf16 spacing, rounding "
+            "to nearest drops some and keeps others whole, and on average loses no movement)."
         )
     return f"The control is {judgement.plain_status}: nothing yet on whether this benchmark tells the two apart."

@@ -11,6 +11,14 @@ at the last step of every window, each weight's change in that one step added to
 of the weights that changed whose sum rounds back to the bf16 value (lost), and the median change over half a
 spacing, for the embedding tables and the MLPs apart. The fp32 trajectory stands
 in for plain bf16's (which moves less), so the share is what plain bf16 would lose at the same weights.
+
+A lost single update is not yet lost movement. Round-to-nearest is unbiased on average when the updates it rounds
+scatter over more than a spacing (dither): SGD's noise makes a weight's updates do that, so plain bf16 keeps
+some updates whole and drops others, and its weight still drifts where fp32's does. So the probe also follows
+plain bf16's weights along fp32's own updates over the last KEPT_STEPS steps of each window (h <- bf16(h + u),
+from the bf16 value of fp32's weight) and records the share of fp32's movement over those steps that they keep
+(their movement projected on fp32's, over its squared length): near 1 where rounding dithers, near 0 where
+plain bf16 freezes.
 """
 
 from pathlib import Path
@@ -31,7 +39,12 @@ from dlrm_study.train import Run, build, train
 
 RECORDS = "bf16_rounding.csv"
 GROUP, MOVED, ROUNDED_AWAY, MEDIAN_OVER_HALF = "group", "moved", "rounded_away", "median_update_over_half_spacing"
+MOVEMENT_KEPT = "movement_kept"
 GROUPS = ("embeddings", "mlp")
+# Steps at the end of each window over which plain bf16's weights follow fp32's updates (`movement_kept`): a
+# fifth of the quick profile's window, enough for noise to scatter a weight's updates, and few copies of the
+# weights (mlperf-scaled's tables are 150 MB).
+KEPT_STEPS = 10
 
 
 def study(profile: str) -> str:
@@ -57,14 +70,22 @@ def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
 
 
 def rounding_rows(cfg: Config, window: int, bar: tqdm) -> list[dict[str, object]]:
-    """One fp32 run trained to `cfg.train.steps`; at each window's last step, one row per group."""
+    """One fp32 run trained to `cfg.train.steps`; at each window's end, one row per group: its last update against
+    bf16's spacing (`against_spacing`) and the movement plain bf16 keeps over the window's last steps (`kept`)."""
     run, data, rows = build(cfg), make_data(cfg), []
     for end in range(window, cfg.train.steps + 1, window):
-        train(run, data.batches(run.step), end - 1, on_step=lambda *_: bar.update())
-        before = weights(run)
-        train(run, data.batches(run.step), end, on_step=lambda *_: bar.update())
-        for group, (old, new) in zip(GROUPS, zip(before, weights(run), strict=True), strict=True):
-            rows.append({col.KIND: "rounding", col.STEP: end, GROUP: group, **against_spacing(old, new)})
+        start = end - min(KEPT_STEPS, window)
+        train(run, data.batches(run.step), start, on_step=lambda *_: bar.update())
+        first = previous = weights(run)
+        plain = [w.bfloat16().float() for w in first]
+        for step in range(start + 1, end + 1):
+            before = previous
+            train(run, data.batches(run.step), step, on_step=lambda *_: bar.update())
+            previous = weights(run)
+            plain = [(p + new - old).bfloat16().float() for p, old, new in zip(plain, before, previous, strict=True)]
+        for i, group in enumerate(GROUPS):
+            fields = against_spacing(before[i], previous[i]) | {MOVEMENT_KEPT: kept(first[i], previous[i], plain[i])}
+            rows.append({col.KIND: "rounding", col.STEP: end, GROUP: group, **fields})
     return rows
 
 
@@ -96,3 +117,11 @@ def against_spacing(before: torch.Tensor, after: torch.Tensor) -> dict[str, floa
         ROUNDED_AWAY: float(lost[moved].float().mean()),
         MEDIAN_OVER_HALF: float((update[moved].abs() / half_spacing(before)[moved]).median()),
     }
+
+
+def kept(start: torch.Tensor, end: torch.Tensor, plain: torch.Tensor) -> float:
+    """The share of fp32's movement from `start` to `end` that plain bf16's weights (`plain`, from start's bf16
+    value along the same updates) keep: their movement projected on fp32's, over its squared length."""
+    moved = end - start
+    length = float(moved @ moved)
+    return float((plain - start.bfloat16().float()) @ moved) / length if length else float("nan")
