@@ -105,6 +105,21 @@ def test_one_repeat_faster_than_its_bound_invalidates_it_and_no_share_tops_100_p
     assert all("1 of 5 repeats" in line and "target" not in line for line in lines)
 
 
+def test_records_of_limits_since_re_measured_are_left_out_and_counted():
+    """A loop beat the cached limits, so they were measured again: the repeat measured against the old bound is
+    not this machine's any more, and the table judges the repeats of the newest limits alone. Fails before:
+    the old repeat made every part "bound invalid here"."""
+    old = records([3.0]).assign(roofline_gather_fp32_gbps=2.0, **{col.TIMESTAMP: "2026-12-05T01:00:00"})
+    new = records([4.4, 4.5, 4.6, 4.4, 4.5]).assign(roofline_gather_fp32_gbps=3.0)
+    new[col.TIMESTAMP] = [f"2026-12-05T02:0{i}:00" for i in range(5)]
+    frame = operators.table(pd.concat([old, new], ignore_index=True)).set_index("part")
+    assert frame["beaten"].sum() == 0 and frame.loc["embeddings", "n"] == 5
+    text = operators.report(pd.concat([old, new], ignore_index=True))
+    assert operators.INVALID not in text and "m: 1 records left out, measured against limits since re-measured" in text
+    again = new.assign(roofline_gather_fp32_gbps=2.0)  # the newest record decides, whichever limits it carries
+    assert operators.table(pd.concat([again, old], ignore_index=True)).set_index("part").loc["embeddings", "n"] == 6
+
+
 def test_beaten_names_each_part_faster_than_its_bound():
     fields = {col.op_column("interaction"): 0.5, col.bound_column("interaction"): 1.0,
               col.op_column("top_mlp"): 2.0, col.bound_column("top_mlp"): 1.0,

@@ -11,6 +11,10 @@ each against `TARGET`, and the whole timed step against the whole bound.
 A part timed faster than its bound in any repeat shows the bound is not this machine's limit there
 (a rate measured under load, or a probe a loop outdid): its row says "bound invalid here" and has no
 share (never one over 100%) and no verdict; `beaten` counts such repeats.
+
+Each machine's newest code only, and within it each config's newest limits: a loop that beats a cached
+limit has it measured again (`measure.limits`), so the records measured against the limits it replaced
+carry a bound that is no longer the machine's. Both kinds are left out and counted under the table.
 """
 
 from pathlib import Path
@@ -18,6 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis.current import newest_code_only
+from dlrm_study.analysis.readers import LEFT_OUT, leave_out
 from dlrm_study.perfmodel.operator_bounds import BOUNDED
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -30,6 +36,33 @@ HALVES = {
 TARGET = 0.85  # the study's target: each half of the step within 85% of its bound (README)
 COLUMNS = [*GROUP, "part", "ms", "bound_ms", "of_bound", "low", "high", "n", "beaten"]
 INVALID = "bound invalid here"
+SUPERSEDED = "measured against limits since re-measured"
+
+
+def rates_of(records: pd.DataFrame) -> list[str]:
+    """The machine limits each record carries (`roofline_<kind>_gflops`, `roofline_<access>_gbps`)."""
+    return [c for c in records.columns if c.startswith("roofline_") and c.endswith(("_gflops", "_gbps"))]
+
+
+def newest_limits(records: pd.DataFrame) -> pd.DataFrame:
+    """Each machine and config's records measured against its newest limits (those of its latest record), the
+    others counted under SUPERSEDED; records that carry no limits pass as they are."""
+    rates = rates_of(records)
+    if records.empty or not rates:
+        return records
+    limits = records[rates].apply(pd.to_numeric, errors="coerce").fillna(-1.0)
+    signature = pd.util.hash_pandas_object(limits, index=False)
+    if col.TIMESTAMP in records:
+        order = records[col.TIMESTAMP].fillna("").astype(str)
+    else:  # records without timestamps (tests): the file's order
+        order = pd.Series(range(len(records)), index=records.index)
+    newest = signature.groupby([records[c] for c in GROUP[:2]]).transform(lambda s: s.loc[order[s.index].idxmax()])
+    return leave_out(records, signature == newest, SUPERSEDED)
+
+
+def judged(records: pd.DataFrame) -> pd.DataFrame:
+    """What the table reads: each machine's newest code, then each machine and config's newest limits."""
+    return newest_limits(newest_code_only(records))
 
 
 def table(records: pd.DataFrame) -> pd.DataFrame:
@@ -39,14 +72,16 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
     need += [col.bound_column(n) for names in parts.values() for n in names]
     if records.empty or any(c not in records for c in need):
         return pd.DataFrame(columns=COLUMNS)
-    rows = []
-    for key, runs in records.dropna(subset=need).groupby(GROUP, sort=True):
+    rows, records = [], judged(records.dropna(subset=need))
+    for key, runs in records.groupby(GROUP, sort=True):
         for part, names in parts.items():
             ms = runs[[col.op_column(n) for n in names]].sum(axis=1)
             bound = runs[[col.bound_column(n) for n in names]].sum(axis=1)
             rows.append(row(key, part, ms, bound))
         rows.append(row(key, "step (timed)", runs[col.MS_MEDIAN], runs[col.ROOFLINE_MS]))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame.attrs[LEFT_OUT] = records.attrs.get(LEFT_OUT, {})
+    return frame
 
 
 def row(key: tuple, part: str, ms: pd.Series, bound: pd.Series) -> list:
@@ -77,6 +112,8 @@ def report(records: pd.DataFrame) -> str:
             if judged and key in emulated:
                 judged = "   bf16 emulated here: not judged"
             lines.append(f"  {r.part:<28}{r.ms:9.2f}{r.bound_ms:9.2f}   {share}{judged}")
+    for (machine, reason), count in sorted(frame.attrs.get(LEFT_OUT, {}).items()):
+        lines.append(f"{machine}: {count} records left out, {reason}")
     return "\n".join(lines)
 
 
