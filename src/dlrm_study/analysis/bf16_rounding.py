@@ -19,9 +19,9 @@ from dlrm_study.studies.bf16_rounding import (
     MOVEMENT_KEPT,
     RECORDS,
     ROUNDED_AWAY,
+    fp32_configs,
     study,
 )
-from dlrm_study.studies.convergence import ACCURACY_PRESETS, accuracy_config
 
 WORDS = {"embeddings": "embedding tables'", "mlp": "MLPs'"}
 
@@ -34,8 +34,7 @@ def rounding_records(profile: str, out: Path, machine: str | None = "this") -> p
     frame = store.load(path) if path.exists() else pd.DataFrame()
     if frame.empty:
         return frame
-    presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
-    labels = {(config_key(accuracy_config(profile, p, OPTIMIZED_FP32, 0)), OPTIMIZED_FP32): p for p in presets}
+    labels = {(config_key(cfg), OPTIMIZED_FP32): cfg.name for cfg in fp32_configs(profile)}
     frame = select(labelled(frame[frame[col.STUDY] == study(profile)], labels), machine)
     if frame.empty:
         return frame
@@ -86,8 +85,7 @@ def rounding_words(table: pd.DataFrame) -> list[str]:
         line = f"{preset}: {last[len('lost ') :]}, plain bf16 would round away {shares}"
         kept = part["movement kept, least"]
         if kept.notna().all():
-            moved = " and ".join(f"{part.loc[(preset, g), 'movement kept, least']:.1%} of the {WORDS.get(g, g)}"
-                                 for _, g in part.index)  # fmt: skip
+            moved = " and ".join(f"{share:.1%} of the {WORDS.get(g, g)}" for (_, g), share in kept.items())
             line += f"; yet along fp32's updates its weights keep at least {moved} movement over {KEPT_STEPS} steps"
         lines.append(line)
     return lines

@@ -56,8 +56,7 @@ def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
     (records in `out`/RECORDS, kind `rounding`); a preset already recorded at this code is skipped."""
     path = out / RECORDS
     stored = store.stored_keys(path)
-    presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
-    configs = [accuracy_config(profile, preset, OPTIMIZED_FP32, seed) for preset in presets]
+    configs = fp32_configs(profile, seed)
     todo = [cfg for cfg in configs if store.key_here(cfg, OPTIMIZED_FP32, repeat=seed) not in stored]
     runner.tally(reused=len(configs) - len(todo), measured=len(todo))
     bar = tqdm(total=sum(cfg.train.steps for cfg in todo), desc=study(profile), unit="step")
@@ -67,6 +66,12 @@ def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
             path, [make_record(study(profile), r, cfg, variant=OPTIMIZED_FP32, repeat=seed) for r in rows]
         )
     bar.close()
+
+
+def fp32_configs(profile: str, seed: int = 0) -> list[Config]:
+    """The fp32 run the probe trains for each accuracy preset (smoke: the first preset's reduction, of tiny)."""
+    presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
+    return [accuracy_config(profile, preset, OPTIMIZED_FP32, seed) for preset in presets]
 
 
 def rounding_rows(cfg: Config, window: int, bar: tqdm) -> list[dict[str, object]]:
