@@ -11,8 +11,10 @@ from dlrm_study import config
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import limits as machine_limits
 from dlrm_study.measure import limits_cache, membench
+from dlrm_study.measure.bench import bound_fields, within_bound
 from dlrm_study.model import kernels
 from dlrm_study.perfmodel import roofline
+from dlrm_study.perfmodel.operator_bounds import BEATEN
 from dlrm_study.perfmodel.roofline import Access
 from dlrm_study.records import columns as col
 
@@ -200,34 +202,48 @@ def test_a_bad_load_allowance_is_refused_in_one_line(monkeypatch, text):
         machine_limits.load_max()
 
 
-def test_a_bound_a_loop_beats_is_measured_again(cache, monkeypatch, capsys):
-    """A record faster than its bound drops the limits behind that part: the next request measures them anew
-    (and only them). Fails before: a cached limit stayed for good."""
+def test_a_bound_a_loop_beats_is_measured_again_before_its_record(cache, monkeypatch, capsys):
+    """A record faster than its bound has the limits behind that part measured again at once (only them), is
+    bounded by the new ones, and is flagged only if it still beats them; later repeats get the new limits.
+    Fails before: the record was written against the beaten bound, its limits measured again only later."""
     tiny = config.load("tiny", ["train.loop=optimized"])
-    rows = roofline.accesses(tiny)
-    measured = []
+    gather = roofline.accesses(tiny)["gather_fp32"]
+    rate, measured = {"gbps": 1.0}, []
 
     def measure(accesses, *args):
         measured.extend([sorted(a.key for a in accesses)] if accesses else [])
-        return {a.key: 1.0 for a in accesses}
+        return {a.key: rate["gbps"] for a in accesses}
+
+    def layers(shapes, repeats):
+        dtypes, passes = machine_limits.gemm_dtypes(), roofline.GEMM_PASSES
+        return {roofline.layer_key(p, s, g): 9.0 for p in dtypes for s in shapes for g in passes}
 
     monkeypatch.setattr(membench, "measure", measure)
+    monkeypatch.setattr(machine_limits, "layer_gemm_limits", layers)
     monkeypatch.setattr(
         machine_limits, "gemm_limits", lambda r: {f"gemm_{n}_gflops": 9.0 for n in machine_limits.gemm_dtypes()}
     )
-    wanted = [rows["gather_fp32"], rows["update"]]
-    machine_limits.measure_limits(quick=True, accesses=wanted)
-    machine_limits.measure_limits(quick=True, accesses=wanted)
-    assert measured == [sorted(a.key for a in wanted)]  # once, then cached
-    forward, update = "embedding_forward", "embedding_backward_update"
-    fields = {col.op_column(forward): 1.0, col.bound_column(forward): 2.0,
-              col.op_column(update): 3.0, col.bound_column(update): 2.0}  # fmt: skip
-    assert machine_limits.recheck(tiny, fields) == ["embedding_forward"]
-    assert "bound invalid here" in capsys.readouterr().err
-    monkeypatch.setattr(machine_limits, "_measured", {})  # a new process: only the cache remembers
-    machine_limits.measure_limits(quick=True, accesses=wanted)
-    assert measured[1:] == [[rows["gather_fp32"].key]]
-    assert machine_limits.recheck(tiny, {col.MS_MEDIAN: 5.0, col.ROOFLINE_MS: 4.0}) == []
+    limits = machine_limits.measure_limits(quick=True, **roofline.needs(tiny))
+    assert isinstance(limits, machine_limits.Limits) and limits.quick and len(measured) == 1
+    forward = "embedding_forward"
+    fields = {col.MS_MEDIAN: 1e6, **bound_fields(tiny, limits, 1e6)}  # a record as `bench` makes it
+    slow_bound = fields[col.bound_column(forward)]
+    fields[col.op_column(forward)] = slow_bound / 2  # twice as fast as the bound allows
+
+    rate["gbps"] = 1000.0  # the machine measured again: the loop no longer beats its bound
+    bounded = within_bound(tiny, limits, dict(fields))
+    assert measured[1:] == [[gather.key]]  # only the beaten part's limits, once
+    assert bounded[BEATEN] == "" and bounded[col.bound_column(forward)] < slow_bound / 2
+    assert limits[gather.key] == 1000.0  # in place: the next repeat is bounded by them too
+    assert "measured again before the record is written" in capsys.readouterr().err
+
+    fields = {**bounded, col.op_column(forward): bounded[col.bound_column(forward)] / 2}  # faster than that too
+    again = within_bound(tiny, limits, fields)
+    assert measured[2:] == [[gather.key]] and again[BEATEN] == forward  # still faster: flagged
+
+    by_hand = dict(limits)  # limits given by hand: nothing of this machine to measure again, only flagged
+    assert within_bound(tiny, by_hand, fields)[BEATEN] == forward and len(measured) == 3
+    assert machine_limits.remeasured(tiny, limits, {col.MS_MEDIAN: 5.0, col.ROOFLINE_MS: 4.0}) == {}
 
 
 def test_the_cache_keeps_the_lower_latency():

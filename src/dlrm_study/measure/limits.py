@@ -11,8 +11,9 @@ the cache size a VM reports: each is as large as the bound needs.
 
 Limits are a quiet machine's: a measurement taken while other work keeps the cores busy (the
 load average, less this process, above `load_max()`) is refused as a limit, with one line: it
-serves this process's bound but is never cached. A record whose step or operator beats its bound
-(`recheck`) drops the cached limits behind that bound, so the next request measures them again.
+serves this process's bound but is never cached. A step or operator that beats its bound has the
+limits behind that bound measured again at once (`remeasured`), before its record is written: a bound a
+loop beats is not this machine's limit, and a record is bounded by limits no part of it beat.
 
 The gather and update probes also find this machine's best prefetch distance in rows; `use_prefetch` runs
 the fused kernels at it (the kernels' own default where no probe ran) and says so in the record.
@@ -48,12 +49,21 @@ PAIRED_SPEEDUP, PAIRED_ROUNDS = "paired_fused_gather_speedup", "paired_rounds"
 LOAD_VARIABLE = "DLRM_STUDY_LOAD_MAX"  # runnable processes beside this one allowed while measuring ("inf": any)
 
 
+class Limits(dict[str, float]):
+    """Measured limits, flat, units in the key names (what `measure_limits` returns), and how they were
+    measured (`quick`): what a re-measurement repeats. A plain dict of limits is one given by hand."""
+
+    def __init__(self, values: dict[str, float], quick: bool) -> None:
+        super().__init__(values)
+        self.quick = quick
+
+
 def measure_limits(
     accesses: list[Access] | None = None,
     quick: bool = False,
     layers: list[tuple[int, int, int]] | None = None,
     fresh: bool = False,
-) -> dict[str, float]:
+) -> Limits:
     """Measured limits of this machine, flat, units in the key names: each measured once, then cached.
 
     `accesses`: the random-row accesses whose rates to measure (`membench.Access`); `layers`:
@@ -83,7 +93,7 @@ def measure_limits(
     if reused:
         print(f"dlrm-study: {reused} of {len(wanted)} machine limits reused, measured earlier "
               f"({limits_cache.path() or 'in this process'})", file=sys.stderr)  # fmt: skip
-    return {col.THREADS: float(threads), **{key: have[key] for key in wanted}}
+    return Limits({col.THREADS: float(threads), **{key: have[key] for key in wanted}}, quick)
 
 
 _measured: dict[tuple[int, bool], dict[str, float]] = {}  # this process's measurements (the cache may be off)
@@ -231,18 +241,20 @@ def behind(cfg: Config, part: str) -> list[str]:
     return parts.get(part, gemms)  # the MLPs' parts and the dense backward: the GEMM rates
 
 
-def recheck(cfg: Config, fields: dict[str, object]) -> list[str]:
-    """The parts of a record's `fields` that beat their bound; their limits are dropped (cache and process),
-    with one line, so the next request measures them again. A bound a loop beats is not this machine's limit."""
+def remeasured(cfg: Config, limits: dict[str, float], fields: dict[str, object]) -> dict[str, float]:
+    """The limits of `cfg`'s bound measured again now, where a part of a record's `fields` (an operator, or
+    the step: `operator_bounds.beaten`) ran faster than its bound: the limits behind those parts are dropped
+    (cache and process) and measured anew in `limits`' mode, with one line. Empty where no part beat its
+    bound, or where `limits` were given by hand (not a `Limits`: nothing of this machine to measure again)."""
     parts = operator_bounds.beaten(fields)
-    if not parts:
-        return []
+    if not parts or not isinstance(limits, Limits):
+        return {}
     threads = torch.get_num_threads()
     stale = sorted({key for part in parts for key in behind(cfg, part)})
     limits_cache.forget(threads, stale)
     for quick in (True, False):
         for key in stale:
             _measured.get((threads, quick), {}).pop(key, None)
-    print(f"dlrm-study: {', '.join(parts)} ran faster than the roofline's bound: its {len(stale)} limits will be "
-          "measured again (the record is flagged: bound invalid here)", file=sys.stderr)  # fmt: skip
-    return parts
+    print(f"dlrm-study: {', '.join(parts)} ran faster than the roofline's bound: its {len(stale)} limits are "
+          "measured again before the record is written", file=sys.stderr)  # fmt: skip
+    return measure_limits(**roofline.needs(cfg), quick=limits.quick)

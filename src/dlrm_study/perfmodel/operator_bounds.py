@@ -8,7 +8,7 @@ bytes of the forward and of the update at their access's rate. These parts add u
 
 A part measured faster than its bound shows the bound is not this machine's limit there (a rate
 measured under load, or a probe a loop outdid): `beaten` names such parts, a record carries them
-(`BEATEN`), and the limits behind them are measured again (`measure.limits.recheck`).
+(`BEATEN`) where they still are once the limits behind them are measured again (`measure.limits.remeasured`).
 """
 
 from dlrm_study.config import Config
