@@ -84,7 +84,11 @@ def test_papermill_injects_parameters_and_the_figure_is_saved(tmp_path):
         if cell["cell_type"] == "code"
     )
     assert f"profile smoke; records in {tmp_path / 'res'}" in printed and "2 repeats of 1 warm-up" in printed
-    measured = len(store.load(tmp_path / "res" / "sweeps.csv"))  # 2 runs x 2 repeats x the loops this CPU runs
+    frame = store.load(tmp_path / "res" / "sweeps.csv")
+    measured = len(frame)  # 2 runs of every loop and a third of the deciding ones, 2 repeats each
+    by_slot = frame.groupby("run_slot")["process_id"].agg(set)
+    assert len(by_slot) == 3 and all(len(ids) == 1 for ids in by_slot)  # a run is one process
+    assert len(set.union(*by_slot)) == 3  # and each run its own
     assert measured and f"this run measured {measured} records and reused 0 records" in printed  # counted as made
     assert "tiny: embedding backward + update take" in printed
     images = [out for cell in book["cells"] for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]

@@ -27,7 +27,7 @@ def test_the_committed_notebooks_are_what_this_tree_renders(tmp_path):
     The check's other parts have their own tests: the manifest's above, the README's generated section in
     tests/test_readme.py, the results page in tests/test_results_page.py (each computes the ledger: once is
     enough); `test_the_check_reports_each_of_its_parts` shows the check is made of the four."""
-    fresh = render.execute(tmp_path, "quick", measure=False, publish=False, repo=ROOT)
+    fresh = render.execute(tmp_path, "quick", publish=False, repo=ROOT)
     assert render.notebook_problems(RENDERED, fresh, ROOT) == []
 
 

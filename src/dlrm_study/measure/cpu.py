@@ -15,6 +15,7 @@ import torch
 from tqdm import tqdm
 
 from dlrm_study.data import Batch
+from dlrm_study.measure import settle
 from dlrm_study.measure.prepared import Prepared, what_ran
 from dlrm_study.measure.timing import elapsed_ms, peak_memory, quiet_stderr, reset_peak_memory, step_times, synchronize
 from dlrm_study.model.tables.base import counters
@@ -90,29 +91,30 @@ def operator_of(event: str) -> str | None:
 def measure_steps(
     prepared: Prepared, steps: int, warmup: int, profile_steps: int, progress: bool = True
 ) -> dict[str, object]:
-    """One batch at a time: `warmup` untimed steps, `steps` timed ones (the batch made and placed beside
-    each, timed as input), then `profile_steps` under the profiler for the breakdown: a record's fields."""
+    """One batch at a time: untimed steps until the step time settles (at least `warmup`, `settle.warm_up`),
+    `steps` timed ones (the batch made and placed beside each, timed as input), then `profile_steps` under
+    the profiler for the breakdown: a record's fields."""
     cfg, run, batches = prepared.cfg, prepared.run, prepared.batches
     reset_peak_memory(run.device)
     bar = tqdm(total=warmup + steps + profile_steps, desc=f"bench {cfg.name} {cfg.train.loop}", disable=not progress)
-    step_ms, input_ms = [], []
     arch = run.model.sparse_arch
-    for i in range(warmup + steps):
-        if i == warmup:
-            counters(arch)  # counters (a cache's hits) from here on only
+
+    def one() -> tuple[float, float]:
         batch, input_time = timed_batch(batches, run)
         ms = timed_step(run, batch)
-        if i >= warmup:
-            step_ms.append(ms)
-            input_ms.append(input_time * 1e3)
         bar.update()
+        return ms, input_time * 1e3
+
+    warmed = settle.warm_up(lambda: one()[0], warmup)
+    counters(arch)  # counters (a cache's hits) from here on only
+    step_ms, input_ms = map(list, zip(*(one() for _ in range(steps)), strict=True))
     counts = counters(arch)
     operators = breakdown(run, batches, profile_steps, bar)
     bar.close()
     return {
         **what_ran(cfg, run.model.sparse_arch, run.device, run.model),
         col.STEPS: steps,
-        col.WARMUP: warmup,
+        col.WARMUP: warmed,
         **step_times(step_ms, cfg.train.batch_size),
         col.INPUT_MS_MEDIAN: statistics.median(input_ms),
         "input": prepared.input,

@@ -19,7 +19,7 @@ from dlrm_study.distributed import hybrid
 from dlrm_study.distributed.launch import fail, inject_fault, refuse, shutdown
 from dlrm_study.distributed.run import collective_error, save_checkpoint, start, training_batches
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner
+from dlrm_study.measure import runner, settle
 from dlrm_study.measure.timing import elapsed_ms
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -134,7 +134,7 @@ def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, obje
     """Timed steps with their phases, the same steps without the network, then the network alone."""
     world, arch, cfg = run.world, run.dlrm.sparse_arch, run.cfg
     batches = training_batches(cfg)
-    timed_steps(run, batches, warmup)
+    warmed = warm_up_together(run, batches, warmup)
     arch.wait_s = arch.ex.backward_s = 0.0
     phases: dict[str, float] = {}
     step_ms = timed_steps(run, batches, steps, phases)
@@ -161,7 +161,7 @@ def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, obje
         col.BATCH_SIZE: cfg.train.batch_size,
         "local_batch": run.local_batch,
         col.STEPS: steps,
-        col.WARMUP: warmup,
+        col.WARMUP: warmed,
         col.MS_MEDIAN: step,
         col.MS_P10: col.quantile(step_ms, 0.1),
         col.MS_P90: col.quantile(step_ms, 0.9),
@@ -173,6 +173,18 @@ def measure_once(run: hybrid.DistRun, steps: int, warmup: int) -> dict[str, obje
         **{f"phase_{name}_ms": 1e3 * phases.get(name, 0.0) / steps for name in PHASES},
         **comm,
     }
+
+
+def warm_up_together(run: hybrid.DistRun, batches, least: int) -> int:
+    """Untimed steps until the slowest rank's step time settles (`settle.warm_up`): every rank sees the same
+    slowest time, so all make the same number of steps and their collectives stay matched."""
+
+    def slowest() -> float:
+        ms = torch.tensor(timed_steps(run, batches, 1))
+        dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+        return float(ms.item())
+
+    return settle.warm_up(slowest, least)
 
 
 def timed_steps(run: hybrid.DistRun, batches, count: int, phases: dict[str, float] | None = None) -> list[float]:

@@ -1,15 +1,19 @@
 """The one runner of timed studies: points x variants x repeats, interleaved, resumable.
 
 Every timed study goes through `run`: `dlrm-study bench` and `compare`, sweeps, the studies
-behind the notebooks, distributed bench and the GPU script. A study measures `runs` runs (its
-profile's RUNS, `studies.profiles`), one after the other: run slot 1, then 2, ... (`run_slot`), each
-under its own `run_id`, so a verdict can rest on runs that are clusters of their own. Order within a
-run: repeat-major across the whole comparison. Repeat r runs every point of the study (the knob
+behind the notebooks, distributed bench and the GPU script. A study has `runs` runs (its profile's
+RUNS, `studies.profiles`), and the points a claim's rule reads may have more (`claim_runs`, the
+claim's design). A run is a process: `studies.runs` starts one process per run of each study, and
+that process measures its slot alone (`one_run`, `this_run`) under its own `run_id`, so the runs a
+verdict treats as clusters share no interpreter, allocator, page cache or kernel build. Outside
+such a process (a test, `dlrm-study bench`) the slots run one after the other in this one, each
+under its own run id (its records say which process measured them). Order within a run:
+repeat-major across the whole comparison. Repeat r runs every point of the study (the knob
 values a finding compares) and, within each point, its variants back to back; both orders rotate
 between repeats (points p, q, s then q, s, p ...; variants ABC then BCA ...), and the order they
 start from is drawn anew for every run, seeded by its run id (`arranged`; the variant's position is
-the record's `order`), so no point or variant runs first in every run: first-use costs fall on a
-different variant each run, and on repeat 0, which is recorded (the analysis counts it as warm-up).
+the record's `order`), so no point or variant runs first in every run. Each variant warms up
+untimed until its step time settles (`measure.settle`), so every timed repeat counts, repeat 0 too.
 A ratio between two variants or between two knob values is a ratio of two measurements made
 minutes apart at most, within one repeat of one run.
 
@@ -24,13 +28,15 @@ was measuring and duplicates nothing; the resumed tasks carry the new run's id. 
 are never reused: their tasks are measured again, and the old records stay where they are.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import gc
 import os
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -91,23 +97,55 @@ def schedule(
     machine: Callable[[Config], str],
     threads: Callable[[Config], int] | None = None,
     runs: int = 1,
+    claim_runs: int = 0,
+    deciding: Callable[[str, str], bool] | None = None,
 ) -> list[Task]:
-    """Every task of `runs` runs, run after run (slots 1..runs), each repeat after repeat, each repeat
-    running every point, every point its variants; points and variants rotated by the repeat (see the
-    module docstring). `run` draws each run's own starting order (`arranged`)."""
+    """Every task of the study's runs (slots 1..runs), each repeat after repeat, each repeat running every
+    point, every point its variants; points and variants rotated by the repeat (see the module docstring).
+    Slots runs+1..claim_runs measure only what `deciding(point label, variant)` keeps: the points a claim's
+    rule reads get the runs its design asks for, the rest of the study the runs its figures need. In a
+    process started for one run (`this_run`), only that slot's tasks. `run` draws each run's own starting
+    order (`arranged`)."""
     if repeats < 1:
         raise UsageError(f"repeats must be at least 1, got {repeats}")
     if runs < 1:
         raise UsageError(f"runs must be at least 1, got {runs}")
     threads = threads or threads_of
+    only = this_run()
     tasks = []
-    for slot in range(1, runs + 1):
+    for slot in range(1, max(runs, claim_runs) + 1):
+        if only is not None and slot != only:
+            continue
         for repeat in range(repeats):
             for label, configs in rotated(list(points), repeat):
-                for order, variant in enumerate(rotated(list(configs), repeat)):
+                wanted = [v for v in configs if slot <= runs or (deciding is not None and deciding(label, v))]
+                for order, variant in enumerate(rotated(wanted, repeat)):
                     cfg = configs[variant]
                     tasks.append(Task(label, variant, repeat, order, cfg, machine(cfg), threads(cfg), slot))
     return tasks
+
+
+# The run this process measures where it was started for one (`studies.runs`, inside `one_run`): a run is a
+# process, a fresh interpreter, allocator and page cache, with its own run id and variant order. A context
+# variable, not the environment: the processes a run starts (a distributed study's ranks) measure their own.
+THIS_RUN: contextvars.ContextVar[int | None] = contextvars.ContextVar("this_run", default=None)
+
+
+@contextlib.contextmanager
+def one_run(slot: int) -> Iterator[None]:
+    """Within the block, studies schedule and measure only their run `slot` (`schedule`)."""
+    if slot < 1:
+        raise UsageError(f"a run slot is 1, 2, ...: got {slot}")
+    token = THIS_RUN.set(slot)
+    try:
+        yield
+    finally:
+        THIS_RUN.reset(token)
+
+
+def this_run() -> int | None:
+    """The run slot this process measures (`one_run`), or None: every slot of a study, one after the other."""
+    return THIS_RUN.get()
 
 
 def arranged(tasks: Sequence[Task], seed: str) -> list[Task]:

@@ -9,7 +9,10 @@ A sweep file (YAML):
       model.dense_features: [13, 64, 256]
     variants: [reference, optimized-fp32]   # see config.variants.REGISTRY
     repeats: 3                      # measurements of every variant at every point, per run
-    runs: 1                         # runs, one after the other, each in its own order (runner.schedule)
+    runs: 1                         # runs, each in its own order (runner.schedule), each its own process
+                                    # where a launcher starts one per run (studies.runs)
+    claim_runs: 0                   # runs of the points a claim's rule reads (0: `runs`)
+    deciding: [dlrm-benchmark/optimized-bf16]   # those points, as point/variant
     steps: 10                       # timed steps of each, after warmup
     warmup: 2
     profile_steps: 1
@@ -44,8 +47,9 @@ from dlrm_study.measure.bench import measure_prepared
 from dlrm_study.measure.prepared import Prepared, prepare
 from dlrm_study.records import outputs
 
-KEYS = {"name", "config", "set", "grid", "variants", "repeats", "runs", "steps", "warmup", "profile_steps", "out"}
-COUNTS = ("repeats", "runs", "steps", "warmup", "profile_steps")
+KEYS = {"name", "config", "set", "grid", "variants", "repeats", "runs", "steps", "warmup", "profile_steps", "out",
+        "claim_runs", "deciding"}  # fmt: skip
+COUNTS = ("repeats", "runs", "steps", "warmup", "profile_steps", "claim_runs")
 
 
 @dataclass
@@ -60,7 +64,13 @@ class Sweep:
     warmup: int = 2
     profile_steps: int = 0
     out: str = "results/sweeps.csv"
-    runs: int = 1  # one after the other (run slots 1..runs), each its own run id; last: sweeps are built by position
+    runs: int = 1  # run slots 1..runs, each its own run id (and process, under `studies.runs`)
+    claim_runs: int = 0  # slots runs+1..claim_runs measure only `deciding`: the points a claim's rule reads
+    deciding: list[str] = field(default_factory=list)  # "point/variant", e.g. "dlrm-benchmark/optimized-bf16"
+
+    def decides(self, point: str, variant: str) -> bool:
+        """Whether a claim's rule reads this point and variant (it gets `claim_runs` runs)."""
+        return f"{point}/{variant}" in self.deciding
 
 
 @dataclass
@@ -90,7 +100,8 @@ def load(path: Path) -> Sweep:
     bad = [v for v in sweep.variants if v not in REGISTRY]
     if bad:
         raise UsageError(f"{path}: unknown variant {bad[0]!r} (choose from {', '.join(REGISTRY)})")
-    if sweep.repeats <= 0 or sweep.runs <= 0 or sweep.steps <= 0 or sweep.warmup < 0 or sweep.profile_steps < 0:
+    if sweep.repeats <= 0 or sweep.runs <= 0 or sweep.steps <= 0 or min(sweep.warmup, sweep.profile_steps,
+                                                                             sweep.claim_runs) < 0:  # fmt: skip
         raise UsageError(f"{path}: repeats and steps must be positive, runs too; warmup and profile_steps not negative")
     outputs.check_records_file(Path(sweep.out), f"{path}: out")
     points(sweep)  # every point's config must load (unknown fields fail here, before anything runs)
@@ -112,6 +123,7 @@ def check_types(path: Path, doc: dict) -> None:
             "a mapping of each field to a list of values",
         ),
         "variants": (texts, "a list of variant names"),
+        "deciding": (texts, "a list of point/variant names"),
         "out": (lambda v: isinstance(v, str) and v.strip() != "", "a CSV path"),
         **{key: (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number") for key in COUNTS},
     }
@@ -160,7 +172,8 @@ def plan(sweep: Sweep, here: bool = True) -> tuple[list[runner.Point], list[str]
 
 
 def tasks(sweep: Sweep) -> list[runner.Task]:
-    return runner.schedule(plan(sweep)[0], sweep.repeats, runner.machine_of, runs=sweep.runs)
+    return runner.schedule(plan(sweep)[0], sweep.repeats, runner.machine_of, runs=sweep.runs,
+                           claim_runs=sweep.claim_runs, deciding=sweep.decides)  # fmt: skip
 
 
 def run(
@@ -191,7 +204,7 @@ def run_together(
     the other sweeps' values have nothing of their own run to pair with. `only(variant, config)`:
     measure just these of the sweeps' points (a GPU session's targets first), under their own labels.
     """
-    protocols = {(s.repeats, s.runs, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
+    protocols = {(s.repeats, s.runs, s.claim_runs, s.steps, s.warmup, s.profile_steps, s.out) for s in sweeps}
     if len(protocols) != 1:
         names = ", ".join(s.name for s in sweeps)
         raise UsageError(
@@ -208,7 +221,9 @@ def run_together(
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, first.steps, first.warmup, first.profile_steps, progress=False)
 
-    schedule = runner.schedule(points_, first.repeats, runner.machine_of, runs=first.runs)
+    deciding = {d for s in sweeps for d in s.deciding}
+    schedule = runner.schedule(points_, first.repeats, runner.machine_of, runs=first.runs,
+                               claim_runs=first.claim_runs, deciding=lambda p, v: f"{p}/{v}" in deciding)  # fmt: skip
     todo = runner.pending(schedule, Path(first.out), retry_errors=retry_errors)
     configs = list({(t.point, t.variant): t.cfg for t in todo}.values())  # the runs to build: what is left
     measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run, configs)

@@ -16,6 +16,12 @@ MACHINE, THREADS, RUN_ID, RULES_HASH = "machine", "threads", "run_id", "rules_ha
 # The code that measured a record (`provenance.code_fingerprint`) and which of a study's runs it belongs to
 # (1..RUNS, `runner.schedule`): both part of the resume key.
 CODE_FINGERPRINT, RUN_SLOT = "code_fingerprint", "run_slot"
+# How a record was measured (`PROTOCOL_VERSION` in new records; none: protocol 1) and by which process: protocol 2
+# measures each run of a study in a process of its own (`studies.runs`), each variant warmed up untimed until its
+# step time settles (`measure.settle`), so every timed repeat counts. Protocol 1 measured a study's runs one after
+# the other in one process, repeat 0 of each run a warm-up the analysis dropped.
+PROTOCOL, PROCESS_ID = "protocol", "process_id"
+PROTOCOL_VERSION = 2
 # The invocation of a multi-process comparison (`make compare-upstream`): its records pair only with each other.
 INVOCATION = "invocation"
 TIMESTAMP, GIT_COMMIT, DEVICE = "timestamp", "git_commit", "device"

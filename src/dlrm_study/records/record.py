@@ -7,6 +7,7 @@ names, the provenance columns), so the row's columns stay today's.
 """
 
 import dataclasses
+import os
 
 import torch
 
@@ -20,7 +21,7 @@ PROVENANCE = (
     "fbgemm_gpu_cpu_version", "triton_version", col.CPU_MODEL, "cpuid", col.CPU_COUNT, col.DEVICE_NAME,
     col.GPU_MODEL, "host", "command", col.TIMESTAMP, col.INVOCATION,
 )  # fmt: skip
-IDENTITY = (col.MACHINE, col.RUN_ID, col.RUN_SLOT, col.RULES_HASH, col.CODE_FINGERPRINT)
+IDENTITY = (col.MACHINE, col.RUN_ID, col.RUN_SLOT, col.RULES_HASH, col.CODE_FINGERPRINT, col.PROTOCOL, col.PROCESS_ID)
 LABELS = (col.VARIANT, col.REPEAT, col.POINT, col.ORDER, col.CONFIG_NAME, col.CONFIG_HASH)
 SECTIONS = ("model.", "data.", "train.")  # the flattened config's columns
 PARTS = ("labels", "fields", "config", "provenance", "identity")
@@ -96,7 +97,8 @@ def make_record(
     `fields` may name the `threads` they ran with (a rank's, not this process's). `run_id` names
     the run of a study this record belongs to (`runner.run` makes one per run; else this
     process's), so pairs are formed only within one run, and `run_slot` which of the study's runs
-    (1..RUNS) it is. `rules_hash` is the hash of the verdict rules in force when it was measured, and
+    (1..RUNS) it is, `process_id` the process that measured it and `protocol` how (`columns.PROTOCOL`).
+    `rules_hash` is the hash of the verdict rules in force when it was measured, and
     `code_fingerprint` that of the code that measured it (`provenance.code_fingerprint`). Labels
     (variant, repeat, point, ...) come first.
     """
@@ -116,5 +118,7 @@ def make_record(
             col.RUN_SLOT: run_slot,
             col.RULES_HASH: rules_hash(),
             col.CODE_FINGERPRINT: code_fingerprint(),
+            col.PROTOCOL: col.PROTOCOL_VERSION,
+            col.PROCESS_ID: os.getpid(),
         },
     ).to_row()

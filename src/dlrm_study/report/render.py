@@ -1,7 +1,8 @@
 """One render of the whole study, and the check that the committed render is what the code renders.
 
 `publish` is `make render` (records reused, nothing measured) and `make reproduce` (a short training
-run, then each notebook measures this machine first): every notebook executed into results/notebooks/,
+run, then every run of every study measured in a process of its own, `studies.runs`, then the render from
+the records): every notebook executed into results/notebooks/,
 the summary last, its scaffolding hidden; every figure under results/figures/ written anew (old ones
 removed first, so a figure no code writes any more is gone); the README's generated section; the
 manifest. Measuring, only what this machine has no record of at this code (`records.provenance.
@@ -16,7 +17,6 @@ results/notebooks/ must be rendered now and compared: a notebook the render skip
 """
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,12 +24,12 @@ from pathlib import Path
 import nbformat
 
 from dlrm_study import config
-from dlrm_study.measure.runner import PROGRESS_LINES
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.machine import machine_key
 from dlrm_study.report import ledger, manifest, results_page
 from dlrm_study.report.scaffolding import hide
+from dlrm_study.studies import runs
 from dlrm_study.studies.profiles import REPO
 
 PROVENANCE = "provenance"  # a cell that says where and when it ran
@@ -42,18 +42,16 @@ def notebooks(repo: Path = REPO) -> list[Path]:
     return [p for p in found if not p.name.startswith("00")] + [p for p in found if p.name.startswith("00")]
 
 
-def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path = REPO) -> list[Path]:
-    """Each notebook executed by papermill into `folder`, its scaffolding hidden. Measuring, each
-    measurement prints a line on the console as it is recorded (the runner's PROGRESS_LINES)."""
+def execute(folder: Path, profile: str, publish: bool, repo: Path = REPO) -> list[Path]:
+    """Each notebook executed by papermill into `folder` from the records, its scaffolding hidden."""
     import papermill
 
     folder.mkdir(parents=True, exist_ok=True)
-    os.environ[PROGRESS_LINES] = "1" if measure else ""
     done = []
     for source in notebooks(repo):
         target = folder / source.name
-        print(f"render: {source.name} (measure={measure})", file=sys.stderr, flush=True)
-        wanted = {"profile": profile, "measure": measure, "publish": publish}
+        print(f"render: {source.name}", file=sys.stderr, flush=True)
+        wanted = {"profile": profile, "measure": False, "publish": publish}
         known = papermill.inspect_notebook(str(source))  # 00 measures nothing: it has no `measure`
         papermill.execute_notebook(
             str(source),
@@ -61,7 +59,6 @@ def execute(folder: Path, profile: str, measure: bool, publish: bool, repo: Path
             parameters={k: v for k, v in wanted.items() if k in known},
             kernel_name="python3",
             progress_bar=False,
-            log_output=measure,  # the measurements' lines (stderr), live
             cwd=str(source.parent),
             execution_timeout=1800,
         )
@@ -130,9 +127,10 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     before = records_of_this_code(results) if measure else 0
     if measure:
         train_once(results)
+        runs.measure(profile, results)  # every run of every study, a process each; then rendered from the records
     for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
         old.unlink()
-    execute(results / "notebooks", profile, measure, publish=True, repo=repo)
+    execute(results / "notebooks", profile, publish=True, repo=repo)
     if measure:
         print(measured_line(before, records_of_this_code(results)), file=sys.stderr)
     changed = ledger.write_readme(repo / "README.md", results, profile)
@@ -236,7 +234,7 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
     found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
     found += results_page.problems(repo, profile)
     with tempfile.TemporaryDirectory() as scratch:
-        fresh = execute(folder or Path(scratch), profile, measure=False, publish=False, repo=repo)
+        fresh = execute(folder or Path(scratch), profile, publish=False, repo=repo)
         found += notebook_problems(repo / "results" / "notebooks", fresh, repo)
     return found
 

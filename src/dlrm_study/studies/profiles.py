@@ -2,10 +2,10 @@
 
 - `smoke`: seconds; what nbval runs in CI. Tiny configs, two repeats (so every interval
   code path runs), records in a scratch folder.
-- `quick`: what `make reproduce` runs: two runs (RUNS) of every timed study, within about
-  30 minutes on a 2-core CPU (docs/reproduce.md says how that was estimated). Each run has
-  3 repeats, the first a warm-up the analysis records but does not count. To afford the
-  runs it measures fewer points than `full`; each notebook says what it left out.
+- `quick`: what `make reproduce` runs: one run (RUNS) of every descriptive study and CLAIM_RUNS runs
+  of the points the CPU claims' rules read, each run its own process (docs/reproduce.md gives the
+  budget per study). To afford the runs it measures fewer points than `full`; each notebook says
+  what it left out.
 - `full`: paper-grade: more repeats and steps, every point.
 """
 
@@ -29,17 +29,23 @@ class Protocol:
     profile_steps: int = 0
 
 
-# Runs of every timed study, one after the other, each under its own run id and in its own order
-# (`measure.runner`): a verdict rests on at least two runs (docs/claims.md), so every profile measures two.
-RUNS = {"smoke": 2, "quick": 2, "full": 2}
-# Repeats are per run; the first of each run is a warm-up (recorded, not counted), so at least 3 leave 2.
+# A run is a process (`studies.runs`): a fresh interpreter with its own run id, measuring one run of one
+# study. Descriptive studies (figures, sensitivity, ablation, breakdowns, scaling) get RUNS runs: their
+# intervals are printed, no verdict reads them on a CPU, and with one run the interval shown is over that
+# run's pairs and says so. The points a CPU claim's rule reads (S2's reference breakdown, S3's bf16 and
+# fp32) get CLAIM_RUNS runs: the design of docs/claims.md ("Design and power"), derived from the variances
+# the records showed by `analysis.power` and held to its targets by tests/test_power.py.
+RUNS = {"smoke": 2, "quick": 1, "full": 2}
+CLAIM_RUNS = {"smoke": 3, "quick": 10, "full": 12}
+# Repeats are per run, and every one counts: each variant warms up untimed until its step time settles
+# (`measure.settle`, at least `warmup` steps), so first-use costs stay out of the first repeat.
 # Timed studies at small configs (the sensitivity sweeps, the dense x sparse grid). The
 # reference loop's steps vary most (its sparse gradients are allocated anew every step), so
 # a repeat times 15 of them; notebook 03 prints the intervals this gives at the base point.
 SWEEP = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 15, 2), "full": Protocol(6, 30, 5)}
 # The CPU presets (notebooks 01, 02): big tables take seconds to build (each repeat builds anew), so
 # fewer steps: 2 runs x 3 repeats x 15 steps cost about what 5 repeats x 20 steps of one run did.
-PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(3, 15, 2, 5), "full": Protocol(5, 30, 3, 5)}
+PRESETS = {"smoke": Protocol(2, 2, 1, 1), "quick": Protocol(3, 10, 2, 5), "full": Protocol(5, 30, 3, 5)}
 # The 2020 baseline (notebook 02's S1 decomposition, `make baseline-2020`): big presets at 1 and 2
 # threads, few steps each, since the 2020 reference takes about a second a step.
 BASELINE = {"smoke": Protocol(2, 2, 1), "quick": Protocol(3, 6, 2), "full": Protocol(5, 20, 3)}

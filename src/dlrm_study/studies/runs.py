@@ -1,0 +1,166 @@
+"""A run is a process: every run of every timed study measured in a fresh interpreter of its own.
+
+Runs of one process share its interpreter, allocator, page cache and kernel builds, so they are not
+independent: the verdicts' intervals treat runs as clusters (`analysis.clusters`), and that is honest
+only when each run starts from nothing. `measure` launches one process per (study, run slot), the
+slots in turn across the studies (slot 1 of every study, then slot 2, ...), so a study's runs are
+also spread in time. Each child measures its slot alone (`runner.one_run`) under its own run id and
+variant order, and says what it measured in one line. A study resumes as before: a slot already
+recorded at this code measures nothing.
+
+    python -m dlrm_study.studies.runs --profile quick              # every study, every run (make reproduce)
+    python -m dlrm_study.studies.runs --study cpu-loops --slot 3   # one run of one study, in this process
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import runner, sweep
+from dlrm_study.studies import baseline, convergence, cpu, placement, profiles, scaling, sensitivity
+from dlrm_study.studies.bf16_rounding import run_rounding
+
+MODULE = "dlrm_study.studies.runs"  # what a child runs (`python -m`), the name even where this runs as __main__
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study `make reproduce` measures: its runs (slots) and how one slot is measured in this process."""
+
+    name: str
+    runs: Callable[[str], int]  # the profile's number of run slots
+    measure: Callable[[str, Path], object]  # measures the slot `runner.one_run` names (what it did, printable)
+
+
+def trained(profile: str, out: Path) -> str:
+    """The trained studies (convergence, S3's accuracy seeds, the rounding probe): seeds, not timed repeats, so
+    one slot; each resumes by its own keys."""
+    convergence.run_convergence(profile, out)
+    convergence.run_accuracy(profile, out)
+    run_rounding(profile, out)
+    return "trained what was not recorded"
+
+
+def cached(profile: str, out: Path) -> str:
+    placement.measure_cache(profile, out)  # hit rates are counted, not timed: one slot
+    return "counted what was not recorded"
+
+
+def old_stack(profile: str, out: Path) -> object:
+    """The 2020 baseline where `make baseline-2020` built its environment (else nothing: it is not built here)."""
+    if not baseline.PYTHON_2020.exists():
+        return f"not measured: no {profiles.shown(baseline.PYTHON_2020)} (make baseline-2020)"
+    return baseline.run(profile, out, progress=False)
+
+
+def one(_: str) -> int:
+    return 1
+
+
+def descriptive(profile: str) -> int:
+    return profiles.RUNS[profile]
+
+
+STUDIES = (
+    Study("cpu-loops", lambda p: max(profiles.RUNS[p], profiles.CLAIM_RUNS[p]),
+          lambda p, out: sweep.run(cpu.cpu_loops(p, out), progress=False)),
+    Study("ablation", descriptive, lambda p, out: sweep.run(cpu.ablation(p, out), progress=False)),
+    Study("baseline-2020", descriptive, old_stack),
+    Study("sensitivity", descriptive, lambda p, out: "; ".join(sensitivity.measure(p, out))),
+    Study("remote", descriptive, placement.measure_remote),
+    Study("scaling", descriptive, lambda p, out: scaling.measure(p, out, progress=False)),
+    Study("cache", one, cached),
+    Study("trained", one, trained),
+)  # fmt: skip
+BY_NAME = {s.name: s for s in STUDIES}
+
+
+def chosen(names: Sequence[str] | None) -> list[Study]:
+    """The studies named (all where none are), refusing an unknown name in one line."""
+    if not names:
+        return list(STUDIES)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise UsageError(f"unknown study {unknown[0]!r} (choose from {', '.join(BY_NAME)})")
+    return [BY_NAME[n] for n in names]
+
+
+def order(studies: Sequence[Study], profile: str) -> list[tuple[int, Study]]:
+    """(slot, study) in launch order: slot 1 of every study, then slot 2 of those that have one, ..."""
+    most = max((s.runs(profile) for s in studies), default=0)
+    return [(slot, s) for slot in range(1, most + 1) for s in studies if slot <= s.runs(profile)]
+
+
+def measure(profile: str, out: Path, names: Sequence[str] | None = None, python: str = sys.executable) -> int:
+    """Every run of the studies, one process each; a line per process. A run that dies is said and the rest go
+    on (it resumes next time); a refusal (exit 2: bad input) stops them all. The processes that failed."""
+    plan = order(chosen(names), profile)
+    failed = 0
+    for i, (slot, study) in enumerate(plan, 1):
+        command = [python, "-m", MODULE, "--profile", profile, "--out", str(out), "--study", study.name,
+                   "--slot", str(slot)]  # fmt: skip
+        start = time.monotonic()
+        lines = {**os.environ, runner.PROGRESS_LINES: "1"}  # each measurement's line on the console (stderr)
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=lines)
+        said = heard(done.stdout)
+        took = f"{time.monotonic() - start:.0f} s"
+        head = f"runs {i}/{len(plan)}: {study.name} run {slot}/{study.runs(profile)}"
+        if done.returncode == 2:
+            raise UsageError(f"{head}: refused ({said or 'exit 2'})")
+        if done.returncode:
+            failed += 1
+            print(f"{head}: the process failed (exit {done.returncode}, {took}); it resumes next time", flush=True)
+            continue
+        print(f"{head}: {said} ({took})", flush=True)
+    return failed
+
+
+TALLY = "tally: "  # a child's last line: what it measured and reused (`runner.TALLY`), added to this process's
+
+
+def heard(stdout: str) -> str:
+    """A child's line of what it measured; its tally added to this process's (a notebook's footer counts it)."""
+    lines = stdout.strip().splitlines()
+    if lines and lines[-1].startswith(TALLY):
+        runner.tally(**json.loads(lines.pop().removeprefix(TALLY)))
+    return lines[-1] if lines else ""
+
+
+def measure_slot(study: Study, profile: str, out: Path, slot: int) -> object:
+    """One run of one study, in this process."""
+    if not 1 <= slot <= study.runs(profile):
+        raise UsageError(f"{study.name} has runs 1..{study.runs(profile)} in the {profile} profile, not {slot}")
+    with runner.one_run(slot):
+        return study.measure(profile, out)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m dlrm_study.studies.runs", description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default=None, help="smoke | quick | full (default: $DLRM_STUDY_PROFILE, quick)")
+    parser.add_argument("--out", default=None, help="results folder (default: the repository's results/)")
+    parser.add_argument("--study", action="append", help=f"one of {', '.join(BY_NAME)} (repeatable; default all)")
+    parser.add_argument("--slot", type=int, default=None, help="measure this run of one study, in this process")
+    args = parser.parse_args(argv)
+    try:
+        profile = profiles.profile(args.profile)
+        out = profiles.results_dir(profile, args.out)
+        if args.slot is None:
+            sys.exit(1 if measure(profile, out, args.study) else 0)
+        if not args.study or len(args.study) != 1:
+            raise UsageError("--slot measures one run of one study: name it with --study")
+        print(measure_slot(chosen(args.study)[0], profile, out, args.slot))
+        print(TALLY + json.dumps(runner.TALLY))
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
