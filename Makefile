@@ -45,13 +45,14 @@ lab: env
 # scaffolding hidden), the summary last (it reads what the others measured), every figure in
 # results/figures/ written anew (the old ones removed first, so a figure no code writes any more is
 # gone), the README's generated section, and results/manifest.json (the commit, the records' digest and
-# the rules' hash it came from). `make reproduce` measures this machine first, a line per measurement
-# on the console: two runs of every timed study, only what this machine has no record of at this code
-# (the timed code's fingerprint), so run again at the same code it measures nothing and says so in one
-# line; `make render` renders from the records as they are, measuring nothing (minutes).
+# the rules' hash it came from). `make reproduce` measures this machine first, every run of every study
+# a process of its own (`dlrm_study.studies.runs`: a line per process, a line per measurement): the
+# claims' points in CLAIM_RUNS runs, the rest in RUNS (studies/profiles.py), only what this machine has
+# no record of at this code (the timed code's fingerprint), so run again at the same code it measures
+# nothing and says so in one line; `make render` renders from the records as they are (minutes).
 # `make check-render` renders again into a scratch folder and compares every printed number and word
 # with the committed render (tests/test_render.py does the same in `make test`).
-# PROFILE=quick (default, within 30 minutes on 2 cores) or full.
+# PROFILE=quick (default; docs/reproduce.md gives its measured run times) or full.
 PROFILE ?= quick
 reproduce: env data/criteo_sample.tsv
 	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --measure
