@@ -106,7 +106,8 @@ class Claim:
 
     def fragile(self, evidence: Evidence, machine: str, found: Judgement) -> tuple[str, Status] | None:
         """The first run whose removal turns a verdict word into another outcome (inconclusive or the opposite
-        word), the rest judged as they are (one run left: over its pairs); None where none does."""
+        word), the rest judged by the verdict's own interval over the runs left (`Lens(loo=True)`: from 2 runs,
+        so a word's MIN_RUNS leave one out); None where none does."""
         if not found.status.word:
             return None
         outcomes = {Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE} - {found.status}

@@ -35,12 +35,14 @@ def own_study(frame: pd.DataFrame, study: str) -> pd.DataFrame:
 
 
 def accuracy_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:
-    """S3's accuracy study on the timed presets (`studies.convergence.run_accuracy`), on one machine."""
+    """S3's accuracy study on the timed presets (`studies.convergence.run_accuracy`), on one machine; its records
+    of configs it no longer trains counted (`readers.GONE`), as every reader counts what it leaves out."""
     path = out / RECORDS
     if not path.exists():
         raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
     labels = {(config_key(cfg), v): f"{cfg.name} seed {s}" for v, s, cfg in accuracy_configs(profile)}
-    frame = select(labelled(own_study(store.load(path), f"accuracy-{profile}"), labels), machine)
+    study = f"accuracy-{profile}"  # its records of an earlier config are counted as no longer measured
+    frame = select(labelled(own_study(store.load(path), study), labels, [study]), machine)
     return check_cells(frame, (col.MACHINE, col.RUN_ID, col.POINT, col.VARIANT, col.KIND, col.STEP))
 
 

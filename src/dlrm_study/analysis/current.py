@@ -1,4 +1,4 @@
-"""Evidence at HEAD: per machine, the records of the newest code it measured, each run's warm-up left out.
+"""Evidence at HEAD: per machine, the records of the newest code it measured, each protocol-1 run's warm-up left out.
 
 A record carries the fingerprint of the timed-path source that measured it (`code_fingerprint`).
 Per machine, the newest fingerprint is the one whose latest record is latest; records of any other
@@ -6,8 +6,11 @@ fingerprint are counted as history and never mixed into a ratio with current one
 fingerprint (measured before fingerprints existed) are a machine's current records only where it has
 none newer; a verdict on them says the code is unknown and names the commits they were measured at.
 
-Repeat 0 of every run is a warm-up: recorded, counted under `WARM_UP`, not used (first-use costs fall
-on whichever variant runs first), unless its run has fewer than 2 repeats.
+Records of protocol 1 (no `protocol` column, or a value below `SETTLED`) measured a study's runs one after
+the other in one process: repeat 0 of each of their runs is a warm-up, recorded, counted under `WARM_UP`, not
+used (first-use costs fall on whichever variant runs first), unless its run has fewer than 2 repeats. From
+protocol 2 each variant warms up untimed until its step time settles before its timed repeats, so every
+timed repeat counts, repeat 0 too.
 """
 
 import dataclasses
@@ -21,6 +24,7 @@ from dlrm_study.records import columns as col
 HISTORY = "earlier code (history)"
 WARM_UP = "warm-up (repeat 0 of its run)"
 RUN = (col.MACHINE, col.THREADS, col.RUN_ID)
+SETTLED = 2  # the first protocol whose variants warm up until their step time settles: no timed repeat is a warm-up
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,14 +77,24 @@ def newest_code_only(frame: pd.DataFrame) -> pd.DataFrame:
     return at_head(frame, newest([frame]))
 
 
+def unsettled(frame: pd.DataFrame) -> pd.Series:
+    """Whether each record is of protocol 1 (measured before variants warmed up until settled): no `protocol`
+    column, no value, or one below SETTLED."""
+    if col.PROTOCOL not in frame:
+        return pd.Series(True, index=frame.index)
+    protocol = pd.to_numeric(frame[col.PROTOCOL], errors="coerce")
+    return protocol.isna() | (protocol < SETTLED)
+
+
 def without_warm_up(frame: pd.DataFrame) -> pd.DataFrame:
-    """The records less repeat 0 of every run that has at least 2 repeats (counted under WARM_UP)."""
+    """The records less repeat 0 of every protocol-1 run that has at least 2 repeats (counted under WARM_UP);
+    records of protocol SETTLED or later keep every repeat."""
     if frame.empty or col.REPEAT not in frame or col.RUN_ID not in frame:
         return frame
     keys = [k for k in RUN if k in frame]
     repeats = frame[col.REPEAT].astype(float)
     distinct = repeats.groupby([frame[k].astype(str) for k in keys]).transform("nunique")
-    return leave_out(frame, ~((repeats == 0) & (distinct >= 2)), WARM_UP)
+    return leave_out(frame, ~((repeats == 0) & (distinct >= 2) & unsettled(frame)), WARM_UP)
 
 
 def current(frame: pd.DataFrame, newest_code: dict[str, str]) -> pd.DataFrame:

@@ -58,6 +58,23 @@ class Judgement:
         return "; ".join(self.notes)
 
 
+LACKING = (Status.NOT_YET, Status.TOO_FEW, Status.ONE_RUN)  # a half short of evidence for a word, least first
+HALVES = frozenset({Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE, *LACKING})
+
+
+def conjunction(a: Status, b: Status) -> Status:
+    """A claim of two halves ("A and B"), decided as logic: one half not reproduced refutes the claim whatever the
+    other's state (a half short of evidence cannot hide a failed other, nor a failed half wait on one); reproduced
+    only when both are; otherwise the lack of the half with least evidence (`LACKING`), else inconclusive."""
+    if not {a, b} <= HALVES:
+        raise ValueError(f"a half of a claim is a rule's outcome, not {a!r} and {b!r}")
+    if Status.NOT_REPRODUCED in (a, b):
+        return Status.NOT_REPRODUCED
+    if a == b == Status.REPRODUCED:
+        return Status.REPRODUCED
+    return next((s for s in LACKING if s in (a, b)), Status.INCONCLUSIVE)
+
+
 def decided(status: Status, detail: str, numbers: dict[str, stats.Ratio] | None = None) -> Judgement:
     """A Judgement whose runs and pairs are counted from the comparisons it decided on."""
     numbers = numbers or {}

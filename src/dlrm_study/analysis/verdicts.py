@@ -6,8 +6,9 @@ comparison has fewer than `clusters.MIN_RUNS` runs (its numbers shown, no verdic
 measurable here**, **not yet measured**, **unrecorded machine** (records that never said their ISA).
 
 Ratios are summarized per run, then across runs (`analysis.clusters`). A rule reads its records
-through a `Lens`: the verdict's, or the leave-one-out check's (`analysis.claims`), which judges the pairs
-left with one run out, pooled. A rule that asks whether any of m comparisons holds
+through a `Lens`: the verdict's, or the leave-one-out check's (`analysis.claims`), which judges the runs
+left with one run out by the same t interval over runs. A claim of two halves is their `conjunction`.
+A rule that asks whether any of m comparisons holds
 takes each interval at 1 - 0.05 / m (`stats.family`). What a rule leaves out of its frames it counts in the frames
 (`readers.leave_out`), so the count travels with the records, not in the Lens.
 """
@@ -32,7 +33,7 @@ from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.identity import RECORDS
-from dlrm_study.analysis.judgement import Judgement, Status, decided
+from dlrm_study.analysis.judgement import LACKING, Judgement, Status, conjunction, decided
 from dlrm_study.analysis.readers import leave_out, left_out, left_out_records, pool
 from dlrm_study.analysis.scaling import measured_efficiency
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
@@ -62,7 +63,9 @@ FEWER_THREADS = "at fewer threads than the machine's most"
 @dataclasses.dataclass(frozen=True)
 class Lens:
     """How a rule reads its ratios: runs as clusters (`clusters.over_runs`), a verdict word needing MIN_RUNS
-    runs; or, for the leave-one-out check (`loo`), the pairs left pooled (does the rest still say the word?)."""
+    runs; the leave-one-out check (`loo`) reads the runs left by the same interval, so it needs one run fewer.
+    (Pooling what is left into one pair interval judged a narrower interval than the verdict's own: it kept
+    words that the verdict's interval over the remaining runs does not.)"""
 
     loo: bool = False
 
@@ -70,24 +73,21 @@ class Lens:
               share: bool = False, linear: bool = False) -> stats.Ratio:  # fmt: skip
         if not len(found):
             return stats.NO_RATIO
-        if self.loo:  # what is left, its pairs pooled: do they still say the word?
-            if linear:
-                center, low, high, n = stats.mean_interval(found[value], confidence)
-                return stats.Ratio(center, low, high, n, (high - low) / 2, 1)
-            center, low, high = (stats.share_interval if share else stats.interval)(found[value], confidence)
-            n = int(found[value].notna().sum())
-            r = stats.Ratio(center, low, high, n, stats.half_width(center, low, high), 1)
-        else:
-            r = over_runs(found, value, confidence, share, linear)
+        r = over_runs(found, value, confidence, share, linear)
         return Share(*r) if share else r
 
     def paired(self, records: pd.DataFrame, variant: object, baseline: object, between: str = col.VARIANT,
                confidence: float = stats.CONFIDENCE) -> stats.Ratio:  # fmt: skip
         return self.ratio(stats.pairs(records, variant, baseline, between=between), confidence)
 
+    @property
+    def runs_needed(self) -> int:
+        """MIN_RUNS; with one run left out, the rest (a t interval over at least 2 runs)."""
+        return MIN_RUNS - 1 if self.loo else MIN_RUNS
+
     def enough(self, r: stats.Ratio) -> bool:
-        """A verdict word's gate: MIN_RUNS runs (the leave-one-out check: an interval of any kind)."""
-        return r.n > 0 and (r.runs >= MIN_RUNS or (self.loo and r.low == r.low))
+        """A verdict word's gate: the runs it needs."""
+        return r.n > 0 and r.runs >= self.runs_needed
 
 
 def counted(judgement: Judgement, *frames: pd.DataFrame) -> Judgement:
@@ -102,11 +102,30 @@ def counted(judgement: Judgement, *frames: pd.DataFrame) -> Judgement:
     return dataclasses.replace(judgement, left_out=total, left_records=ids)
 
 
+def fewest_runs(numbers: dict[str, stats.Ratio]) -> int:
+    return min((r.runs for r in numbers.values() if r.n), default=0)
+
+
+def short_of(numbers: dict[str, stats.Ratio]) -> Status:
+    """What comparisons short of MIN_RUNS runs say: one run, or too few repeats (none, or more runs but too few)."""
+    return Status.ONE_RUN if fewest_runs(numbers) == 1 else Status.TOO_FEW
+
+
+def gate(numbers: dict[str, stats.Ratio]) -> str:
+    return f" (a verdict word needs {MIN_RUNS} runs; fewest {fewest_runs(numbers)})"
+
+
 def too_few(numbers: dict[str, stats.Ratio], detail: str) -> Judgement:
     """Fewer than MIN_RUNS runs behind a deciding comparison: its numbers, no verdict word."""
-    runs = min((r.runs for r in numbers.values() if r.n), default=0)
-    return decided(Status.ONE_RUN if runs == 1 else Status.TOO_FEW, f"{detail} (a verdict word needs {MIN_RUNS} "
-                   f"runs; fewest {runs})", numbers)  # fmt: skip
+    return decided(short_of(numbers), detail + gate(numbers), numbers)
+
+
+def half(lens: Lens, r: stats.Ratio, holds: bool, fails: bool) -> Status:
+    """One half of a two-half claim on one comparison: short of its runs (`short_of`), else the word its interval
+    says (`holds` / `fails`: read at the confidence the rule reads each at), else inconclusive."""
+    if not lens.enough(r):
+        return short_of({"": r})
+    return Status.REPRODUCED if holds else Status.NOT_REPRODUCED if fails else Status.INCONCLUSIVE
 
 
 def most_threads(frame: pd.DataFrame) -> pd.DataFrame:
@@ -254,9 +273,20 @@ def recovery(host: pd.DataFrame, cached: pd.DataFrame) -> pd.DataFrame:
     return both[keys].assign(ratio=(c - h) / (1 - h), **{RECORDS: ids})
 
 
+def h4_halves(found: dict[str, pd.DataFrame], ratios: dict[str, stats.Ratio], lens: Lens) -> tuple[Status, Status]:
+    """H4's two halves: host memory's cost (host's interval wholly below 1; refuted wholly above it) and the
+    recovery (wholly above H4_RECOVERY; refuted wholly below it). A refutation is one side of an OR, read at
+    1 - 0.05/2."""
+    host, won = ratios["host"], ratios["recovery"]
+    host2 = lens.ratio(found["host"], stats.family(2))
+    won2 = lens.ratio(found["recovery"], stats.family(2), linear=True)
+    return half(lens, host, host.high < 1, host2.low > 1), half(lens, won, won.low > H4_RECOVERY,
+                                                                won2.high < H4_RECOVERY)  # fmt: skip
+
+
 def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
-    """Host-memory tables cost throughput against hbm, and the cache of hot rows wins back most of it. The
-    refutation is an OR of two tests, each at 1 - 0.05/2."""
+    """Host-memory tables cost throughput against hbm, and the cache of hot rows wins back most of it: a
+    `conjunction` of the two halves (`h4_halves`), so either refuted refutes it whatever the other's evidence."""
     if not Machine.parse(machine).has_gpu:
         text = "no GPU for the placements"
         if not evidence.remote.empty:
@@ -278,18 +308,9 @@ def h4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     r = ratios["recovery"]
     text += f"; the cache wins back (cached - host) / (1 - host), per repeat: {amount(r)}, against {H4_RECOVERY:.0%}"
     deciding = {name: ratios[name] for name in ("host", "recovery")}
-    if not all(lens.enough(r) for r in deciding.values()):
-        return counted(too_few(deciding, text), evidence.gpu_placements)
-    host, won = ratios["host"], ratios["recovery"]
-    if host.high < 1 and won.low > H4_RECOVERY:
-        return counted(decided(Status.REPRODUCED, text, deciding), evidence.gpu_placements)
-    host2, won2 = (
-        lens.ratio(found["host"], stats.family(2)),
-        lens.ratio(found["recovery"], stats.family(2), linear=True),
-    )
-    if host2.low > 1 or won2.high < H4_RECOVERY:
-        return counted(decided(Status.NOT_REPRODUCED, text, deciding), evidence.gpu_placements)
-    return counted(decided(Status.INCONCLUSIVE, text, deciding), evidence.gpu_placements)
+    status = conjunction(*h4_halves(found, ratios, lens))
+    text += gate(deciding) if status in LACKING else ""
+    return counted(decided(status, text, deciding), evidence.gpu_placements)
 
 
 # --- S1-S4: CPU claims ----------------------------------------------------------------------------
@@ -399,15 +420,37 @@ def s3_speed(evidence: Evidence, lens: Lens, confidence: float) -> dict[str, sta
                               confidence=confidence) for name in S3_PRESETS}  # fmt: skip
 
 
+def speed_half(speed: dict[str, stats.Ratio], lens: Lens, reach: float) -> Status:
+    """S3's speed half over the presets with pairs: some judged preset's interval above `reach` (an "or"), or
+    every one judged and below it (an "and"); a preset short of its runs leaves it short of evidence."""
+    measured = {name: r for name, r in speed.items() if r.n}
+    judged = {name: r for name, r in measured.items() if lens.enough(r)}
+    if not measured:
+        return Status.NOT_YET
+    if any(r.low > reach for r in judged.values()):
+        return Status.REPRODUCED
+    if len(judged) < len(measured):
+        return short_of({name: r for name, r in measured.items() if name not in judged})
+    return Status.NOT_REPRODUCED if all(r.high < reach for r in judged.values()) else Status.INCONCLUSIVE
+
+
+def accuracy_half(accuracy: AccuracyJudgement, fails: bool) -> Status:
+    """S3's accuracy half: `fails` (read at 1 - 0.05/2, one side of the "or") refutes it; `HOLDS` (at 95%)
+    reproduces it; too few seeds, or none, is too few; undecided or a benchmark that did not learn, inconclusive."""
+    if fails:
+        return Status.NOT_REPRODUCED
+    lacking = {TOO_FEW_SEEDS: Status.TOO_FEW, NO_RECORDS: Status.TOO_FEW}
+    return Status.REPRODUCED if accuracy.status == HOLDS else lacking.get(accuracy.status, Status.INCONCLUSIVE)
+
+
 def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     """Per machine: bf16 over fp32 reaches 1.8x less the margin on a timed preset (intervals at 1 - 0.05/2),
-    and the held-out AUC of the timed presets is the same within 0.002 over >= 3 seeds."""
+    and the held-out AUC of the timed presets is the same within 0.002 over >= 3 seeds: a `conjunction` of the
+    speed half (`speed_half`) and the accuracy half (`accuracy_half`)."""
     m = Machine.parse(machine)
     if m.native_bf16 is False:
         return Judgement(Status.NOT_MEASURABLE, f"{m.bf16_class}: no bf16 instructions (AVX512-BF16, AMX-BF16)")
     loops = s3_records(evidence)
-    if evidence.cpu_loops.empty and evidence.cpu_compare.empty:
-        return Judgement(Status.NOT_YET, m.bf16_class)
     reach = S3_FACTOR * (1 - S3_MARGIN)
     # "Reproduced" needs some preset above (an "or" over the presets); "not reproduced" is an "or" of the speed
     # half (both presets short: an "and", no correction within it) and the accuracy half failing. Each "or" is
@@ -415,30 +458,38 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     either = stats.family(2)
     speed = s3_speed(evidence, lens, either)
     parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
-    if not parts:
-        return counted(Judgement(Status.NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), loops)
-    code = code_of([loops], machine).fingerprint  # the accuracy half reads the speed half's machine and code
+    # the accuracy half reads the speed half's machine and code (without speed records: the machine's newest)
+    code = code_of([loops], machine).fingerprint if parts else None
     accuracy = s3_accuracy(evidence.accuracy, machine, code)
     fails = s3_accuracy(evidence.accuracy, machine, code, either).status == FAILS
-    text = f"{m.bf16_class}; bf16 / fp32 samples/s at {stats.family(len(S3_PRESETS)):.1%} each: " + ", ".join(parts)
+    halves = speed_half(speed, lens, reach), accuracy_half(accuracy, fails)
+    status = conjunction(*halves)
+    if not parts and status == Status.NOT_YET:
+        return counted(Judgement(Status.NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), loops)
+    said = ", ".join(parts) or "none paired"
+    text = f"{m.bf16_class}; bf16 / fp32 samples/s at {stats.family(len(S3_PRESETS)):.1%} each: {said}"
     text += f"; reaches the claim above {reach:.2f}x (1.8x less {S3_MARGIN:.0%})"
     text += f"; accuracy (bf16's learned AUC gain over fp32's, >= {GAIN_MARGIN:.0%}): {accuracy_said(accuracy)}"
-    judged = {name: r for name, r in speed.items() if lens.enough(r)}
-    if not judged:
-        return counted(too_few({k: r for k, r in speed.items() if r.n}, text), loops)
-    fast = any(r.low > reach for r in judged.values())
-    short = len(judged) == len(S3_PRESETS) and all(speed[name].high < reach for name in judged)
-    same = accuracy.status == HOLDS
-    if short:
-        faster = all(speed[name].low > 1 for name in judged)
-        said = ": faster but short of 1.8x" if faster else ": not faster enough to reach 1.8x"
-        return counted(decided(Status.NOT_REPRODUCED, text + said, judged), loops)
-    if fails:
-        return counted(decided(Status.NOT_REPRODUCED, text + ": accuracy differs", judged), loops)
-    if accuracy.status in (NO_RECORDS, TOO_FEW_SEEDS):
-        return counted(decided(Status.TOO_FEW, text + f": accuracy needs {MIN_SEEDS} seeds per preset", judged),
-                       loops)  # fmt: skip
-    return counted(decided(Status.REPRODUCED if fast and same else Status.INCONCLUSIVE, text, judged), loops)
+    measured = {name: r for name, r in speed.items() if r.n}
+    judged = {name: r for name, r in measured.items() if lens.enough(r)}
+    text += s3_said(halves, status, judged, measured)
+    return counted(decided(status, text, measured if halves[0] in LACKING else judged), loops)
+
+
+def s3_said(halves: tuple[Status, Status], status: Status, judged: dict, measured: dict) -> str:
+    """Why S3 says what it says: each refuted half, or each half short of evidence."""
+    speed, accuracy = halves
+    said = ""
+    if speed == Status.NOT_REPRODUCED:
+        faster = all(r.low > 1 for r in judged.values())
+        said += ": faster but short of 1.8x" if faster else ": not faster enough to reach 1.8x"
+    if accuracy == Status.NOT_REPRODUCED:
+        said += ": accuracy differs"
+    if status in LACKING and speed in LACKING:
+        said += gate({name: r for name, r in measured.items() if name not in judged})
+    if status in LACKING and accuracy in LACKING:
+        said += f": accuracy needs {MIN_SEEDS} seeds per preset"
+    return said
 
 
 def s4(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
