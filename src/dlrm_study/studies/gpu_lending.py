@@ -5,9 +5,11 @@ A lending is one call of at most 10 minutes (`scripts/gpu_lending.sh`). Its phas
 1. `targets-bf16`: the three targets (`studies.gpu_targets`) in bf16, one repeat each;
 2. `targets-fp32`: their fp32 twins, one repeat each;
 3. `placements`: H4's placements (host, uvm, cached and hbm: what its rule reads) in `H4_RUNS` runs of
-   `H4_REPEATS` whole repeats each, one run after the other in the phase's process: a verdict word needs
-   `analysis.clusters.MIN_RUNS` (2) runs and `analysis.stats.MIN_PAIRS` (5) pairs, and a run's repeat 0 is
-   its warm-up, so 2 runs of 4 give 6 pairs (the first lending measured one run of 5: 4 pairs, "one run");
+   `H4_REPEATS` whole repeats each, one run after the other in the phase's process (not yet a process per run,
+   as the CPU's are: `studies.runs`): a verdict word needs `analysis.clusters.MIN_RUNS` (3) runs and
+   `analysis.stats.MIN_PAIRS` (5) pairs; every repeat counts (records of protocol 2: the GPU step warms up for
+   `measure.gpu.WARMUP_S` before each point's timing), so 3 runs of 3 give 9 pairs, 6 even if repeat 0 were
+   dropped (the first lending measured one run of 5: "one run");
 4. `targets-repeats`: the targets and twins up to `studies.gpu.REPEATS` repeats;
 5. then, as far as the budget goes: the GPU tests, the profiled windows of the target points (records
    first, profiles after, in their own file: what explains a missed target), the embedding benchmark,
@@ -56,7 +58,7 @@ MIN_LIMIT_S = 60.0
 PROFILES_FILE = "gpu_profiles.csv"  # the targets' profiled windows: apart from the records they judge
 HEADLINE_STUDIES = (TARGETS_RUN, PLACEMENTS_RUN)
 LISTED_STUDIES = (*HEADLINE_STUDIES, gpu_grid.SAME_HOST_RUN)  # a summary line per record: the headline's, same-host's
-H4_RUNS, H4_REPEATS = 2, 4  # runs of whole repeats: (4 - 1 warm-up) x 2 = 6 pairs, over the 2 runs a verdict needs
+H4_RUNS, H4_REPEATS = 3, 3  # runs of whole repeats: 9 pairs (6 even were repeat 0 a warm-up), over MIN_RUNS (3) runs
 
 
 @dataclass
