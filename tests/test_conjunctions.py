@@ -147,3 +147,12 @@ def test_h4_host_cost_needs_host_wholly_below_1() -> None:
     assert h4(placements(host, [h + w * (1 - h) for h, w in zip(host, won, strict=True)])) == INC
     below = ratios(0.5, 0.45)
     assert h4(placements(below, [h + w * (1 - h) for h, w in zip(below, won, strict=True)])) == R
+
+
+def test_s3_says_where_its_benchmark_cannot_tell_split_sgd_from_plain_bf16():
+    from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
+    from dlrm_study.analysis.verdicts import accuracy_said
+
+    control_kept = accuracy_said(AccuracyJudgement(status=HOLDS, plain_status=HOLDS))
+    assert "does not tell Split-SGD from plain bf16" in control_kept
+    assert "does not tell" not in accuracy_said(AccuracyJudgement(status=HOLDS, plain_status=FAILS))

@@ -124,3 +124,12 @@ def test_variance_components_recover_known_spreads() -> None:
 def test_docs_table_is_current() -> None:
     """docs/claims.md's "Design and power" table is `power_markdown()` (`python scripts/power_table.py`)."""
     assert power.section(CLAIMS_DOC.read_text()) == power.power_markdown()
+
+
+def test_the_accuracy_half_has_the_seeds_its_spread_asks_for():
+    """S3's accuracy seeds: the committed count is profiles' and meets the targets at the largest spread of the
+    records; 3 seeds (the earlier design) miss them."""
+    assert profiles.ACCURACY_SEEDS["quick"] == power.ACCURACY_SEEDS
+    sd = max(s for *_, s in power.accuracy_spreads())
+    assert power.accuracy_meets(power.accuracy_power(power.ACCURACY_SEEDS, sd))
+    assert not power.accuracy_meets(power.accuracy_power(3, sd))

@@ -13,6 +13,7 @@ tests/test_power.py holds the design to its targets and the literals to the reco
 import dataclasses
 import functools
 import math
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -490,7 +491,73 @@ def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
                 f"  - `{s.machine}` (code {s.code or 'unfingerprinted'}): {runs}, {s.pairs} pairs{steps}; "
                 f"centre {amount(s.center, d.scale)}, within {s.within_sd:.4f}, between {between}"
             )
+    return "\n".join(lines) + "\n\n" + accuracy_markdown()
+
+
+# --- S3's accuracy half: seeds, not runs -----------------------------------------------------------
+
+ACCURACY_SEEDS = 6  # seeds per preset (profiles.ACCURACY_SEEDS["quick"]: tests/test_power.py holds them equal)
+ACCURACY_MARGIN = 0.99  # bf16's learned gain at or above 99% of fp32's: the same accuracy
+ACCURACY_CLAIMED, ACCURACY_OTHER = 1.0, 0.98  # the same accuracy, and one clearly short of it
+
+
+def accuracy_spreads(results: Path = RESULTS) -> list[tuple[str, str, int, float]]:
+    """(machine, preset, seeds, SD over seeds) of bf16 Split-SGD's learned gain over fp32's, from every machine's
+    accuracy records of the quick study (results/convergence.csv): what the seeds' interval is made of."""
+    from dlrm_study.analysis.convergence import accuracy_records  # the S3 reader, only where the seeds are asked of
+
+    final = accuracy_records("quick", results, None)
+    final = final[final[col.KIND] == "eval"]
+    found = []
+    for (machine, preset), rows in final.groupby([col.MACHINE, col.CONFIG_NAME]):
+        wide = rows.pivot_table(index=[col.RUN_ID, "train.seed"], columns=col.VARIANT, values=col.EVAL_AUC)
+        if not {OPTIMIZED_FP32, OPTIMIZED_BF16} <= set(wide):
+            continue
+        paired = wide[[OPTIMIZED_FP32, OPTIMIZED_BF16]].dropna()
+        gain = (paired[OPTIMIZED_BF16] - 0.5) / (paired[OPTIMIZED_FP32] - 0.5)
+        if len(gain) >= 2:
+            found.append((str(machine), str(preset), len(gain), float(gain.std(ddof=1))))
+    return found
+
+
+def accuracy_power(seeds: int, sd: float, n_sims: int = N_SIMS, seed: int = SEED) -> dict[str, float]:
+    """How often `seeds` seeds' 95% t interval (two-sided, as `stats.mean_interval`) says "holds" (wholly at or
+    above ACCURACY_MARGIN) at a true 100%, "fails" (wholly below, at 1 - 0.05/2 as S3 reads it) at a true 98%, and
+    "holds" at the margin itself."""
+    rng = np.random.default_rng(seed)
+
+    def interval(truth: float, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+        gains = rng.normal(truth, sd, size=(n_sims, seeds))
+        half = t_quantile(1 - (1 - confidence) / 2, seeds - 1) * gains.std(axis=1, ddof=1) / math.sqrt(seeds)
+        return gains.mean(axis=1) - half, gains.mean(axis=1) + half
+
+    return {
+        "holds": float((interval(ACCURACY_CLAIMED, 0.95)[0] >= ACCURACY_MARGIN).mean()),
+        "fails": float((interval(ACCURACY_OTHER, 0.975)[1] < ACCURACY_MARGIN).mean()),
+        "false_holds": float((interval(ACCURACY_MARGIN, 0.95)[0] >= ACCURACY_MARGIN).mean()),
+    }
+
+
+def accuracy_markdown() -> str:
+    """S3's accuracy half's seeds, their power at the largest spread the records show, and where it came from."""
+    spreads = accuracy_spreads()
+    sd = max((s for *_, s in spreads), default=math.nan)
+    found = accuracy_power(ACCURACY_SEEDS, sd)
+    fewest = next((n for n in range(3, 21) if accuracy_meets(accuracy_power(n, sd))), "more than 20")
+    lines = [
+        f"S3's accuracy half: {ACCURACY_SEEDS} seeds per preset; bf16 Split-SGD's learned gain over fp32's, SD over "
+        f"seeds {sd:.4f} (the largest below); at a true {ACCURACY_CLAIMED:.0%} it holds (interval at or above "
+        f"{ACCURACY_MARGIN:.0%}) {found['holds']:.1%} of the time, at a true {ACCURACY_OTHER:.0%} it fails "
+        f"{found['fails']:.1%}, at {ACCURACY_MARGIN:.0%} itself it holds {found['false_holds']:.1%}; "
+        f"{'met' if accuracy_meets(found) else 'missed'} (fewest seeds meeting the targets: {fewest}).",
+        "",
+    ]
+    lines += [f"  - `{m}` {p}: {n} seeds, SD {s:.4f}" for m, p, n, s in spreads]
     return "\n".join(lines) + "\n"
+
+
+def accuracy_meets(found: dict[str, float]) -> bool:
+    return found["holds"] >= TARGET_POWER and found["fails"] >= TARGET_POWER and found["false_holds"] <= TARGET_FALSE
 
 
 BEGIN, END = "<!-- power: begin -->", "<!-- power: end -->"

@@ -396,7 +396,10 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
 def accuracy_said(accuracy: AccuracyJudgement) -> str:
     """S3's accuracy half in a clause: its status and each preset's Split-SGD gain with its interval and seeds."""
     gains = ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in accuracy.split)
-    return f"{accuracy.status}" + (f", {gains}" if gains else "")
+    said = f"{accuracy.status}" + (f", {gains}" if gains else "")
+    if accuracy.plain_status == HOLDS:  # the control kept the gain too: the benchmark cannot tell the two apart
+        said += " (plain bf16 SGD holds too: this benchmark does not tell Split-SGD from plain bf16)"
+    return said
 
 
 def s3_records(evidence: Evidence) -> pd.DataFrame:

@@ -20,7 +20,13 @@ from dlrm_study.platform import native_bf16
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
-from dlrm_study.studies.profiles import ACCURACY_STEPS, CONVERGENCE_SEEDS, CONVERGENCE_STEPS, LOSS_WINDOW
+from dlrm_study.studies.profiles import (
+    ACCURACY_SEEDS,
+    ACCURACY_STEPS,
+    CONVERGENCE_SEEDS,
+    CONVERGENCE_STEPS,
+    LOSS_WINDOW,
+)
 from dlrm_study.train import build, evaluate, train
 from dlrm_study.train.evaluate import auc
 from dlrm_study.train.run import precision_label
@@ -116,7 +122,7 @@ def accuracy_configs(
     """(variant, seed, config) of S3's accuracy study: each timed preset in fp32, bf16 Split-SGD and plain bf16 SGD,
     from every seed."""
     presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
-    seeds = range(CONVERGENCE_SEEDS[profile])
+    seeds = range(ACCURACY_SEEDS[profile])
     return [(v, s, accuracy_config(profile, p, v, s)) for p in presets for s in seeds for v in variants]
 
 
