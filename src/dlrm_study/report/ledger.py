@@ -12,12 +12,14 @@ from pathlib import Path
 from dlrm_study.analysis import findings, predictions
 from dlrm_study.analysis.claims import CLAIMS, class_status
 from dlrm_study.analysis.clusters import MIN_RUNS
+from dlrm_study.analysis.current import fingerprints
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
-from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.analysis.wording import MAX_CELL, cell, variant_words
 from dlrm_study.errors import UsageError
 from dlrm_study.records import Machine, provenance
+from dlrm_study.records import columns as col
 from dlrm_study.report import manifest, reading
 from dlrm_study.report.gallery import gallery
 from dlrm_study.studies.sensitivity import KNOBS
@@ -37,8 +39,8 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     head = "| id | claim | " + " | ".join(f"`{h}`" for h in hosts) + " | notebook |"
     rule = "| --- | --- | " + " | ".join("---" for _ in hosts) + " | --- |"
     rows = [
-        f"| {c.id} | {c.text} | " + " | ".join(short_cell(c.id, table[c.id][h], old_gpu_loop(c.id, evidence, h))
-                                               for h in hosts)
+        f"| {c.id} | {c.text} | " + " | ".join(short_cell(c.id, table[c.id][h], old_gpu_loop(c.id, evidence, h),
+                                                          earlier_code(evidence, h)) for h in hosts)
         + f" | [{c.notebook[:2]}]({notebooks}{c.notebook}.ipynb) |"
         for c in CLAIMS
     ]  # fmt: skip
@@ -70,11 +72,33 @@ def old_gpu_loop(claim: str, evidence: Evidence, machine: str) -> bool:
     return claim.startswith("H") and not gpu.empty and bool(old_loop(gpu).all())
 
 
-def short_cell(claim: str, judgement: Judgement, old: bool = False) -> str:
+def short_cell(claim: str, judgement: Judgement, old: bool = False, earlier: str = "") -> str:
     """THE ledger cell (README, notebook 00, docs/results.md): at most MAX_CELL characters, the numbers named in
-    words (`wording.cell`); the whole judgement is printed by the claim's notebook."""
+    words (`wording.cell`); the whole judgement is printed by the claim's notebook. `earlier`: the machine's records
+    are of earlier code (`earlier_code`), so the first screen says so in place of what they would judge."""
+    if earlier and judgement.status not in MACHINE_FACTS:
+        return f"**{earlier}**"
     note = OLD_GPU_LOOP if old else ""
     return cell(judgement, NAMES.get(claim, str), MAX_CELL - len(note)) + note
+
+
+EARLIER = "earlier code"
+MACHINE_FACTS = (Status.NOT_MEASURABLE, Status.UNRECORDED)  # what a machine is, not what its records judge
+
+
+def earlier_code(evidence: Evidence, machine: str) -> str:
+    """ "" where the machine's judged records were all measured by today's code (`provenance.code_fingerprint`);
+    else what the first screen says of its column in place of a verdict: "earlier code (commit ...)", the commits
+    its records were measured at. A verdict word on the first screen is of today's code, or not said."""
+    part = reading.of(evidence, machine)
+    mine = [f[f[col.MACHINE] == machine] for f in part.frames().values() if not f.empty and col.MACHINE in f]
+    codes = {code for frame in mine for code in fingerprints(frame)}
+    if codes == {provenance.code_fingerprint()}:
+        return ""
+    commits = sorted({str(c).removesuffix("-dirty")[:7] for f in mine if col.GIT_COMMIT in f
+                      for c in f[col.GIT_COMMIT].dropna()})  # fmt: skip
+    shown = ", ".join(commits[:2]) + (", ..." if len(commits) > 2 else "")
+    return f"{EARLIER} (commit {shown})" if commits else EARLIER
 
 
 def class_rows(by_machine: dict[str, Judgement], hosts: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ results/notebooks/ must be rendered now and compared: a notebook the render skip
 """
 
 import argparse
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -174,6 +175,28 @@ def said(book: nbformat.NotebookNode) -> dict[tuple[str, str], str]:
     return found
 
 
+# What a broken output prints: a missing number (nan, None) or an interval with nothing in it.
+BROKEN = re.compile(r"\b(?:nan|NaN|None)\b|\[\s*,|,\s*\]|\[\s*\]")
+
+
+def broken(text: str) -> list[str]:
+    """Each place in `text` where a number is missing or an interval empty, with a little of its context."""
+    return [text[max(0, m.start() - 40) : m.end() + 20].replace("\n", " ") for m in BROKEN.finditer(text)]
+
+
+def broken_outputs(repo: Path = REPO) -> list[str]:
+    """Every broken place in what is published: the rendered notebooks' Markdown and printed outputs, the README
+    and docs/*.md (prose avoids the bare words too, so that a printed None is never taken for one)."""
+    found = []
+    for path in sorted((repo / "results" / "notebooks").glob("*.ipynb")):
+        book = nbformat.read(path, as_version=4)
+        texts = [*printed(book).values(), *(c.source for c in book.cells if c.cell_type == "markdown")]
+        found += [f"{path.name}: {where}" for text in texts for where in broken(text)]
+    for path in [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]:
+        found += [f"{path.relative_to(repo)}: {where}" for where in broken(path.read_text())]
+    return found
+
+
 def differences(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, name: str = "") -> list[str]:
     """Where two renders of a notebook say different things: a line per cell part, at its first differing line."""
     old, new = said(committed), said(fresh)
@@ -233,6 +256,7 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
     found = [f"results/manifest.json: {p}" for p in manifest.problems(repo / "results", repo)]
     found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
     found += results_page.problems(repo, profile)
+    found += [f"broken output: {where}" for where in broken_outputs(repo)]
     with tempfile.TemporaryDirectory() as scratch:
         fresh = execute(folder or Path(scratch), profile, publish=False, repo=repo)
         found += notebook_problems(repo / "results" / "notebooks", fresh, repo)

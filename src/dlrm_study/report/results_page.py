@@ -94,7 +94,12 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
             old = ledger.old_gpu_loop(claim, evidence, host)
             figures = [(name(key), amount(r)) for key, r in v.numbers.items() if r.n]
             reason = re.split(r"[;:]", v.evidence, maxsplit=1)[0].strip() if v.evidence else ""
-            found[claim][host] = Judged(v.status, figures, reason, old, ledger.short_cell(claim, v, old))
+            earlier = ledger.earlier_code(evidence, host)
+            cell = ledger.short_cell(claim, v, old, earlier)
+            if earlier and cell == f"**{earlier}**":  # no verdict word of earlier code on the first screen
+                found[claim][host] = Judged(ledger.EARLIER, [], earlier, old, cell)
+                continue
+            found[claim][host] = Judged(v.status, figures, reason, old, cell)
     return found
 
 
@@ -187,7 +192,7 @@ def gpu_plainly(evidence: Evidence) -> list[str]:
             lines.append(
                 f"{where}, {old.sum()} of {len(gpu)} GPU records measured the old GPU loop, which launched each "
                 f"kernel from Python: a median of {step:.1f} ms per step, bound by kernel launches."
-                + ("" if (~old).any() else " None of its records measured the captured loop.")
+                + ("" if (~old).any() else " Not one of its records measured the captured loop.")
             )
             lines += [f"- {line}" for line in target_lines(old_ok)]
         if (~old).any():
@@ -287,7 +292,45 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
         "",
         tally(out),
         "",
+        "## Every machine with records, judged or not",
+        "",
+        *machines_table(out),
+        "",
     ])  # fmt: skip
+
+
+MACHINE_COLUMNS = (col.MACHINE, col.TIMESTAMP, col.GIT_COMMIT, col.CODE_FINGERPRINT)
+
+
+def machines_table(out: Path) -> list[str]:
+    """Every machine any results/*.csv names: its records, the files they are in, when it last measured, at which
+    commit, and whether that is today's code (only today's code gives a verdict word on the first screen)."""
+    rows: dict[str, dict[str, object]] = {}
+    today = provenance.code_fingerprint()
+    for path in sorted(out.glob("*.csv")):
+        frame = pd.read_csv(path, usecols=lambda c: c in MACHINE_COLUMNS, dtype=str, keep_default_na=False)
+        if col.MACHINE not in frame:
+            continue
+        for machine, mine in frame.groupby(frame[col.MACHINE].fillna("")):
+            if not machine:
+                continue
+            row = rows.setdefault(str(machine), {"records": 0, "files": [], "last": "", "commit": "", "code": ""})
+            row["records"] = int(row["records"]) + len(mine)
+            row["files"] = [*row["files"], path.name]
+            newest = mine.sort_values(col.TIMESTAMP).iloc[-1] if col.TIMESTAMP in mine else mine.iloc[-1]
+            if str(newest.get(col.TIMESTAMP, "")) >= str(row["last"]):
+                row["last"] = str(newest.get(col.TIMESTAMP, ""))
+                row["commit"] = str(newest.get(col.GIT_COMMIT, "") or "").removesuffix("-dirty")[:7]
+                row["code"] = str(newest.get(col.CODE_FINGERPRINT, "") or "")
+    lines = [
+        "| machine | records | files | last measured | at commit | its newest code |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for machine, row in sorted(rows.items(), key=lambda item: str(item[1]["last"]), reverse=True):
+        code = "today's" if row["code"] == today else (f"earlier ({row['code']})" if row["code"] else "unrecorded")
+        lines.append(f"| `{machine}` | {row['records']:,} | {', '.join(row['files'])} | {str(row['last'])[:10]} | "
+                     f"{row['commit'] or 'unrecorded'} | {code} |")  # fmt: skip
+    return lines
 
 
 def first_screen(out: Path, profile: str = "quick") -> str:

@@ -102,7 +102,10 @@ def measure(profile: str, out: Path, names: Sequence[str] | None = None, python:
     """Every run of the studies, one process each; a line per process. A run that dies is said and the rest go
     on (it resumes next time); a refusal (exit 2: bad input) stops them all. The processes that failed."""
     plan = order(chosen(names), profile)
-    failed = 0
+    studies = list(dict.fromkeys(study for _, study in plan))
+    print(f"{len(plan)} processes: " + ", ".join(f"{s.name} {count(s.runs(profile), 'run')}" for s in studies),
+          flush=True)  # fmt: skip
+    failed, spent = 0, dict.fromkeys((s.name for s in studies), 0.0)
     for i, (slot, study) in enumerate(plan, 1):
         command = [python, "-m", MODULE, "--profile", profile, "--out", str(out), "--study", study.name,
                    "--slot", str(slot)]  # fmt: skip
@@ -110,6 +113,7 @@ def measure(profile: str, out: Path, names: Sequence[str] | None = None, python:
         lines = {**os.environ, runner.PROGRESS_LINES: "1"}  # each measurement's line on the console (stderr)
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=lines)
         said = heard(done.stdout)
+        spent[study.name] += time.monotonic() - start
         took = f"{time.monotonic() - start:.0f} s"
         head = f"runs {i}/{len(plan)}: {study.name} run {slot}/{study.runs(profile)}"
         if done.returncode == 2:
@@ -119,7 +123,16 @@ def measure(profile: str, out: Path, names: Sequence[str] | None = None, python:
             print(f"{head}: the process failed (exit {done.returncode}, {took}); it resumes next time", flush=True)
             continue
         print(f"{head}: {said} ({took})", flush=True)
+    print("time per study: " + ", ".join(f"{name} {minutes(s)}" for name, s in spent.items()), flush=True)
     return failed
+
+
+def count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 TALLY = "tally: "  # a child's last line: what it measured and reused (`runner.TALLY`), added to this process's

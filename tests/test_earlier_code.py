@@ -1,0 +1,50 @@
+"""The first screen counts only current evidence: a machine whose records are of earlier code says so in its
+cells, with the commits they were measured at, and never a verdict word (issue: a headline a reader can trust)."""
+
+import pandas as pd
+
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.judgement import Judgement, Status
+from dlrm_study.records import provenance
+from dlrm_study.report import ledger
+
+MACHINE = "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
+
+
+def loops(code: str, commit: str) -> Evidence:
+    frame = pd.DataFrame({
+        "machine": [MACHINE] * 2, "code_fingerprint": [code] * 2, "git_commit": [commit, commit + "-dirty"],
+        "timestamp": ["2026-12-05T00:00:00+00:00", "2026-12-05T00:00:01+00:00"], "run_id": ["r1", "r1"],
+        "repeat": [0, 1], "threads": [2, 2], "variant": ["reference", "reference"],
+    })  # fmt: skip
+    return Evidence(cpu_loops=frame)
+
+
+def test_a_column_of_earlier_code_says_so_and_no_verdict_word():
+    old = loops("0123456789ab", "abcdef0123456789")
+    assert ledger.earlier_code(old, MACHINE) == "earlier code (commit abcdef0)"
+    word = Judgement(Status.REPRODUCED, "dlrm-benchmark 2.1x")
+    assert ledger.short_cell("S3", word, earlier="earlier code (commit abcdef0)") == "**earlier code (commit abcdef0)**"
+    machine_fact = Judgement(Status.NOT_MEASURABLE, "no GPU")
+    assert "not measurable here" in ledger.short_cell("H1", machine_fact, earlier="earlier code (commit abcdef0)")
+
+
+def test_a_column_of_todays_code_keeps_its_verdict_word():
+    now = loops(provenance.code_fingerprint(), "abcdef0123456789")
+    assert ledger.earlier_code(now, MACHINE) == ""
+    word = Judgement(Status.REPRODUCED, "dlrm-benchmark 2.1x")
+    assert ledger.short_cell("S3", word, earlier="").startswith("**reproduced**")
+
+
+def test_every_machine_with_records_is_listed_judged_or_not(tmp_path):
+    from dlrm_study.report import results_page
+
+    pd.DataFrame({"machine": ["a/avx2/2cpu", "b/avx2/2cpu"], "timestamp": ["2026-12-01T00:00:00", ""],
+                  "git_commit": ["abcdef0123", ""], "code_fingerprint": [provenance.code_fingerprint(), ""]}).to_csv(
+        tmp_path / "sweeps.csv", index=False)  # fmt: skip
+    pd.DataFrame({"machine": ["b/avx2/2cpu"], "timestamp": ["2026-11-30T00:00:00"]}).to_csv(
+        tmp_path / "bench.csv", index=False
+    )
+    lines = results_page.machines_table(tmp_path)
+    assert lines[2] == "| `a/avx2/2cpu` | 1 | sweeps.csv | 2026-12-01 | abcdef0 | today's |"
+    assert lines[3] == "| `b/avx2/2cpu` | 2 | bench.csv, sweeps.csv | 2026-11-30 | unrecorded | unrecorded |"
