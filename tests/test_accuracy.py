@@ -13,7 +13,7 @@ from dlrm_study.measure import runner
 from dlrm_study.records import store
 from dlrm_study.records.machine import machine_key
 from dlrm_study.studies.convergence import ACCURACY_IDS, accuracy_configs, run_accuracy, train_and_record
-from dlrm_study.studies.profiles import CONVERGENCE_SEEDS
+from dlrm_study.studies.profiles import ACCURACY_SEEDS
 from dlrm_study.train import build
 from dlrm_study.train.run import precision_label
 
@@ -22,7 +22,7 @@ def test_the_timed_presets_train_from_the_same_seeds_in_three_precisions():
     configs = accuracy_configs("quick")
     assert {cfg.name for _, _, cfg in configs} == {"dlrm-benchmark", "mlperf-scaled"}  # S3's timed presets
     assert {v for v, _, _ in configs} == set(ACCURACY_PRECISIONS)
-    assert len(configs) == 2 * 3 * CONVERGENCE_SEEDS["quick"]
+    assert len(configs) == 2 * 3 * 6  # presets x precisions x ACCURACY_SEEDS["quick"], from the seeds' spread
     for preset in ("dlrm-benchmark", "mlperf-scaled"):
         timed, shapes = config.load(preset), [cfg for _, _, cfg in configs if cfg.name == preset]
         for cfg in shapes:  # the reduction keeps each table's dim and pooling, and labels come from the teacher
@@ -130,7 +130,7 @@ def test_the_accuracy_study_records_three_precisions_and_resumes(tmp_path):
     run_accuracy("smoke", tmp_path)
     frame = acc.accuracy_records("smoke", tmp_path)
     evals = frame[frame["kind"] == "eval"]
-    assert len(evals) == 3 * CONVERGENCE_SEEDS["smoke"] and evals["eval_auc"].between(0, 1).all()
+    assert len(evals) == 3 * ACCURACY_SEEDS["smoke"] and evals["eval_auc"].between(0, 1).all()
     assert evals["eval_attainable_auc"].between(0.5, 1).all()  # the teacher's own AUC, recorded
     assert set(frame[frame["variant"] == PLAIN_BF16]["precision_label"].str.contains("plain SGD")) == {True}
     assert not frame[frame["kind"] == "auc"].empty  # held-out AUC curves, every window
@@ -199,7 +199,7 @@ def test_the_quick_accuracy_study_trains_bf16_only_where_it_is_native(tmp_path, 
     assert study.run_accuracy("smoke", tmp_path) is True and variants() == set(ACCURACY_PRECISIONS)
     monkeypatch.setattr(study, "native_bf16", lambda: True)
     assert study.run_accuracy("quick", tmp_path) is True and variants() == set(ACCURACY_PRECISIONS)
-    assert len(accuracy_configs("quick", (OPTIMIZED_FP32,))) == 6  # 2 presets x 3 seeds
+    assert len(accuracy_configs("quick", (OPTIMIZED_FP32,))) == 12  # 2 presets x 6 seeds
     with pytest.raises(UsageError, match="accuracy variants"):
         study.run_accuracy("quick", tmp_path, variants=("fp64",))
 
