@@ -499,15 +499,18 @@ def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
 ACCURACY_SEEDS = 6  # seeds per preset (profiles.ACCURACY_SEEDS["quick"]: tests/test_power.py holds them equal)
 ACCURACY_MARGIN = 0.99  # bf16's learned gain at or above 99% of fp32's: the same accuracy
 ACCURACY_CLAIMED, ACCURACY_OTHER = 1.0, 0.98  # the same accuracy, and one clearly short of it
+# The records the seeds were designed from (the machines with bf16 seeds when the design was written): later
+# machines' seeds are judged by it, not folded into it.
+ACCURACY_MACHINES = ("amd-epyc-f23m1s2/avx2/2cpu",)
 
 
 def accuracy_spreads(results: Path = RESULTS) -> list[tuple[str, str, int, float]]:
-    """(machine, preset, seeds, SD over seeds) of bf16 Split-SGD's learned gain over fp32's, from every machine's
-    accuracy records of the quick study (results/convergence.csv): what the seeds' interval is made of."""
+    """(machine, preset, seeds, SD over seeds) of bf16 Split-SGD's learned gain over fp32's, from the accuracy
+    records of the quick study (results/convergence.csv) of ACCURACY_MACHINES: what the seeds' interval is made of."""
     from dlrm_study.analysis.convergence import accuracy_records  # the S3 reader, only where the seeds are asked of
 
     final = accuracy_records("quick", results, None)
-    final = final[final[col.KIND] == "eval"]
+    final = final[(final[col.KIND] == "eval") & final[col.MACHINE].isin(ACCURACY_MACHINES)]
     found = []
     for (machine, preset), rows in final.groupby([col.MACHINE, col.CONFIG_NAME]):
         wide = rows.pivot_table(index=[col.RUN_ID, "train.seed"], columns=col.VARIANT, values=col.EVAL_AUC)
