@@ -38,9 +38,10 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     unrecorded = [m for m in every if m not in hosts]
     head = "| id | claim | " + " | ".join(f"`{h}`" for h in hosts) + " | notebook |"
     rule = "| --- | --- | " + " | ".join("---" for _ in hosts) + " | --- |"
+    earlier = {h: earlier_code(evidence, h) for h in hosts}  # a machine's, whatever the claim
     rows = [
         f"| {c.id} | {c.text} | " + " | ".join(short_cell(c.id, table[c.id][h], old_gpu_loop(c.id, evidence, h),
-                                                          earlier_code(evidence, h)) for h in hosts)
+                                                          earlier[h]) for h in hosts)
         + f" | [{c.notebook[:2]}]({notebooks}{c.notebook}.ipynb) |"
         for c in CLAIMS
     ]  # fmt: skip

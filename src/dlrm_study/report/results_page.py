@@ -85,6 +85,7 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
     records say their ISA. Rewire this function alone when the verdict API changes."""
     table = reading.verdicts_of(evidence)
     hosts = [m for m in evidence.machines() if Machine.parse(m).recorded]
+    code = {host: ledger.earlier_code(evidence, host) for host in hosts}  # a machine's, whatever the claim
     found = {}
     for claim in BY_ID:
         found[claim] = {}
@@ -94,7 +95,7 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
             old = ledger.old_gpu_loop(claim, evidence, host)
             figures = [(name(key), amount(r)) for key, r in v.numbers.items() if r.n]
             reason = re.split(r"[;:]", v.evidence, maxsplit=1)[0].strip() if v.evidence else ""
-            earlier = ledger.earlier_code(evidence, host)
+            earlier = code[host]
             cell = ledger.short_cell(claim, v, old, earlier)
             if earlier and cell == f"**{earlier}**":  # no verdict word of earlier code on the first screen
                 found[claim][host] = Judged(ledger.EARLIER, [], earlier, old, cell)
