@@ -36,7 +36,7 @@ class Protocol:
 # fp32) get CLAIM_RUNS runs: the design of docs/claims.md ("Design and power"), derived from the variances
 # the records showed by `analysis.power` and held to its targets by tests/test_power.py.
 RUNS = {"smoke": 2, "quick": 1, "full": 2}
-CLAIM_RUNS = {"smoke": 3, "quick": 15, "full": 15}
+CLAIM_RUNS = {"smoke": 3, "quick": 32, "full": 32}
 # Repeats are per run, and every one counts: each variant warms up untimed until its step time settles
 # (`measure.settle`, at least `warmup` steps), so first-use costs stay out of the first repeat.
 # Timed studies at small configs (the sensitivity sweeps, the dense x sparse grid). The
