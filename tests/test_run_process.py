@@ -37,7 +37,7 @@ def test_a_process_started_for_one_run_schedules_only_that_run():
 
 def test_the_cpu_loops_decide_s2_at_every_preset_and_s3_at_its_two():
     spec = cpu.cpu_loops("quick", cpu.Path("/tmp"))
-    assert spec.claim_runs == 15 and spec.runs == 1
+    assert spec.claim_runs == 32 and spec.runs == 1
     assert sorted(spec.deciding) == sorted(
         ["dlrm-benchmark/reference", "mlperf-scaled/reference", "kaggle/reference",
          "dlrm-benchmark/optimized-fp32", "dlrm-benchmark/optimized-bf16",
@@ -53,7 +53,7 @@ def test_runs_are_launched_slot_after_slot_across_the_studies():
         (1, "cache"),
         (2, "cpu-loops"),
     ]
-    assert [slot for slot, s in plan if s.name == "cpu-loops"] == list(range(1, 16))
+    assert [slot for slot, s in plan if s.name == "cpu-loops"] == list(range(1, 33))
 
 
 def test_an_unknown_study_or_a_slot_out_of_range_is_one_line_and_exit_2(tmp_path):
