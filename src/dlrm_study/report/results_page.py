@@ -300,14 +300,13 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
     ])  # fmt: skip
 
 
-MACHINE_COLUMNS = (col.MACHINE, col.TIMESTAMP, col.GIT_COMMIT, col.CODE_FINGERPRINT)
+MACHINE_COLUMNS = (col.MACHINE, col.TIMESTAMP, col.GIT_COMMIT, col.CODE_FINGERPRINT, col.TRAIN_LOOP)
 
 
 def machines_table(out: Path) -> list[str]:
     """Every machine any results/*.csv names: its records, the files they are in, when it last measured, at which
     commit, and whether that is today's code (only today's code gives a verdict word on the first screen)."""
     rows: dict[str, dict[str, object]] = {}
-    today = provenance.code_fingerprint()
     for path in sorted(out.glob("*.csv")):
         frame = pd.read_csv(path, usecols=lambda c: c in MACHINE_COLUMNS, dtype=str, keep_default_na=False)
         if col.MACHINE not in frame:
@@ -323,12 +322,13 @@ def machines_table(out: Path) -> list[str]:
                 row["last"] = str(newest.get(col.TIMESTAMP, ""))
                 row["commit"] = str(newest.get(col.GIT_COMMIT, "") or "").removesuffix("-dirty")[:7]
                 row["code"] = str(newest.get(col.CODE_FINGERPRINT, "") or "")
+                row["today"] = row["code"] == provenance.code_fingerprint(newest.get(col.TRAIN_LOOP, ""))
     lines = [
         "| machine | records | files | last measured | at commit | its newest code |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for machine, row in sorted(rows.items(), key=lambda item: str(item[1]["last"]), reverse=True):
-        code = "today's" if row["code"] == today else (f"earlier ({row['code']})" if row["code"] else "unrecorded")
+        code = "today's" if row.get("today") else (f"earlier ({row['code']})" if row["code"] else "unrecorded")
         lines.append(f"| `{machine}` | {row['records']:,} | {', '.join(row['files'])} | {str(row['last'])[:10]} | "
                      f"{row['commit'] or 'unrecorded'} | {code} |")  # fmt: skip
     return lines
