@@ -68,7 +68,9 @@ ANY = ""  # a record of no one loop (a cache's counted hit rates): every loop's 
 # measures the same way (a refactor), writes the new digest here under the same number.
 PROCEDURE = "measure"
 LOCKED_FROM = 2  # records of an earlier protocol hash the procedure's source instead (none numbered it then)
-PROCEDURE_LOCK = {2: ("80f0ab6a591f", "5afb86919c8b")}  # protocol -> the procedure digests declared to measure alike
+# protocol -> the procedure digests declared to measure alike, oldest first, each added by a refactor's commit:
+# 5afb86919c8b a task's code from its loop; 1f6b16d44f18 `run_together` asks `Sweep.decides`.
+PROCEDURE_LOCK = {2: ("80f0ab6a591f", "5afb86919c8b", "1f6b16d44f18")}
 
 Read = Callable[[str], str | None]  # a package-relative path -> its text (None: no such file)
 List = Callable[[str], list[str]]  # a package folder -> the package-relative source files under it
