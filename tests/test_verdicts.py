@@ -264,7 +264,13 @@ def test_s1_below_a_socket_is_not_measurable_and_shows_what_was_measured() -> No
     loops = pd.DataFrame(paired(XEON, "optimized-bf16", "reference", ratios(3.0, 2.8), config_name="dlrm-benchmark"))
     v = verdict("S1", XEON, cpu_loops=loops)
     assert v.status == "not measurable here" and "over today's reference at 2 threads" in v.evidence
-    assert verdict("S1", XEON).status == "not yet measured"
+    assert verdict("S1", XEON).status == "not measurable here"  # its cores decide before its records
+    assert verdict("S1", GPU).status == "not measurable here"  # the 16-core GPU host
+    assert verdict("S1", SOCKET).status == "not yet measured"
+    socket_loops = pd.DataFrame(paired(SOCKET, "optimized-bf16", "reference", ratios(3.0, 2.8),
+                                       config_name="dlrm-benchmark", threads=28))  # fmt: skip
+    v = verdict("S1", SOCKET, cpu_loops=socket_loops)
+    assert v.status == "not yet measured" and "make baseline-2020" in v.evidence
 
 
 # --- S2 -------------------------------------------------------------------------------------------

@@ -103,16 +103,20 @@ def load(name: str) -> pd.DataFrame:
     return store.load(RESULTS / name)
 
 
-def records(files: tuple[tuple[str, str], ...], machine: str, code: str) -> pd.DataFrame:
+def records(files: tuple[tuple[str, str], ...], machine: str, code: str, runs: int | None = None) -> pd.DataFrame:
     """One machine's records of these (file, study) at one code fingerprint ("": records without one) and its
     most threads, less the warm-ups the verdicts leave out (`current.without_warm_up`: repeat 0 of a protocol-1
-    run; a protocol-2 run warmed up until settled and counts every repeat)."""
+    run; a protocol-2 run warmed up until settled and counts every repeat). `runs`: only run slots 1..runs (a
+    design fitted on a study's first runs names what it read, whatever runs came after)."""
     parts = []
     for name, study in files:
         frame = load(name)
         fingerprint = frame[col.CODE_FINGERPRINT].fillna("").astype(str)
         parts.append(frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine) & (fingerprint == code)])
     found = pd.concat(parts, ignore_index=True)
+    if runs is not None and col.RUN_SLOT in found:
+        slot = pd.to_numeric(found[col.RUN_SLOT], errors="coerce")
+        found = found[slot.isna() | (slot <= runs)]
     found = current.without_warm_up(found[found[col.ERROR].isna()])
     return found[found[col.THREADS].astype(float) == found[col.THREADS].astype(float).max()]
 
@@ -123,25 +127,25 @@ def with_steps(pairs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return pairs.merge(steps, left_on=col.RUN_ID, right_index=True, how="left")
 
 
-def s3_pairs(machine: str, code: str, preset: str) -> pd.DataFrame:
+def s3_pairs(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
     """bf16 over fp32 samples/s per repeat on one preset (the pairs S3's rule reads), with their steps."""
-    frame = records(S3_FILES, machine, code)
+    frame = records(S3_FILES, machine, code, runs)
     frame = frame[frame[col.CONFIG_NAME] == preset]
     return with_steps(stats.pairs(frame, OPTIMIZED_BF16, OPTIMIZED_FP32), frame)
 
 
-def s2_shares(machine: str, code: str, preset: str) -> pd.DataFrame:
+def s2_shares(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
     """The reference's share of its profiled iteration in embedding backward + update, per profiled repeat."""
-    frame = records(S2_FILES, machine, code)
+    frame = records(S2_FILES, machine, code, runs)
     frame = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == REFERENCE)]
     return embedding_share_rows(frame[frame[col.op_column("embedding_backward_update")].notna()])
 
 
-def h4_recoveries(machine: str, code: str, comparison: str = "recovery") -> pd.DataFrame:
+def h4_recoveries(machine: str, code: str, comparison: str = "recovery", runs: int | None = None) -> pd.DataFrame:
     """H4's recovery (c - h) / (1 - h) per repeat (`verdicts.recovery`), from host and cached over hbm."""
     from dlrm_study.analysis.verdicts import recovery  # the rule's own arithmetic
 
-    frame = records(H4_FILES, machine, code)
+    frame = records(H4_FILES, machine, code, runs)
     return recovery(stats.pairs(frame, GPU_HOST, GPU_HBM), stats.pairs(frame, GPU_CACHED, GPU_HBM))
 
 
@@ -171,11 +175,12 @@ class Measured:
     between_sd: float
 
 
-def measure(claim: str, comparison: str, machine: str, code: str) -> Measured:
-    """`Measured` of one machine's committed records of a claim's comparison (the provenance a literal names);
-    S3's within-run SD rescaled to `STEPS` timed steps (`variance_components`), the others as measured."""
+def measure(claim: str, comparison: str, machine: str, code: str, runs: int | None = None) -> Measured:
+    """`Measured` of one machine's committed records of a claim's comparison (the provenance a literal names;
+    `runs`: its first run slots only); S3's within-run SD rescaled to `STEPS` timed steps (`variance_components`),
+    the others as measured."""
     read, value, scale, timed = READERS[claim]
-    found = read(machine, code, comparison)
+    found = read(machine, code, comparison, runs)
     scaled = timed and col.STEPS in found
     within, between, runs, n = variance_components(
         found, value, share=scale == "logit", linear=scale == "linear", steps=STEPS if scaled else None

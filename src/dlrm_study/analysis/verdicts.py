@@ -336,11 +336,13 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if not loops.empty:
         parts.append(f"{said} over today's reference at {int(loops[col.THREADS].max())} threads: "
                      f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
-    if old.empty and loops.empty:
-        return counted(Judgement(Status.NOT_YET), old, loops)
-    if m.cpus < S1_CORES or old.empty:
+    if m.cpus < S1_CORES:  # what the machine is decides first: no record could make it a socket
         why = f"{m.cpus} logical CPUs, the claim is of a {S1_CORES}-core socket against the 2020 step"
-        return counted(Judgement(Status.NOT_MEASURABLE, f"{why}; measured: " + "; ".join(parts)), old, loops)
+        measured = "; measured: " + "; ".join(parts) if parts else ""
+        return counted(Judgement(Status.NOT_MEASURABLE, why + measured), old, loops)
+    if old.empty:
+        said = "; measured: " + "; ".join(parts) if parts else ""
+        return counted(Judgement(Status.NOT_YET, f"no 2020 step here (make baseline-2020){said}"), old, loops)
     at_most = most_threads(old)
     r = lens.paired(at_most, loop, OLD)
     text = f"{said} over the 2020 step at {int(at_most[col.THREADS].max())} threads: {ratio_text(r)}, against 110x"
