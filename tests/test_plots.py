@@ -208,3 +208,13 @@ def test_the_accuracy_figure_draws_and_names_only_the_precisions_trained():
     assert ", 3 seeds, " in caption_of(alone)
     full = accuracy(every, s3_accuracy(every, "m"))
     assert len(full.axes) == 3 and "plain SGD" in full._suptitle.get_text()
+
+
+def test_a_caption_says_how_many_runs_each_point_had():
+    """Where the claims' points have more runs than the rest, the caption gives the range, not the largest."""
+    row = {"machine": "m/avx2/2cpu", "device_name": "cpu", "torch_version": "2", "timestamp": "2026-12-05",
+           "git_commit": "abc1234", "config_name": "p"}  # fmt: skip
+    claim = [{**row, "variant": "a", "run_id": f"r{r}", "repeat": k} for r in range(7) for k in range(3)]
+    other = [{**row, "variant": "b", "run_id": "r0", "repeat": k} for k in range(3)]
+    assert ", 7 runs x 3 repeats, " in common.caption(pd.DataFrame(claim))
+    assert ", 1 to 7 runs a point x 3 repeats, " in common.caption(pd.DataFrame(claim + other))
