@@ -309,6 +309,9 @@ def test_s2_outcomes(shares: list, status: str) -> None:
 def test_s2_judges_backward_and_update_alone_with_forward_beside_it() -> None:
     text = verdict("S2", XEON, cpu_loops=breakdown(spread_shares(0.45))).evidence
     assert "dlrm-benchmark 45%" in text and "forward beside it 5%" in text
+    assert "largest operator bottom mlp (50%, median)" in text  # what dominates where the update does not
+    above = verdict("S2", XEON, cpu_loops=breakdown(spread_shares(0.7))).evidence
+    assert "largest operator embedding backward update (70%, median)" in above
     assert verdict("S2", XEON).status == "not yet measured"
 
 

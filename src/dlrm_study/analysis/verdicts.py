@@ -29,7 +29,7 @@ from dlrm_study.analysis.convergence import (
     s3_accuracy,
 )
 from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
-from dlrm_study.analysis.cpu import embedding_share_rows
+from dlrm_study.analysis.cpu import embedding_share_rows, largest_operator
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.identity import RECORDS
@@ -379,7 +379,9 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         shares[preset] = lens.ratio(rows, value="share", share=True)
         strict[preset] = lens.ratio(rows, family, value="share", share=True)
         f, r = lens.ratio(forward, value="share", share=True), shares[preset]
-        parts.append(f"{preset} {amount(r)}, forward beside it {describe(*f[:3], percent=True)}")
+        biggest, its = largest_operator(rows)
+        parts.append(f"{preset} {amount(r)}, forward beside it {describe(*f[:3], percent=True)}"
+                     + (f", largest operator {biggest} ({its:.0%}, median)" if biggest else ""))  # fmt: skip
     text = (f"embedding backward + update in the reference's profiled iteration at "
             f"{int(ref[col.THREADS].max())} threads: " + "; ".join(parts) + f"; threshold {S2_SHARE:.0%}")  # fmt: skip
     if not all(lens.enough(r) for r in shares.values()):
