@@ -227,6 +227,14 @@ def test_h4_outcomes(host: list, cached: list, status: str) -> None:
     assert verdict("H4", GPU, gpu_placements=placements(host, cached)).status == status
 
 
+def test_h4_needs_host_memorys_cost_established_before_the_cache_can_win_it_back() -> None:
+    """Host tables whose interval spans 1 (a cost not shown) with a cache that wins back 80% of every run's loss:
+    inconclusive, never reproduced (the cost must lie wholly below 1)."""
+    host = ratios(0.9, 0.7)  # [0.7, 1.16]
+    cached = [h + 0.8 * (1 - h) for h in host]
+    assert verdict("H4", GPU, gpu_placements=placements(host, cached)).status == "inconclusive"
+
+
 def test_h4_without_placements_and_on_a_cpu() -> None:
     assert verdict("H4", GPU, gpu_placements=pd.DataFrame(columns=["variant"])).status == "not yet measured"
     remote = pd.DataFrame(paired(XEON, "remote", "local", ratios(0.9, 0.8)))
