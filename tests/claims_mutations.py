@@ -273,6 +273,9 @@ M = [
     ),
     # H4 reading an unestablished host cost (interval spanning 1) as a cost: "inconclusive" -> "reproduced".
     (A + "verdicts.py", "host.high < 1, host2", "host.low < 1, host2", "tests/test_verdicts.py", "h4_needs"),
+    # S3's speed half: "all" presets above for "reproduced"; "not reproduced" from the presets that were judged.
+    (A + "verdicts.py", "    if any(r.low > reach", "    if all(r.low > reach", "tests/test_verdicts.py", "speed_half"),
+    (A + "verdicts.py", "if len(judged) < len(measured):", "if not judged:", "tests/test_verdicts.py", "speed_half"),
 ]
 only = sys.argv[1:]
 for i, (path, old, new, test, k) in enumerate(M):

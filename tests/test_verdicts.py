@@ -413,6 +413,17 @@ def test_s3_margin_is_pinned_either_side_of_1_62(centre: float, status: str) -> 
     assert v.status == status, v.evidence
 
 
+def test_s3_speed_half_is_an_or_over_presets_and_waits_for_every_preset_before_refuting() -> None:
+    """One preset above the reach is enough ("any"); one below with another short of runs is short, not refuted
+    (the "and" of "both below" needs every preset judged)."""
+    reach, lens = 1.62, verdicts.Lens()
+    above, below = stats.Ratio(2.0, 1.8, 2.2, 9, 0.1, 3), stats.Ratio(1.2, 1.1, 1.3, 9, 0.1, 3)
+    short = stats.Ratio(1.2, 1.1, 1.3, 3, 0.1, 1)
+    assert verdicts.speed_half({"a": above, "b": below}, lens, reach) == Status.REPRODUCED
+    assert verdicts.speed_half({"a": below, "b": below}, lens, reach) == Status.NOT_REPRODUCED
+    assert verdicts.speed_half({"a": below, "b": short}, lens, reach) == Status.ONE_RUN
+
+
 def test_s3_both_short_is_one_side_of_an_or_read_at_97_5_percent() -> None:
     """ "Not reproduced" is (both presets short) or (accuracy fails): each side at 1 - 0.05/2. Intervals whose 95%
     ends lie below 1.62x but whose 97.5% ends reach above it are inconclusive; lower ones are not reproduced."""
