@@ -276,6 +276,14 @@ M = [
     # S3's speed half: "all" presets above for "reproduced"; "not reproduced" from the presets that were judged.
     (A + "verdicts.py", "    if any(r.low > reach", "    if all(r.low > reach", "tests/test_verdicts.py", "speed_half"),
     (A + "verdicts.py", "if len(judged) < len(measured):", "if not judged:", "tests/test_verdicts.py", "speed_half"),
+    # S1 judged in bf16 on a CPU without it: fp32's records would never decide there.
+    (
+        A + "verdicts.py",
+        "loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32",
+        "loop = OPTIMIZED_BF16",
+        "tests/test_verdicts.py",
+        "without_native",
+    ),
 ]
 only = sys.argv[1:]
 for i, (path, old, new, test, k) in enumerate(M):

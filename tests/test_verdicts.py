@@ -266,6 +266,14 @@ def test_s1_outcomes_at_a_full_socket(speedup: list, status: str) -> None:
     assert verdict("S1", SOCKET, baseline=baseline(SOCKET, speedup, threads=28)).status == status
 
 
+def test_s1_reads_fp32_on_a_socket_without_native_bf16() -> None:
+    """On a CPU without native bf16 the optimized loop's comparison is fp32's: its records decide, bf16's do not."""
+    avx2 = "amd-epyc-f23m1s2/avx2/56cpu"
+    frame = baseline(avx2, ratios(150.0, 130.0), threads=28)
+    fp32 = frame.assign(variant=frame["variant"].replace({"optimized-bf16": "optimized-fp32"}))
+    assert verdict("S1", avx2, baseline=fp32).status == "reproduced"
+
+
 def test_s1_below_a_socket_is_not_measurable_and_shows_what_was_measured() -> None:
     v = verdict("S1", XEON, baseline=baseline(XEON, ratios(13.0, 11.0), threads=2))
     assert v.status == "not measurable here" and "over the 2020 step" in v.evidence and "28-core" in v.evidence
