@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import predictions
+from dlrm_study.analysis import predictions, same_host
 from dlrm_study.analysis.claims import BY_ID
 from dlrm_study.analysis.convergence import GAIN_MARGIN
 from dlrm_study.analysis.evidence import Evidence
@@ -28,7 +28,7 @@ from dlrm_study.analysis.verdicts import (
 )
 from dlrm_study.analysis.wording import amount
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
-from dlrm_study.records import Machine, provenance
+from dlrm_study.records import Machine, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.report import ledger, manifest, reading
 from dlrm_study.report.readable import machine_words
@@ -314,11 +314,39 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
         "",
         tally(out),
         "",
+        "## Measured, not judged",
+        "",
+        *measured_not_judged(out),
+        "",
         "## Every machine with records, judged or not",
         "",
         *machines_table(out),
         "",
     ])  # fmt: skip
+
+
+def measured_not_judged(out: Path) -> list[str]:
+    """What the records hold that no rule reads, each with its machine, commits, pairs and runs: the same-host
+    pair of every GPU machine (`analysis.same_host`), beside the 2-core machines of its CPU model."""
+    gpu_path, cpu_path = out / "gpu_sweeps.csv", out / "sweeps.csv"
+    found = same_host.same_host(store.load(gpu_path)) if gpu_path.exists() else []
+    if not found:
+        return ["No GPU machine has measured the same-host pair yet (`studies.gpu.same_host`)."]
+    lines = [
+        "The same-host pair: on a GPU machine, the GPU loop (gpu-hbm) beside its own host's CPU loops, each preset at "
+        "a batch of 2,048, paired within the repeats of one run; after it, the same CPU model's 2-core machines' "
+        "optimized bf16 over reference at those presets (the CPU loops study). No rule reads these (H2 and H3 read "
+        "the grid).",
+        "",
+    ]
+    cpus = store.load(cpu_path) if cpu_path.exists() else pd.DataFrame()
+    for machine in dict.fromkeys(m.machine for m in found):
+        presets = {f.preset for f in found if f.machine == machine}
+        beside = [b for b in same_host.two_cores_beside(cpus, machine) if b.preset in presets] if not cpus.empty else []
+        for m in [*[f for f in found if f.machine == machine], *beside]:
+            lines.append(f"- {machine_words(m.machine)} (commit {', '.join(m.commits) or 'unrecorded'}), {m.preset} "
+                         f"at a batch of {m.batch:,}: {m.what} {amount(m.ratio)}")  # fmt: skip
+    return lines
 
 
 MACHINE_COLUMNS = (col.MACHINE, col.TIMESTAMP, col.GIT_COMMIT, col.CODE_FINGERPRINT, col.TRAIN_LOOP)
