@@ -49,13 +49,15 @@ def page() -> str:
 
 
 def test_every_number_on_the_page_is_the_ledgers():
-    cells = ledger.ledger(evidence())
+    cells, checked = ledger.ledger(evidence()), 0
     for claim, by_machine in found().items():
         for machine, j in by_machine.items():
             for _, figure in [] if j.old_loop else j.figures:
                 assert figure in j.cell, (claim, machine, figure)
                 assert figure in cells, (claim, machine, figure)
                 assert figure in page(), (claim, machine, figure)
+                checked += 1
+    assert checked, "no verdict printed a number: the test has nothing to check"
 
 
 def test_the_page_shows_a_number_wherever_the_verdict_decided_one():
