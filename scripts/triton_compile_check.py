@@ -1,4 +1,4 @@
-"""Compile every Triton kernel of the GPU placements for an H200 (sm_90), with no GPU.
+"""Compile every Triton kernel of the GPU placements and the GPU interaction for an H200 (sm_90), with no GPU.
 
     python scripts/triton_compile_check.py
 
@@ -30,12 +30,20 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 H200 = GPUTarget("cuda", 90, 32)
 
 
+class Placeholder(type):
+    """A placeholder class whose attributes are placeholder classes too (`torch.autograd.Function`, `nn.Module`):
+    something to subclass or annotate with, never to run."""
+
+    def __getattr__(cls, name: str) -> type:
+        return Placeholder(name, (), {})
+
+
 class Anything(types.ModuleType):
-    """A module whose every attribute is a placeholder class: enough for the annotations of a module
-    that names `torch.Tensor` but runs no torch code at import."""
+    """A module whose every attribute is a placeholder class: enough for a module that names `torch.Tensor`,
+    subclasses `torch.autograd.Function` or `nn.Module`, but runs no torch code at import."""
 
     def __getattr__(self, name: str) -> type:
-        return type(name, (), {})
+        return Placeholder(name, (), {})
 
 
 def kernels_module() -> types.ModuleType:
@@ -83,6 +91,30 @@ def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> None:
             raise RuntimeError(f"{fn.__name__}: no sm_90 cubin")
 
 
+def interaction_kernels(triton_ops: types.ModuleType) -> int:
+    """The GPU interaction's two kernels (`model.kernels.triton_interaction`), fp32 and bf16 dense, at the presets'
+    tiles (mlperf-scaled: 27 features of 128; dlrm-benchmark's fit 16 x 64)."""
+    if not isinstance(sys.modules.get("torch"), Anything):
+        from dlrm_study.model.kernels import triton_interaction as k
+    else:  # torch missing: the file itself, beside the stand-ins `kernels_module` left
+        sys.modules["dlrm_study.model.kernels.triton_ops"] = triton_ops
+        path = SRC / "dlrm_study" / "model" / "kernels" / "triton_interaction.py"
+        spec = importlib.util.spec_from_file_location("triton_interaction", path)
+        k = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(k)
+
+    built = 0
+    sizes = {"F": "i32", "D": "i32", "P": "i32"}
+    for dense, bf16 in (("*fp32", False), ("*bf16", True)):
+        for fp, dp in ((32, 128), (16, 64)):
+            constexprs = {"FP": fp, "DP": dp, "BF16": bf16}
+            build(k._forward_kernel, {"dense": dense, "pooled": "*fp32", "out": dense, **sizes}, constexprs)
+            build(k._backward_kernel, {"dense": dense, "pooled": "*fp32", "grad": dense, "grad_dense": dense,
+                                       "grad_pooled": "*fp32", **sizes}, constexprs)  # fmt: skip
+            built += 2
+    return built
+
+
 def main() -> int:
     t = kernels_module()
     sizes = {"bags": "i32", "batch": "i32", "tables": "i32", "dim": "i32"}
@@ -101,6 +133,7 @@ def main() -> int:
         build(t._copy_rows_kernel, {"src": "*fp32", "src_rows": ids, "dst": "*fp32", "dst_rows": ids, "dim": "i32"},
               {"BLOCK_D": 64})  # fmt: skip
         built += 5
+    built += interaction_kernels(t)
     print(f"compiled {built} kernels under triton {triton.__version__}")
     return 0
 

@@ -102,6 +102,44 @@ def test_the_accuracy_rule_needs_a_benchmark_that_learned():
     assert acc.s3_accuracy(unlearned, "a").status == acc.NOT_LEARNED
 
 
+def evaluated(preset: str, fp32: float, bf16: list[float], attainable: float) -> pd.DataFrame:
+    """Final evaluations on one preset: fp32 at `fp32` every seed, bf16 Split-SGD per seed, plain bf16 below."""
+    auc = [{OPTIMIZED_FP32: fp32, OPTIMIZED_BF16: b, PLAIN_BF16: 0.6} for b in bf16]
+    return pd.DataFrame([
+        {"machine": "a", "run_id": "r", "train.seed": s, "variant": v, "kind": "eval", "step": 100,
+         "config_name": preset, "eval_auc": by[v], "eval_attainable_auc": attainable}
+        for s, by in enumerate(auc) for v in ACCURACY_PRECISIONS
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fp32", "attainable", "status"),
+    [
+        (0.80, 0.826, acc.HOLDS),  # fp32 learned 92% of the attainable gain, AUC 0.80
+        (0.80, 0.853, acc.NOT_LEARNED),  # 85%: below LEARNED_SHARE (90%), though above 80%
+        (0.72, 0.74, acc.HOLDS),  # 92%, AUC 0.72
+        (0.65, 0.66, acc.NOT_LEARNED),  # 94%, but AUC 0.65: below MIN_AUC (0.70), though above 0.60
+    ],
+)
+def test_the_gate_on_what_the_benchmark_learned_decides_by_its_literals(fp32, attainable, status):
+    """bf16 equal to fp32 holds only where fp32 learned enough: each literal of the gate read at both sides."""
+    assert acc.s3_accuracy(evaluated("p", fp32, [fp32] * 3, attainable), "a").status == status
+
+
+def test_one_preset_that_did_not_learn_stops_the_accuracy_half():
+    learned, unlearned = evaluated("p", 0.80, [0.80] * 3, 0.826), evaluated("q", 0.80, [0.80] * 3, 0.95)
+    assert acc.s3_accuracy(learned, "a").status == acc.HOLDS
+    assert acc.s3_accuracy(pd.concat([learned, unlearned]), "a").status == acc.NOT_LEARNED  # any, not all
+
+
+def test_accuracy_holds_only_where_it_holds_on_every_preset():
+    """One preset holds, the other's interval spans GAIN_MARGIN: undecided, never holds."""
+    holds = evaluated("p", 0.80, [0.80] * 3, 0.826)
+    spans = evaluated("q", 0.80, [0.5 + 0.3 * r for r in (0.97, 0.99, 1.02)], 0.826)
+    assert acc.s3_accuracy(spans, "a").status == acc.UNDECIDED
+    assert acc.s3_accuracy(pd.concat([holds, spans]), "a").status == acc.UNDECIDED
+
+
 # A small version of the benchmark: tiny's tables (Zipf ids, the teacher DLRM's hot ranks), batches of 64 and a
 # learning rate small enough that many updates fall below half a bf16 weight's spacing (|w| * 2^-9).
 SMALL = ["data.teacher=dlrm", "train.batch_size=64", "train.steps=200", "train.learning_rate=0.05"]

@@ -1,5 +1,6 @@
-"""Records know the code that measured them: the fingerprint of the timed path, in every record and in the
-resume key, so a change to that code is measured again and records of other code are never reused (nor lost)."""
+"""Records know the code that measured them: their loop's fingerprint (`records.code_identity`), in every record
+and in the resume key, so a change to that code is measured again and records of other code are never reused
+(nor lost). What each fingerprint reads: tests/test_code_identity.py."""
 
 import shutil
 from pathlib import Path
@@ -9,8 +10,8 @@ from tests.test_runner import fake_measure, point
 
 from dlrm_study import config
 from dlrm_study.measure import runner
+from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance, store
 from dlrm_study.records.record import make_record
 
 
@@ -18,37 +19,42 @@ from dlrm_study.records.record import make_record
 def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the package whose timed path the fingerprint reads (what a checkout of other code would be)."""
     copy = tmp_path / "dlrm_study"
-    shutil.copytree(provenance.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(provenance, "PACKAGE", copy)
-    return copy
+    shutil.copytree(code_identity.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(code_identity, "PACKAGE", copy)
+    code_identity.fingerprint_here.cache_clear()
+    yield copy
+    code_identity.fingerprint_here.cache_clear()
 
 
 def edit(path: Path) -> None:
-    """A change to a source file, read again as a new process would (the fingerprint is computed once)."""
-    path.write_bytes(path.read_bytes() + b"\n// edited\n" if path.suffix == ".cpp" else path.read_bytes() + b"\n# e\n")
-    provenance.fingerprint.cache_clear()
+    """A change to a source file's code, read again as a new process would (a fingerprint is computed once)."""
+    path.write_bytes(path.read_bytes() + (b"\nstatic int edited;\n" if path.suffix == ".cpp" else b"\n_edited = 1\n"))
+    code_identity.fingerprint_here.cache_clear()
 
 
-def test_the_fingerprint_reads_the_timed_path_and_nothing_else(package):
-    here = provenance.fingerprint(provenance.PACKAGE, provenance.TIMED_PATH)
-    assert provenance.code_fingerprint() == here  # the copy's: the same bytes wherever they lie, git or not
-    assert len(here) == 12 and int(here, 16) >= 0
+def test_the_fingerprints_read_the_loops_code_and_nothing_else(package):
+    here = code_identity.loop_fingerprints()
+    assert provenance.code_fingerprint("optimized") == here["optimized"]  # the copy's: wherever they lie, git or not
+    assert all(len(fp) == 12 and int(fp, 16) >= 0 for fp in here.values())
     for outside in ("analysis/verdicts.py", "report/render.py", "studies/profiles.py", "cli/main.py"):
         edit(package / outside)
-        assert provenance.code_fingerprint() == here, outside  # reading and rendering are not the timed code
-    seen = {here}
+        assert code_identity.loop_fingerprints() == here, outside  # reading and rendering are not the loops' code
+    seen = {provenance.code_fingerprint()}
     for timed in ("model/kernels/fused_cpu.cpp", "model/kernels/triton_ops.py", "model/dlrm.py", "train/cpu.py",
-                  "data/synthetic.py", "measure/cpu.py", "config/schema.py", "distributed/run.py"):  # fmt: skip
+                  "data/synthetic.py", "config/schema.py", "distributed/run.py"):  # fmt: skip
         edit(package / timed)
-        now = provenance.code_fingerprint()
+        now = provenance.code_fingerprint()  # every loop's together
         assert now not in seen, timed
         seen.add(now)
 
 
 def test_every_record_names_its_code_and_run_slot(package):
-    row = make_record("s", {"ms_median": 1.0}, config.load("tiny"), variant="a", repeat=0)
-    assert row[col.CODE_FINGERPRINT] == provenance.code_fingerprint() and row[col.RUN_SLOT] == 1
-    assert make_record("s", {}, None, run_slot=2)[col.RUN_SLOT] == 2
+    cfg = config.load("tiny", ["train.loop=torchrec"])
+    row = make_record("s", {"ms_median": 1.0}, cfg, variant="a", repeat=0)
+    assert row[col.CODE_FINGERPRINT] == code_identity.loop_fingerprints()["torchrec"] and row[col.RUN_SLOT] == 1
+    assert row[col.CODE_FINGERPRINT] != code_identity.loop_fingerprints()["optimized"]
+    unlooped = make_record("s", {}, None, run_slot=2)  # of no config: every loop's code
+    assert unlooped[col.RUN_SLOT] == 2 and unlooped[col.CODE_FINGERPRINT] == provenance.code_fingerprint()
 
 
 def test_a_change_to_the_timed_code_is_measured_again_and_the_old_records_stay(package, tmp_path):
@@ -58,10 +64,11 @@ def test_a_change_to_the_timed_code_is_measured_again_and_the_old_records_stay(p
     assert (first.ran, first.skipped) == (12, 0)
     assert runner.run(runner.schedule(points, 3, lambda _: "m", runs=2), fake_measure(), out, "s",
                       progress=False).ran == 0  # fmt: skip
-    old = provenance.code_fingerprint()
+    old = runner.schedule(points, 3, lambda _: "m")[0].code
 
     edit(package / "model" / "interaction.py")
-    new = provenance.code_fingerprint()
+    new = runner.schedule(points, 3, lambda _: "m")[0].code
+    assert new != old
     tasks = runner.schedule(points, 3, lambda _: "m", runs=2)
     again = runner.run(tasks, fake_measure(), out, "s", progress=False)
     assert (again.ran, again.skipped) == (12, 0)  # every record of the old code refused
@@ -87,6 +94,6 @@ def test_records_without_a_fingerprint_are_never_reused(package, tmp_path):
 def test_a_failure_of_other_code_rules_nothing_out(package, tmp_path):
     out, points = tmp_path / "r.csv", [point("p", "ok", "broken")]
     runner.run(runner.schedule(points, 2, lambda _: "m"), fake_measure(fail="broken"), out, "s", progress=False)
-    edit(package / "measure" / "timing.py")  # the fix
+    edit(package / "model" / "dlrm.py")  # the fix
     counts = runner.run(runner.schedule(points, 2, lambda _: "m"), fake_measure(), out, "s", progress=False)
     assert (counts.ran, counts.failed) == (4, 0)

@@ -41,9 +41,10 @@ def test_pins_agree_between_environment_and_requirements():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(dep["pip"] for dep in env["dependencies"] if isinstance(dep, dict))
     cpu = set(requirement_lines("cpu.txt"))
-    for requirement in pip:
-        if "==" in requirement and name_of(requirement) in {"torch", "fbgemm-gpu-cpu"}:
-            assert requirement in cpu
+    pinned = [r for r in pip if "==" in r and name_of(r) in {"torch", "fbgemm-gpu-cpu"}]
+    assert sorted(name_of(r) for r in pinned) == ["fbgemm-gpu-cpu", "torch"]  # both pinned, so both compared
+    for requirement in pinned:
+        assert requirement in cpu
 
 
 def test_every_pyproject_package_is_pinned_for_make_env():

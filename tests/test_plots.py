@@ -208,3 +208,26 @@ def test_the_accuracy_figure_draws_and_names_only_the_precisions_trained():
     assert ", 3 seeds, " in caption_of(alone)
     full = accuracy(every, s3_accuracy(every, "m"))
     assert len(full.axes) == 3 and "plain SGD" in full._suptitle.get_text()
+
+
+def test_a_caption_says_how_many_runs_each_point_had():
+    """Where the claims' points have more runs than the rest, the caption gives the range, not the largest."""
+    row = {"machine": "m/avx2/2cpu", "device_name": "cpu", "torch_version": "2", "timestamp": "2026-12-05",
+           "git_commit": "abc1234", "config_name": "p"}  # fmt: skip
+    claim = [{**row, "variant": "a", "run_id": f"r{r}", "repeat": k} for r in range(7) for k in range(3)]
+    other = [{**row, "variant": "b", "run_id": "r0", "repeat": k} for k in range(3)]
+    assert ", 7 runs x 3 repeats, " in common.caption(pd.DataFrame(claim))
+    assert ", 1 to 7 runs a point x 3 repeats, " in common.caption(pd.DataFrame(claim + other))
+
+
+def test_a_speedup_bar_says_which_kernels_ran():
+    """A placement that ran the PyTorch twins says so in its legend, as one that ran Triton does."""
+    rows = [{"machine": "m/avx2/2cpu/nvidia-h200", "device_name": "H200", "torch_version": "2", "git_commit": "abc1234",
+             "timestamp": "2026-12-05", "config_name": "p", "run_id": "r", "repeat": k, "variant": v,
+             "kernel_path": path, "samples_per_s": rate * (1 + 0.01 * k), "flags": ""}
+            for k in range(3) for v, path, rate in (("gpu-hbm", "triton", 100.0), ("gpu-host", "cpp", 10.0),
+                                                    ("gpu-cached", "torch", 50.0))]  # fmt: skip
+    fig = plots.speedup(pd.DataFrame(rows), "gpu-hbm", "t")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("(PyTorch twin kernels)" in label for label in labels), labels
+    assert any("(fused C++ kernels)" in label for label in labels), labels

@@ -44,7 +44,7 @@ def test_variances_come_from_the_records() -> None:
     the largest of its sources' (or said to be assumed)."""
     for design in power.DESIGNS:
         for source in design.sources:
-            found = power.measure(design.claim, design.comparison, source.machine, source.code)
+            found = power.measure(design.claim, design.comparison, source.machine, source.code, source.runs)
             assert alike(found, source), f"{design.claim} {design.comparison}: {found} in the records, {source} written"
     by_claim: dict[str, list[power.Measured]] = {}
     for design in power.DESIGNS:

@@ -32,3 +32,12 @@ def test_the_citation_names_the_readmes_repository_url_and_an_entity_author():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert cff["repository-code"] in (ROOT / "README.md").read_text()
     assert cff["authors"] and all(set(a) == {"name"} for a in cff["authors"])
+
+
+def test_the_readmes_profile_line_is_the_profiles_own_words():
+    """The quick profile's design in the README is `profiles.described("quick")`: a changed literal changes it."""
+    from dlrm_study.studies import profiles
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert profiles.described("quick") in readme
+    assert f"{profiles.CLAIM_RUNS['quick']} runs of the points the CPU claims' rules read" in readme

@@ -32,6 +32,13 @@ def rebuilt(row: dict[str, str]) -> config.Config:
     return cfg
 
 
+# Files none of whose rows records every field of today's schema: the test can check nothing there, and says so.
+WITHOUT_COMPLETE_ROWS = {
+    "baseline.csv": "measured before today's schema's newest fields",
+    "gpu_predictions.csv": "predictions, with no measured config",
+}
+
+
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_config_hashes_of_stored_records_stay_the_same(path: Path) -> None:
     """Rows that record every field of today's config schema (those older than a hashed field cannot)."""
@@ -39,6 +46,10 @@ def test_config_hashes_of_stored_records_stay_the_same(path: Path) -> None:
         row for row in store.read_rows(path)[1]
         if row.get("config_hash") and all(row.get(c, "") != "" or c == "data.path" for c in SCHEMA)
     ]  # fmt: skip
+    if path.name in WITHOUT_COMPLETE_ROWS:
+        assert not complete, f"{path.name} now has complete rows: take it out of WITHOUT_COMPLETE_ROWS"
+        return
+    assert complete, f"{path.name}: no row records today's whole schema, so nothing here is checked"
     for row in complete:
         assert rebuilt(row).hash() == row["config_hash"], (path.name, row.get("study"), row.get("variant"))
 

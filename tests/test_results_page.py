@@ -1,6 +1,7 @@
 """docs/results.md: its numbers are the ledger's, its cells short, its text free of internal names, and the
 headline quantities it prints agree with every other place that prints them."""
 
+import dataclasses
 import functools
 import re
 
@@ -48,13 +49,15 @@ def page() -> str:
 
 
 def test_every_number_on_the_page_is_the_ledgers():
-    cells = ledger.ledger(evidence())
+    cells, checked = ledger.ledger(evidence()), 0
     for claim, by_machine in found().items():
         for machine, j in by_machine.items():
             for _, figure in [] if j.old_loop else j.figures:
                 assert figure in j.cell, (claim, machine, figure)
                 assert figure in cells, (claim, machine, figure)
                 assert figure in page(), (claim, machine, figure)
+                checked += 1
+    assert checked, "no verdict printed a number: the test has nothing to check"
 
 
 def test_the_page_shows_a_number_wherever_the_verdict_decided_one():
@@ -233,3 +236,19 @@ def test_why_speaks_of_the_captured_loop_once_a_gpu_host_ran_it():
     assert results_page.why("H4", {"amd-epyc/avx2/2cpu": cpu, old_host: old}).startswith("Only the old")
     said = results_page.why("H4", {"amd-epyc/avx2/2cpu": cpu, old_host: old, new_host: new})
     assert said == "No machine could decide it: not measurable here (no GPU); one run (new reason)."
+
+
+def test_the_papers_words_stand_beside_the_studys_own_readings(tmp_path):
+    """Each claim's words and source come from docs/claims.md's claims table; a claim whose source is the study's
+    hypothesis says so on the first screen and in the table, the others do not."""
+    words = results_page.claim_words()
+    assert sorted(words) == ["H1", "H2", "H3", "H4", "S1", "S2", "S3", "S4"]
+    assert words["S2"][0].startswith("In the reference CPU implementation") and words["S2"][1] == "SC20, hypothesis"
+    assert [c for c in words if results_page.hypothesis(c)] == ["H2", "H3", "H4", "S2"]
+    moved = tmp_path / "claims.md"
+    moved.write_text("# Claims\n\nno table here\n")
+    assert results_page.claim_words(moved) == {}
+    word = results_page.Judged("not reproduced", [], "", False, "")
+    found = {"S2": {"m": word}, "S3": {"m": dataclasses.replace(word, word="reproduced")}}
+    line = results_page.paper_paragraph("SC20", ("S2", "S3"), found)
+    assert "S2 (the study's hypothesis) not reproduced on 1 machine; S3 reproduced on 1 machine" in line

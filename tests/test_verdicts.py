@@ -227,6 +227,14 @@ def test_h4_outcomes(host: list, cached: list, status: str) -> None:
     assert verdict("H4", GPU, gpu_placements=placements(host, cached)).status == status
 
 
+def test_h4_needs_host_memorys_cost_established_before_the_cache_can_win_it_back() -> None:
+    """Host tables whose interval spans 1 (a cost not shown) with a cache that wins back 80% of every run's loss:
+    inconclusive, never reproduced (the cost must lie wholly below 1)."""
+    host = ratios(0.9, 0.7)  # [0.7, 1.16]
+    cached = [h + 0.8 * (1 - h) for h in host]
+    assert verdict("H4", GPU, gpu_placements=placements(host, cached)).status == "inconclusive"
+
+
 def test_h4_without_placements_and_on_a_cpu() -> None:
     assert verdict("H4", GPU, gpu_placements=pd.DataFrame(columns=["variant"])).status == "not yet measured"
     remote = pd.DataFrame(paired(XEON, "remote", "local", ratios(0.9, 0.8)))
@@ -258,13 +266,27 @@ def test_s1_outcomes_at_a_full_socket(speedup: list, status: str) -> None:
     assert verdict("S1", SOCKET, baseline=baseline(SOCKET, speedup, threads=28)).status == status
 
 
+def test_s1_reads_fp32_on_a_socket_without_native_bf16() -> None:
+    """On a CPU without native bf16 the optimized loop's comparison is fp32's: its records decide, bf16's do not."""
+    avx2 = "amd-epyc-f23m1s2/avx2/56cpu"
+    frame = baseline(avx2, ratios(150.0, 130.0), threads=28)
+    fp32 = frame.assign(variant=frame["variant"].replace({"optimized-bf16": "optimized-fp32"}))
+    assert verdict("S1", avx2, baseline=fp32).status == "reproduced"
+
+
 def test_s1_below_a_socket_is_not_measurable_and_shows_what_was_measured() -> None:
     v = verdict("S1", XEON, baseline=baseline(XEON, ratios(13.0, 11.0), threads=2))
     assert v.status == "not measurable here" and "over the 2020 step" in v.evidence and "28-core" in v.evidence
     loops = pd.DataFrame(paired(XEON, "optimized-bf16", "reference", ratios(3.0, 2.8), config_name="dlrm-benchmark"))
     v = verdict("S1", XEON, cpu_loops=loops)
     assert v.status == "not measurable here" and "over today's reference at 2 threads" in v.evidence
-    assert verdict("S1", XEON).status == "not yet measured"
+    assert verdict("S1", XEON).status == "not measurable here"  # its cores decide before its records
+    assert verdict("S1", GPU).status == "not measurable here"  # the 16-core GPU host
+    assert verdict("S1", SOCKET).status == "not yet measured"
+    socket_loops = pd.DataFrame(paired(SOCKET, "optimized-bf16", "reference", ratios(3.0, 2.8),
+                                       config_name="dlrm-benchmark", threads=28))  # fmt: skip
+    v = verdict("S1", SOCKET, cpu_loops=socket_loops)
+    assert v.status == "not yet measured" and "make baseline-2020" in v.evidence
 
 
 # --- S2 -------------------------------------------------------------------------------------------
@@ -303,6 +325,9 @@ def test_s2_outcomes(shares: list, status: str) -> None:
 def test_s2_judges_backward_and_update_alone_with_forward_beside_it() -> None:
     text = verdict("S2", XEON, cpu_loops=breakdown(spread_shares(0.45))).evidence
     assert "dlrm-benchmark 45%" in text and "forward beside it 5%" in text
+    assert "largest operator bottom mlp (50%, median)" in text  # what dominates where the update does not
+    above = verdict("S2", XEON, cpu_loops=breakdown(spread_shares(0.7))).evidence
+    assert "largest operator embedding backward update (70%, median)" in above
     assert verdict("S2", XEON).status == "not yet measured"
 
 
@@ -394,6 +419,17 @@ def test_s3_margin_is_pinned_either_side_of_1_62(centre: float, status: str) -> 
     bf16 = ratios(centre, centre - 0.005, n=6)
     v = verdict("S3", XEON, cpu_loops=pd.DataFrame(speed(XEON, bf16)), accuracy=aucs(XEON, SAME))
     assert v.status == status, v.evidence
+
+
+def test_s3_speed_half_is_an_or_over_presets_and_waits_for_every_preset_before_refuting() -> None:
+    """One preset above the reach is enough ("any"); one below with another short of runs is short, not refuted
+    (the "and" of "both below" needs every preset judged)."""
+    reach, lens = 1.62, verdicts.Lens()
+    above, below = stats.Ratio(2.0, 1.8, 2.2, 9, 0.1, 3), stats.Ratio(1.2, 1.1, 1.3, 9, 0.1, 3)
+    short = stats.Ratio(1.2, 1.1, 1.3, 3, 0.1, 1)
+    assert verdicts.speed_half({"a": above, "b": below}, lens, reach) == Status.REPRODUCED
+    assert verdicts.speed_half({"a": below, "b": below}, lens, reach) == Status.NOT_REPRODUCED
+    assert verdicts.speed_half({"a": below, "b": short}, lens, reach) == Status.ONE_RUN
 
 
 def test_s3_both_short_is_one_side_of_an_or_read_at_97_5_percent() -> None:

@@ -108,12 +108,15 @@ def bf16_lines(records: pd.DataFrame) -> list[str]:
     return [f"  {name:<28}{shown:>24}   target >= {target:.2f}x ({how}): {verdict(r.low, r.high, target)}"]
 
 
+CODE = "invocation_code"
+
+
 def upstream_report(records: pd.DataFrame) -> str:
     """Our loops over facebookresearch/dlrm's own script, per machine and per code, at dlrm-benchmark.
 
     `make compare-upstream` alternates them as separate processes under one invocation id (`invocation`, set
     for every process it starts), so runs pair by order within one invocation: the i-th run of a loop with
-    the i-th upstream run of the same machine, code (`code_fingerprint`) and invocation. Codes are reported
+    the i-th upstream run of the same machine, code (its loops' `code_fingerprint`s) and invocation. Codes are reported
     apart, newest first, never pooled; records without an invocation (older) are counted, not paired.
     """
     here = records[records[col.STUDY].isin(UPSTREAM_STUDIES) & (records[col.CONFIG_NAME] == "dlrm-benchmark")].copy()
@@ -127,10 +130,14 @@ def upstream_report(records: pd.DataFrame) -> str:
         if UPSTREAM not in set(runs[col.VARIANT]):
             continue
         lines.append(f"{machine}: dlrm-benchmark, ours over facebookresearch/dlrm (paired in order per invocation)")
-        invoked = runs[runs[col.INVOCATION] != ""]
-        codes = invoked.groupby(col.CODE_FINGERPRINT)[col.TIMESTAMP].max().sort_values(ascending=False).index
+        invoked = runs[runs[col.INVOCATION] != ""].copy()
+        # an invocation's code: its loops' fingerprints together (each loop has its own, `records.code_identity`)
+        invoked[CODE] = invoked.groupby(col.INVOCATION)[col.CODE_FINGERPRINT].transform(
+            lambda fps: " ".join(sorted(set(fps) - {""}))
+        )
+        codes = invoked.groupby(CODE)[col.TIMESTAMP].max().sort_values(ascending=False).index
         for code in codes:
-            lines += code_lines(invoked[invoked[col.CODE_FINGERPRINT] == code], code)
+            lines += code_lines(invoked[invoked[CODE] == code], code)
         unpaired = len(runs) - len(invoked)
         if unpaired:
             lines.append(f"  {unpaired} records without an invocation id (measured before compare-upstream named "

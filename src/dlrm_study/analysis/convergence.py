@@ -156,11 +156,11 @@ def s3_accuracy(
     frame: pd.DataFrame, machine: str, fingerprint: str | None = None, confidence: float = stats.CONFIDENCE
 ) -> AccuracyJudgement:
     """S3's accuracy half from accuracy records (`accuracy_records`) of one machine and, when given, one code
-    fingerprint (the `code_fingerprint` column; no filter where records lack it), its gains' intervals at
-    `confidence` (S3 reads "fails" at 1 - 0.05/2: one side of an "or")."""
+    (the `code_fingerprint` column, one of `fingerprint`'s: one per loop; no filter where records lack it), its
+    gains' intervals at `confidence` (S3 reads "fails" at 1 - 0.05/2: one side of an "or")."""
     rows = frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
     if fingerprint is not None and col.CODE_FINGERPRINT in rows:
-        rows = rows[rows[col.CODE_FINGERPRINT].fillna("").astype(str) == fingerprint]
+        rows = rows[rows[col.CODE_FINGERPRINT].fillna("").astype(str).isin(fingerprint.split())]
     final = rows[rows[col.KIND] == "eval"] if not rows.empty else rows
     if final.empty:
         return AccuracyJudgement(NO_RECORDS, NO_RECORDS)

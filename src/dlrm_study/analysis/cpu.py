@@ -61,6 +61,18 @@ def embedding_share_rows(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART
     return records.assign(share=sum(records[col.op_column(name)] for name in parts) / ops)
 
 
+def largest_operator(records: pd.DataFrame) -> tuple[str, float]:
+    """The profiled operator with the largest median share of its iteration over the records, in words, and that
+    share (time no operator claimed, `other`, aside); ("", nan) without a profiled record."""
+    total = records[list(col.OP_COLUMNS)].sum(axis=1)
+    shares = {name: (records[col.op_column(name)] / total).median() for name in col.OPERATORS if name != "other"}
+    shares = {name: share for name, share in shares.items() if share == share}
+    if not shares:
+        return "", float("nan")
+    name = max(shares, key=lambda n: shares[n])
+    return name.replace("_", " "), float(shares[name])
+
+
 def speedups(records: pd.DataFrame, baseline: str = REFERENCE) -> pd.DataFrame:
     """Every variant's samples/s over the baseline's, paired within repeats, per config."""
     parts = [

@@ -1,7 +1,7 @@
 """Evidence at HEAD: per machine, the records of the newest code it measured, each protocol-1 run's warm-up left out.
 
-A record carries the fingerprint of the timed-path source that measured it (`code_fingerprint`).
-Per machine, the newest fingerprint is the one whose latest record is latest; records of any other
+A record carries the fingerprint of the code its loop ran (`code_fingerprint`, `records.code_identity`).
+Per machine and loop, the newest fingerprint is the one whose latest record is latest; records of any other
 fingerprint are counted as history and never mixed into a ratio with current ones. Records without a
 fingerprint (measured before fingerprints existed) are a machine's current records only where it has
 none newer; a verdict on them says the code is unknown and names the commits they were measured at.
@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from dlrm_study.analysis.readers import leave_out
+from dlrm_study.records import code_identity
 from dlrm_study.records import columns as col
 
 HISTORY = "earlier code (history)"
@@ -46,29 +47,39 @@ def fingerprints(frame: pd.DataFrame) -> pd.Series:
     return frame[col.CODE_FINGERPRINT].fillna("").astype(str)
 
 
-def newest(frames: Iterable[pd.DataFrame]) -> dict[str, str]:
-    """machine -> its newest fingerprint (latest timestamp among its fingerprinted records); "" for none."""
-    latest: dict[tuple[str, str], str] = {}
-    machines: set[str] = set()
+def loops(frame: pd.DataFrame) -> pd.Series:
+    """Each record's loop key (`code_identity.loop_of` its `train.loop`): fingerprints are per loop."""
+    if col.TRAIN_LOOP not in frame:
+        return pd.Series(code_identity.ANY, index=frame.index, dtype=str)
+    return frame[col.TRAIN_LOOP].map(code_identity.loop_of)
+
+
+def newest(frames: Iterable[pd.DataFrame]) -> dict[tuple[str, str], str]:
+    """(machine, loop) -> its newest fingerprint (latest timestamp among its fingerprinted records of that
+    loop); "" for none."""
+    latest: dict[tuple[str, str, str], str] = {}
+    keys: set[tuple[str, str]] = set()
     for frame in frames:
         if frame.empty or col.MACHINE not in frame:
             continue
         stamps = frame[col.TIMESTAMP].fillna("").astype(str) if col.TIMESTAMP in frame else pd.Series("", frame.index)
-        for machine, fp, stamp in zip(frame[col.MACHINE].astype(str), fingerprints(frame), stamps, strict=True):
-            machines.add(machine)
+        rows = zip(frame[col.MACHINE].astype(str), loops(frame), fingerprints(frame), stamps, strict=True)
+        for machine, loop, fp, stamp in rows:
+            keys.add((machine, loop))
             if fp:
-                latest[(machine, fp)] = max(latest.get((machine, fp), ""), stamp)
-    best = {m: "" for m in machines}
-    for (machine, fp), _stamp in sorted(latest.items(), key=lambda item: (item[1], item[0][1])):
-        best[machine] = fp  # sorted by time: the last one written is the newest
+                latest[(machine, loop, fp)] = max(latest.get((machine, loop, fp), ""), stamp)
+    best = dict.fromkeys(keys, "")
+    for (machine, loop, fp), _stamp in sorted(latest.items(), key=lambda item: (item[1], item[0][2])):
+        best[(machine, loop)] = fp  # sorted by time: the last one written is the newest
     return best
 
 
-def at_head(frame: pd.DataFrame, newest_code: dict[str, str]) -> pd.DataFrame:
-    """The records of each machine's newest code; the others counted under HISTORY."""
+def at_head(frame: pd.DataFrame, newest_code: dict[tuple[str, str], str]) -> pd.DataFrame:
+    """The records of each machine's newest code of their loop; the others counted under HISTORY."""
     if frame.empty or col.MACHINE not in frame:
         return frame
-    wanted = frame[col.MACHINE].astype(str).map(lambda m: newest_code.get(m, ""))
+    keys = zip(frame[col.MACHINE].astype(str), loops(frame), strict=True)
+    wanted = pd.Series([newest_code.get(key, "") for key in keys], index=frame.index, dtype=str)
     return leave_out(frame, fingerprints(frame) == wanted, HISTORY)
 
 
@@ -97,13 +108,14 @@ def without_warm_up(frame: pd.DataFrame) -> pd.DataFrame:
     return leave_out(frame, ~((repeats == 0) & (distinct >= 2) & unsettled(frame)), WARM_UP)
 
 
-def current(frame: pd.DataFrame, newest_code: dict[str, str]) -> pd.DataFrame:
+def current(frame: pd.DataFrame, newest_code: dict[tuple[str, str], str]) -> pd.DataFrame:
     """What a verdict may read of a frame: each machine's newest code, warm-ups out."""
     return without_warm_up(at_head(frame, newest_code))
 
 
 def code_of(frames: Iterable[pd.DataFrame], machine: str) -> Code:
-    """The code of a machine's current records in these frames: its fingerprint, or the commits of unknown code."""
+    """The code of a machine's current records in these frames: its fingerprints (one per loop they ran, joined
+    by spaces), or unknown with the commits where none has one."""
     fps: set[str] = set()
     commits: set[str] = set()
     for frame in frames:
@@ -113,6 +125,6 @@ def code_of(frames: Iterable[pd.DataFrame], machine: str) -> Code:
         fps |= set(fingerprints(mine)) - {""}
         if col.GIT_COMMIT in mine:
             commits |= set(mine[col.GIT_COMMIT].dropna().astype(str)) - {""}
-    if len(fps) == 1:
-        return Code(fps.pop())
+    if fps:
+        return Code(" ".join(sorted(fps)))
     return Code("", tuple(sorted(c[:7] for c in commits)))

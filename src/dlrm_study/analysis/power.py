@@ -103,16 +103,20 @@ def load(name: str) -> pd.DataFrame:
     return store.load(RESULTS / name)
 
 
-def records(files: tuple[tuple[str, str], ...], machine: str, code: str) -> pd.DataFrame:
+def records(files: tuple[tuple[str, str], ...], machine: str, code: str, runs: int | None = None) -> pd.DataFrame:
     """One machine's records of these (file, study) at one code fingerprint ("": records without one) and its
     most threads, less the warm-ups the verdicts leave out (`current.without_warm_up`: repeat 0 of a protocol-1
-    run; a protocol-2 run warmed up until settled and counts every repeat)."""
+    run; a protocol-2 run warmed up until settled and counts every repeat). `runs`: only run slots 1..runs (a
+    design fitted on a study's first runs names what it read, whatever runs came after)."""
     parts = []
     for name, study in files:
         frame = load(name)
         fingerprint = frame[col.CODE_FINGERPRINT].fillna("").astype(str)
         parts.append(frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine) & (fingerprint == code)])
     found = pd.concat(parts, ignore_index=True)
+    if runs is not None and col.RUN_SLOT in found:
+        slot = pd.to_numeric(found[col.RUN_SLOT], errors="coerce")
+        found = found[slot.isna() | (slot <= runs)]
     found = current.without_warm_up(found[found[col.ERROR].isna()])
     return found[found[col.THREADS].astype(float) == found[col.THREADS].astype(float).max()]
 
@@ -123,25 +127,25 @@ def with_steps(pairs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return pairs.merge(steps, left_on=col.RUN_ID, right_index=True, how="left")
 
 
-def s3_pairs(machine: str, code: str, preset: str) -> pd.DataFrame:
+def s3_pairs(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
     """bf16 over fp32 samples/s per repeat on one preset (the pairs S3's rule reads), with their steps."""
-    frame = records(S3_FILES, machine, code)
+    frame = records(S3_FILES, machine, code, runs)
     frame = frame[frame[col.CONFIG_NAME] == preset]
     return with_steps(stats.pairs(frame, OPTIMIZED_BF16, OPTIMIZED_FP32), frame)
 
 
-def s2_shares(machine: str, code: str, preset: str) -> pd.DataFrame:
+def s2_shares(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
     """The reference's share of its profiled iteration in embedding backward + update, per profiled repeat."""
-    frame = records(S2_FILES, machine, code)
+    frame = records(S2_FILES, machine, code, runs)
     frame = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == REFERENCE)]
     return embedding_share_rows(frame[frame[col.op_column("embedding_backward_update")].notna()])
 
 
-def h4_recoveries(machine: str, code: str, comparison: str = "recovery") -> pd.DataFrame:
+def h4_recoveries(machine: str, code: str, comparison: str = "recovery", runs: int | None = None) -> pd.DataFrame:
     """H4's recovery (c - h) / (1 - h) per repeat (`verdicts.recovery`), from host and cached over hbm."""
     from dlrm_study.analysis.verdicts import recovery  # the rule's own arithmetic
 
-    frame = records(H4_FILES, machine, code)
+    frame = records(H4_FILES, machine, code, runs)
     return recovery(stats.pairs(frame, GPU_HOST, GPU_HBM), stats.pairs(frame, GPU_CACHED, GPU_HBM))
 
 
@@ -162,7 +166,7 @@ class Measured:
     with one run), on the rule's scale."""
 
     machine: str
-    code: str  # code fingerprint; "" for records measured before fingerprints
+    code: str  # its loop's code fingerprint (`records.code_identity`); "" for records measured before fingerprints
     runs: int
     pairs: int
     steps: tuple[int, ...]  # timed steps of its repeats (() where its values carry none: H4's recoveries)
@@ -171,11 +175,12 @@ class Measured:
     between_sd: float
 
 
-def measure(claim: str, comparison: str, machine: str, code: str) -> Measured:
-    """`Measured` of one machine's committed records of a claim's comparison (the provenance a literal names);
-    S3's within-run SD rescaled to `STEPS` timed steps (`variance_components`), the others as measured."""
+def measure(claim: str, comparison: str, machine: str, code: str, runs: int | None = None) -> Measured:
+    """`Measured` of one machine's committed records of a claim's comparison (the provenance a literal names;
+    `runs`: its first run slots only); S3's within-run SD rescaled to `STEPS` timed steps (`variance_components`),
+    the others as measured."""
     read, value, scale, timed = READERS[claim]
-    found = read(machine, code, comparison)
+    found = read(machine, code, comparison, runs)
     scaled = timed and col.STEPS in found
     within, between, runs, n = variance_components(
         found, value, share=scale == "logit", linear=scale == "linear", steps=STEPS if scaled else None
@@ -316,41 +321,41 @@ S3_SOURCES = {
     "dlrm-benchmark": (
         Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 1.6136, 0.1152, 0.0),
         Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.7619, 0.0708, 0.0),
-        Measured(XEON_AMX, "6ee9eb3419c4", 7, 21, (10,), 2.2779, 0.1831, 0.1116),
+        Measured(XEON_AMX, "9e2daaf70920", 7, 21, (10,), 2.2779, 0.1831, 0.1116),
     ),
     "mlperf-scaled": (
         Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 1.9399, 0.1403, 0.0572),
         Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.6519, 0.0444, 0.0),
-        Measured(XEON_AMX, "6ee9eb3419c4", 7, 21, (10,), 2.8457, 0.1982, 0.1272),
+        Measured(XEON_AMX, "9e2daaf70920", 7, 21, (10,), 2.8457, 0.1982, 0.1272),
     ),
 }
 S2_SOURCES = {
     "dlrm-benchmark": (
-        Measured("amd-epyc-f23m1s2/avx2/2cpu", "10a03c18e5e8", 2, 4, (15,), 0.4507, 0.013, 0.0),
-        Measured("amd-epyc-f25m1s1/avx2/2cpu", "e9fe9472fb0b", 2, 4, (15,), 0.5543, 0.046, 0.0322),
+        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.4507, 0.013, 0.0),
+        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.5543, 0.046, 0.0322),
         Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.5369, 0.0448, math.nan),
         Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.6614, 0.255, 0.0),
-        Measured(XEON_AMX, "6ee9eb3419c4", 7, 21, (10,), 0.6176, 0.0597, 0.0199),
+        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.6176, 0.0597, 0.0199),
     ),
     "mlperf-scaled": (
-        Measured("amd-epyc-f23m1s2/avx2/2cpu", "10a03c18e5e8", 2, 4, (15,), 0.0392, 0.0283, 0.1387),
-        Measured("amd-epyc-f25m1s1/avx2/2cpu", "e9fe9472fb0b", 2, 4, (15,), 0.0536, 0.0617, 0.0818),
+        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.0392, 0.0283, 0.1387),
+        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.0536, 0.0617, 0.0818),
         Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.0614, 0.2506, math.nan),
         Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.0711, 0.1376, 0.1023),
-        Measured(XEON_AMX, "6ee9eb3419c4", 7, 21, (10,), 0.0715, 0.0716, 0.0889),
+        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.0715, 0.0716, 0.0889),
     ),
     "kaggle": (
-        Measured("amd-epyc-f23m1s2/avx2/2cpu", "10a03c18e5e8", 2, 4, (15,), 0.1816, 0.0778, 0.031),
-        Measured("amd-epyc-f25m1s1/avx2/2cpu", "e9fe9472fb0b", 2, 4, (15,), 0.2204, 0.0753, 0.0),
+        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.1816, 0.0778, 0.031),
+        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.2204, 0.0753, 0.0),
         Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.1726, 0.0749, math.nan),
         Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.1986, 0.0736, 0.0),
-        Measured(XEON_AMX, "6ee9eb3419c4", 7, 21, (10,), 0.2166, 0.0893, 0.0806),
+        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.2166, 0.0893, 0.0806),
     ),
 }
 H200 = "avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
 H4_SOURCES = {
     "mlperf-scaled": (
-        Measured(f"intel-xeon-f6m207s2/{H200}", "e9fe9472fb0b", 1, 4, (), 0.1439, 0.0124, math.nan),
+        Measured(f"intel-xeon-f6m207s2/{H200}", "d21ede0945ba", 1, 4, (), 0.1439, 0.0124, math.nan),
         Measured(f"intel-xeon/{H200}", "", 1, 2, (), 0.6756, 0.0091, math.nan),
     ),
 }

@@ -29,7 +29,7 @@ from dlrm_study.analysis.convergence import (
     s3_accuracy,
 )
 from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
-from dlrm_study.analysis.cpu import embedding_share_rows
+from dlrm_study.analysis.cpu import embedding_share_rows, largest_operator
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.identity import RECORDS
@@ -336,11 +336,13 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if not loops.empty:
         parts.append(f"{said} over today's reference at {int(loops[col.THREADS].max())} threads: "
                      f"{ratio_text(lens.paired(loops, loop, REFERENCE))}")  # fmt: skip
-    if old.empty and loops.empty:
-        return counted(Judgement(Status.NOT_YET), old, loops)
-    if m.cpus < S1_CORES or old.empty:
+    if m.cpus < S1_CORES:  # what the machine is decides first: no record could make it a socket
         why = f"{m.cpus} logical CPUs, the claim is of a {S1_CORES}-core socket against the 2020 step"
-        return counted(Judgement(Status.NOT_MEASURABLE, f"{why}; measured: " + "; ".join(parts)), old, loops)
+        measured = "; measured: " + "; ".join(parts) if parts else ""
+        return counted(Judgement(Status.NOT_MEASURABLE, why + measured), old, loops)
+    if old.empty:
+        said = "; measured: " + "; ".join(parts) if parts else ""
+        return counted(Judgement(Status.NOT_YET, f"no 2020 step here (make baseline-2020){said}"), old, loops)
     at_most = most_threads(old)
     r = lens.paired(at_most, loop, OLD)
     text = f"{said} over the 2020 step at {int(at_most[col.THREADS].max())} threads: {ratio_text(r)}, against 110x"
@@ -377,7 +379,9 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         shares[preset] = lens.ratio(rows, value="share", share=True)
         strict[preset] = lens.ratio(rows, family, value="share", share=True)
         f, r = lens.ratio(forward, value="share", share=True), shares[preset]
-        parts.append(f"{preset} {amount(r)}, forward beside it {describe(*f[:3], percent=True)}")
+        biggest, its = largest_operator(rows)
+        parts.append(f"{preset} {amount(r)}, forward beside it {describe(*f[:3], percent=True)}"
+                     + (f", largest operator {biggest} ({its:.0%}, median)" if biggest else ""))  # fmt: skip
     text = (f"embedding backward + update in the reference's profiled iteration at "
             f"{int(ref[col.THREADS].max())} threads: " + "; ".join(parts) + f"; threshold {S2_SHARE:.0%}")  # fmt: skip
     if not all(lens.enough(r) for r in shares.values()):

@@ -127,6 +127,10 @@ def build_parser() -> Parser:
     readme.add_argument("--results", type=Path, default=Path("results"), help="records folder (default results)")
     readme.add_argument("--profile", default="quick", help="whose studies' records (default quick)")
 
+    commands.add_parser(
+        "fingerprint", help="today's code fingerprint of each loop, and the rules hash (what records and verdicts name)"
+    )
+
     predict = commands.add_parser(
         "predict", help="append the GPU model's predictions (H1-H4) at the GPU script's points, before measuring"
     )
@@ -351,6 +355,14 @@ def cmd_readme(args: argparse.Namespace) -> None:
     print(f"{args.readme}: generated section {'rewritten' if changed else 'unchanged'}")
 
 
+def cmd_fingerprint(args: argparse.Namespace) -> None:
+    from dlrm_study.records import code_identity
+
+    for loop, fp in code_identity.loop_fingerprints().items():
+        print(f"{loop} {fp}")
+    print(f"rules {provenance.rules_hash() or 'unknown (docs/claims.md is not beside the package)'}")
+
+
 def cmd_predict(args: argparse.Namespace) -> None:
     from dlrm_study.analysis import predictions
     from dlrm_study.perfmodel import gpu as gpu_model
@@ -407,6 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "compare": cmd_compare,
             "sweep": cmd_sweep,
             "readme": cmd_readme,
+            "fingerprint": cmd_fingerprint,
             "predict": cmd_predict,
             "baseline-2020": cmd_baseline,
         }

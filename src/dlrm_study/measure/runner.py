@@ -67,7 +67,11 @@ class Task:
     threads: int = 0
     slot: int = 1  # which of the study's runs
     versions: dict[str, str] = field(default_factory=provenance.versions, compare=False)
-    code: str = field(default_factory=lambda: provenance.code_fingerprint(), compare=False)
+    code: str = field(default="", compare=False)  # its loop's code fingerprint (`records.code_identity`)
+
+    def __post_init__(self) -> None:
+        if not self.code:
+            object.__setattr__(self, "code", provenance.code_fingerprint(self.cfg.train.loop))
 
     @property
     def key(self) -> str:

@@ -221,9 +221,9 @@ def run_together(
     def measure_run(prepared: Prepared, task: runner.Task) -> dict[str, object]:
         return measure_prepared(prepared, first.steps, first.warmup, first.profile_steps, progress=False)
 
-    deciding = {d for s in sweeps for d in s.deciding}
     schedule = runner.schedule(points_, first.repeats, runner.machine_of, runs=first.runs,
-                               claim_runs=first.claim_runs, deciding=lambda p, v: f"{p}/{v}" in deciding)  # fmt: skip
+                               claim_runs=first.claim_runs,
+                               deciding=lambda p, v: any(s.decides(p, v) for s in sweeps))  # fmt: skip
     todo = runner.pending(schedule, Path(first.out), retry_errors=retry_errors)
     configs = list({(t.point, t.variant): t.cfg for t in todo}.values())  # the runs to build: what is left
     measure, kept = runner.with_kept_runs(points_, prepare, release, measure_run, configs)

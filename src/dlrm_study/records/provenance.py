@@ -4,8 +4,8 @@ and the hash of the verdict rules in force (docs/claims.md).
 Every record carries its `run_id` (pairs are formed within one run; `runner.run` makes one per run,
 else one per process) and the `rules_hash`, so the ledger can tell records measured under the rules in
 force from records the rules were written after. `versions` names the libraries whose change makes an
-old timing stale, and `code_fingerprint` the source that runs in the timed region (both part of the resume
-key): a record of other code is never the measurement a run would make now.
+old timing stale, and `code_fingerprint` the source a record's loop runs (`code_identity`; both part of the
+resume key): a record of other code is never the measurement a run would make now.
 """
 
 import ast
@@ -23,6 +23,7 @@ import torch
 
 import dlrm_study
 from dlrm_study.platform import cpu_model, cpuid
+from dlrm_study.records import code_identity
 from dlrm_study.records import columns as col
 
 PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu", "triton")
@@ -165,33 +166,10 @@ def rules_hash(path: Path = RULES, package: Path = PACKAGE, roots: tuple[str, ..
     return hashlib.sha256("\n".join([rules, *sources]).encode()).hexdigest()[:12]
 
 
-# The source that runs in the timed region (the model and its kernels, the loops, the data, the measurement,
-# the ranks of distributed runs, the config schema), relative to PACKAGE; not what reads or renders records.
-TIMED_PATH = ("config", "data", "distributed", "measure", "model", "train")
-SOURCE_SUFFIXES = (".py", ".cpp", ".h", ".cu")
-
-
-def code_fingerprint() -> str:
-    """12 hex digits naming the code that measured a record: `fingerprint` of TIMED_PATH under PACKAGE.
-
-    Read from the files, not from git, so a copy of the tree without its checkout (the GPU machine's) has
-    the same fingerprint as the commit it was copied from. Computed once per process.
-    """
-    return fingerprint(PACKAGE, TIMED_PATH)
-
-
-@functools.cache
-def fingerprint(root: Path, parts: tuple[str, ...]) -> str:
-    """sha256 over the sorted relative paths and bytes of the source files under `root`/part for each part."""
-    files = sorted(
-        path for part in parts for path in (root / part).rglob("*")
-        if path.is_file() and path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts
-    )  # fmt: skip
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:12]
+def code_fingerprint(loop: object = code_identity.ANY) -> str:
+    """12 hex digits naming the code a record of `loop` (a `train.loop`; none: every loop) was measured by:
+    `code_identity.fingerprint` of that loop's files at today's protocol, computed once per process."""
+    return code_identity.fingerprint_here(code_identity.loop_of(loop))
 
 
 INVOCATION = "DLRM_STUDY_INVOCATION"  # set by a command that launches several processes (`make compare-upstream`)

@@ -13,6 +13,7 @@ import torch
 
 from dlrm_study.config import Config
 from dlrm_study.records import columns as col
+from dlrm_study.records.code_identity import ANY
 from dlrm_study.records.machine import Machine, machine_key
 from dlrm_study.records.provenance import code_fingerprint, process_run_id, provenance, rules_hash
 
@@ -99,7 +100,8 @@ def make_record(
     process's), so pairs are formed only within one run, and `run_slot` which of the study's runs
     (1..RUNS) it is, `process_id` the process that measured it and `protocol` how (`columns.PROTOCOL`).
     `rules_hash` is the hash of the verdict rules in force when it was measured, and
-    `code_fingerprint` that of the code that measured it (`provenance.code_fingerprint`). Labels
+    `code_fingerprint` that of the code its loop ran (`records.code_identity`: per loop; a record of no
+    config, every loop's). Labels
     (variant, repeat, point, ...) come first.
     """
     prov = provenance(device)
@@ -117,7 +119,7 @@ def make_record(
             col.RUN_ID: run_id or process_run_id(),
             col.RUN_SLOT: run_slot,
             col.RULES_HASH: rules_hash(),
-            col.CODE_FINGERPRINT: code_fingerprint(),
+            col.CODE_FINGERPRINT: code_fingerprint(cfg.train.loop if cfg is not None else ANY),
             col.PROTOCOL: col.PROTOCOL_VERSION,
             col.PROCESS_ID: os.getpid(),
         },

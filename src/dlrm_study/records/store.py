@@ -76,7 +76,7 @@ def resume_key(
 def key_here(cfg: Config, variant: str, repeat: object = 0, threads: int | None = None, slot: int = 1) -> str:
     """The resume key a measurement of `cfg` would get on this machine, at this code, now."""
     return resume_key(cfg.hash(), variant, machine_key(), threads or cfg.train.threads or torch.get_num_threads(),
-                      repeat, versions(), code_fingerprint(), slot)  # fmt: skip
+                      repeat, versions(), code_fingerprint(cfg.train.loop), slot)  # fmt: skip
 
 
 def key_of(row: dict[str, object]) -> str:

@@ -9,10 +9,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
+
 from dlrm_study.analysis import findings, predictions
 from dlrm_study.analysis.claims import CLAIMS, class_status
 from dlrm_study.analysis.clusters import MIN_RUNS
-from dlrm_study.analysis.current import fingerprints
+from dlrm_study.analysis.current import fingerprints, loops
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
 from dlrm_study.analysis.judgement import Judgement, Status
@@ -87,14 +89,18 @@ EARLIER = "earlier code"
 MACHINE_FACTS = (Status.NOT_MEASURABLE, Status.UNRECORDED)  # what a machine is, not what its records judge
 
 
+def today_of(frame: pd.DataFrame) -> pd.Series:
+    """Today's code fingerprint of each record's loop (`provenance.code_fingerprint`)."""
+    return loops(frame).map(provenance.code_fingerprint)
+
+
 def earlier_code(evidence: Evidence, machine: str) -> str:
-    """ "" where the machine's judged records were all measured by today's code (`provenance.code_fingerprint`);
+    """ "" where the machine's judged records were all measured by today's code of their loops (`today_of`);
     else what the first screen says of its column in place of a verdict: "earlier code (commit ...)", the commits
     its records were measured at. A verdict word on the first screen is of today's code, or not said."""
     part = reading.of(evidence, machine)
     mine = [f[f[col.MACHINE] == machine] for f in part.frames().values() if not f.empty and col.MACHINE in f]
-    codes = {code for frame in mine for code in fingerprints(frame)}
-    if codes == {provenance.code_fingerprint()}:
+    if all((fingerprints(frame) == today_of(frame)).all() for frame in mine):
         return ""
     commits = sorted({str(c).removesuffix("-dirty")[:7] for f in mine if col.GIT_COMMIT in f
                       for c in f[col.GIT_COMMIT].dropna()})  # fmt: skip

@@ -49,6 +49,16 @@ HOST_IDS = {"host-fused-cpu"}  # the host table's kind (model/tables/host.py), t
 VENDOR_WORDS = {"amd": "AMD", "epyc": "EPYC", "intel": "Intel", "xeon": "Xeon", "nvidia": "NVIDIA"}
 
 
+KERNEL_WORDS = {"aten": "ATen", "cpp": "fused C++", "fbgemm": "FBGEMM", "triton": "Triton", "torch": "PyTorch twin"}
+
+
+def kernel_words(records: pd.DataFrame) -> str:
+    """The kernels one variant's records ran, in words ("" where they name none or several)."""
+    column = col.KERNEL_PATH
+    paths = set(records[column].dropna().astype(str)) - {""} if column in records else set()
+    return f"{KERNEL_WORDS.get(paths.pop(), 'its own')} kernels" if len(paths) == 1 else ""
+
+
 def machine_words(key: str) -> str:
     """A machine key in words: `amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu` -> `AMD EPYC f25m17s1, 2 CPUs,
     native bf16`."""

@@ -5,8 +5,8 @@ run, then every run of every study measured in a process of its own, `studies.ru
 the records): every notebook executed into results/notebooks/,
 the summary last, its scaffolding hidden; every figure under results/figures/ written anew (old ones
 removed first, so a figure no code writes any more is gone); the README's generated section; the
-manifest. Measuring, only what this machine has no record of at this code (`records.provenance.
-code_fingerprint`) is measured, and one line says how many records that added (or that none were needed).
+manifest. Measuring, only what this machine has no record of at this code (its loop's fingerprint, `records.
+code_identity`) is measured, and one line says how many records that added (or that none were needed).
 
 `check` is tests/test_render.py's and `make check-render`'s: each notebook executed again with the
 records reused into a scratch folder, then compared with the committed copy cell by cell (by cell
@@ -25,10 +25,10 @@ from pathlib import Path
 import nbformat
 
 from dlrm_study import config
+from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance, store
 from dlrm_study.records.machine import machine_key
-from dlrm_study.report import ledger, manifest, results_page
+from dlrm_study.report import ledger, manifest, results_page, run_times
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies import runs
 from dlrm_study.studies.profiles import REPO
@@ -105,17 +105,23 @@ def train_once(results: Path) -> bool:
 
 def records_of_this_code(results: Path) -> int:
     """The records under `results` measured on this machine by this code (its fingerprint)."""
-    here, code = machine_key(), provenance.code_fingerprint()
+    here = machine_key()
     return sum(
-        row.get(col.MACHINE) == here and row.get(col.CODE_FINGERPRINT) == code
+        row.get(col.MACHINE) == here
+        and row.get(col.CODE_FINGERPRINT) == provenance.code_fingerprint(row.get(col.TRAIN_LOOP))
         for path in sorted(results.glob("*.csv"))
         for row in store.read_rows(path)[1]
     )
 
 
+def fingerprint_line() -> str:
+    """Today's code, per loop (`records.code_identity`), in a few words."""
+    return ", ".join(f"{loop} {fp}" for loop, fp in code_identity.loop_fingerprints().items())
+
+
 def measured_line(before: int, after: int) -> str:
     """What a measuring render measured, in one line."""
-    code, here = provenance.code_fingerprint(), machine_key()
+    code, here = fingerprint_line(), machine_key()
     if after == before:
         return f"measured nothing: {here} holds every record of this code ({code}, {after} records); rendered from them"
     return f"measured {after - before} new records of this code ({code}) on {here}; {after} in all"
@@ -138,6 +144,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     print(f"README.md: generated section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     for path in results_page.write(repo, profile):
         print(f"wrote {path.relative_to(repo)}", file=sys.stderr)
+    changed = run_times.write(repo)
+    print(f"docs/reproduce.md: run times {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     print(f"wrote {manifest.write(results, commit)}", file=sys.stderr)
 
 

@@ -76,6 +76,19 @@ CACHE_FRACTIONS = {"smoke": [0.3, 0.5], "quick": [0.01, 0.05, 0.1, 0.2], "full":
 CACHE_BATCHES = {"smoke": (20, 4), "quick": (300, 100), "full": (3000, 500)}
 
 
+def described(name: str) -> str:
+    """A profile's design in words, from the literals above (the README's profiles line is this sentence)."""
+    cpu, sweep, ranks = PRESETS[name], SWEEP[name], RANKS[name]
+    return (
+        f"{RUNS[name]} run(s) of each descriptive study and {CLAIM_RUNS[name]} runs of the points the CPU claims' "
+        f"rules read, each run a process; per run, {cpu.repeats} repeats of {cpu.steps} timed and "
+        f"{cpu.profile_steps} profiled steps at the full presets, {sweep.repeats} repeats of {sweep.steps} timed "
+        f"steps at the sensitivity points and the ablation, {ranks.repeats} repeats of {ranks.steps} steps per "
+        f"distributed point; {CONVERGENCE_SEEDS[name]} seeds per loop for convergence and {ACCURACY_SEEDS[name]} "
+        f"per precision for S3's accuracy"
+    )
+
+
 def profile(value: str | None = None) -> str:
     """The profile asked for, else $DLRM_STUDY_PROFILE, else quick."""
     chosen = value or os.environ.get("DLRM_STUDY_PROFILE") or "quick"

@@ -13,6 +13,7 @@ recorded at this code measures nothing.
 """
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -24,6 +25,8 @@ from pathlib import Path
 
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
+from dlrm_study.records import provenance
+from dlrm_study.records.machine import machine_key
 from dlrm_study.studies import baseline, convergence, cpu, placement, profiles, scaling, sensitivity
 from dlrm_study.studies.bf16_rounding import run_rounding
 
@@ -103,6 +106,8 @@ def measure(profile: str, out: Path, names: Sequence[str] | None = None, python:
     on (it resumes next time); a refusal (exit 2: bad input) stops them all. The processes that failed."""
     plan = order(chosen(names), profile)
     studies = list(dict.fromkeys(study for _, study in plan))
+    # The log names where and at what it ran: docs/reproduce.md's run times are read from kept logs.
+    print(f"machine: {machine_key()}\ncommit: {provenance.git_commit()}\ndate: {datetime.date.today()}", flush=True)
     print(f"{len(plan)} processes: " + ", ".join(f"{s.name} {count(s.runs(profile), 'run')}" for s in studies),
           flush=True)  # fmt: skip
     failed, spent = 0, dict.fromkeys((s.name for s in studies), 0.0)

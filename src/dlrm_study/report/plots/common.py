@@ -49,12 +49,21 @@ def caption(records: pd.DataFrame, unit: str = "repeat") -> str:
     when = str(records[col.TIMESTAMP].max())[:10]
     machine = first[col.MACHINE] if col.MACHINE in records else first[col.DEVICE_NAME]
     repeats = f", {count(records[col.REPEAT].nunique(), unit)}" if col.REPEAT in records else ""
-    if repeats and col.RUN_ID in records and (runs := records[col.RUN_ID].nunique()) > 1:
-        repeats = f", {runs} runs x {count(records[col.REPEAT].nunique(), unit)}"  # counted within a run
+    if repeats and col.RUN_ID in records and records[col.RUN_ID].nunique() > 1:
+        repeats = f", {runs_said(records)} x {count(records[col.REPEAT].nunique(), unit)}"  # counted within a run
     return (
         f"{machine} ({first[col.DEVICE_NAME]}), torch {first['torch_version']}, {when}{repeats}, "
         f"records measured at {commits(records)}"
     )
+
+
+def runs_said(records: pd.DataFrame) -> str:
+    """How many runs each point drawn (config and variant) had: "7 runs", or "1 to 32 runs a point" where the
+    points differ (the claims' deciding points get more runs than the rest, `studies.profiles.CLAIM_RUNS`)."""
+    keys = [k for k in (col.CONFIG_NAME, col.VARIANT) if k in records]
+    per = records.groupby(keys, dropna=False)[col.RUN_ID].nunique() if keys else pd.Series([0])
+    low, high = (int(per.min()), int(per.max())) if keys else (records[col.RUN_ID].nunique(),) * 2
+    return f"{high} runs" if low == high else f"{low} to {high} runs a point"
 
 
 def commits(records: pd.DataFrame) -> str:

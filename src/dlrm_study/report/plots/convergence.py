@@ -14,7 +14,7 @@ from dlrm_study.analysis.convergence import (
     preset_of,
 )  # fmt: skip
 from dlrm_study.analysis.wording import variant_words
-from dlrm_study.config.variants import ACCURACY_PRECISIONS
+from dlrm_study.config.variants import ACCURACY_PRECISIONS, PLAIN_BF16
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import add_caption, ordered
 
@@ -118,8 +118,9 @@ def gains_panel(ax: plt.Axes, judgement: AccuracyJudgement, colors: dict[str, st
         ax.errorbar([i], [gain.ratio], yerr=[[low], [high]], fmt="o", capsize=4, color=colors.get(gain.variant))
     ax.axhline(1, color="black", linestyle="--", linewidth=0.8)
     ax.axhline(GAIN_MARGIN, color="black", linestyle=":", linewidth=0.8, label=f"S3's margin: {GAIN_MARGIN:.0%}")
-    names = [f"{g.preset}\n{variant_words(g.variant)}" for g in gains]
-    ax.set_xticks(range(len(gains)), names, rotation=20, ha="right", fontsize=7)
+    # The colour says the variant (the legends beside); the label says the preset and the update in short.
+    names = [f"{g.preset}\n{'plain SGD' if g.variant == PLAIN_BF16 else 'Split-SGD'}" for g in gains]
+    ax.set_xticks(range(len(gains)), names, rotation=35, ha="right", rotation_mode="anchor", fontsize=7)
     ax.set_xlim(-0.6, max(len(gains), 1) - 0.4)
     ax.set_ylabel("learned gain (AUC - 0.5) over fp32's")
     ax.set_title("gain relative to fp32, 95% over seeds", fontsize=10)

@@ -25,7 +25,7 @@ from dlrm_study.report.plots.common import (
     ordered,
     wrapped,
 )
-from dlrm_study.report.readable import variant_words
+from dlrm_study.report.readable import kernel_words, variant_words
 
 VERDICT_SHARE = "S2's quantity: embedding backward + update,\n95% interval over runs (the verdict's)"
 
@@ -150,8 +150,9 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
         ratio = stats.paired_ratios(clean, [col.CONFIG_NAME], variant, baseline).set_index(col.CONFIG_NAME)
         ratio = ratio.reindex(configs)
         x = [c + (i - (len(variants) - 1) / 2) * width for c in range(len(configs))]
+        kernels = kernel_words(records[records[col.VARIANT] == variant])  # what ran: a twin is not the kernel
         ax.bar(x, ratio["center"], width, yerr=error_bars(ratio), capsize=3, color=palette[i],
-               label=variant_words(variant))  # fmt: skip
+               label=variant_words(variant) + (f" ({kernels})" if kernels else ""))  # fmt: skip
         mark_single(ax, x, ratio)
         drawn.append(ratio)
         mine = pd.DataFrame() if bands is None or bands.empty else bands[bands[col.VARIANT] == variant]

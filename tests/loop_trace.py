@@ -1,0 +1,62 @@
+"""What each loop's measurement executes: run as `python tests/loop_trace.py LOOP...`, it imports the package
+first (so module bodies do not count), then traces a tiny sweep of each loop's variants on the CPU (the GPU
+loop's twins) and prints, as JSON, per loop, each package file whose functions ran, with their names."""
+
+import importlib
+import json
+import pkgutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import dlrm_study
+
+VARIANTS = {
+    "reference": ["reference"],
+    "optimized": ["optimized-fp32", "optimized-bf16", "optimized-bf16-plain-sgd"],
+    "torchrec": ["torchrec"],
+    "gpu": ["gpu-hbm", "gpu-hbm-fp32", "gpu-host", "gpu-uvm", "gpu-cached", "gpu-cached-lfu", "gpu-eager"],
+}
+
+
+def main(loops: list[str]) -> None:
+    for module in pkgutil.walk_packages(dlrm_study.__path__, "dlrm_study."):
+        if module.name.split(".")[1] not in ("cli", "report", "analysis", "studies", "__main__"):
+            importlib.import_module(module.name)
+    from dlrm_study.config.variants import REGISTRY
+    from dlrm_study.measure import sweep
+
+    root = Path(dlrm_study.__file__).parent
+    found = {}
+    for loop in loops:
+        ran = trace(loop, root, sweep, REGISTRY)
+        found[loop] = {f: sorted(names) for f, names in sorted(ran.items())}
+    print(json.dumps(found))
+
+
+def trace(loop: str, root: Path, sweep, registry) -> dict[str, set[str]]:
+    """The package files whose functions ran in a tiny sweep of the loop's variants, with their names."""
+    ran: dict[str, set[str]] = {}
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(str(root)):
+            ran.setdefault(Path(frame.f_code.co_filename).relative_to(root).as_posix(), set()).add(frame.f_code.co_name)
+
+    variants = [v for v in VARIANTS[loop] if v in registry]
+    extra = ["train.device=cpu"] if loop == "gpu" else []
+    out = Path(tempfile.mkdtemp()) / "trace.csv"
+    spec = sweep.Sweep(name="trace", config="tiny", set=extra, variants=variants, repeats=1, steps=2, warmup=1,
+                       profile_steps=1, out=str(out))  # fmt: skip
+    sys.setprofile(tracer)
+    threading.setprofile(tracer)
+    try:
+        sweep.run(spec, progress=False)
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    return ran
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
