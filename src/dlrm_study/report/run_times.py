@@ -76,8 +76,11 @@ def section(repo: Path) -> str:
 
 
 def write(repo: Path, doc: Path = Path("docs") / "reproduce.md") -> bool:
-    """docs/reproduce.md's section rewritten from the logs; whether it changed."""
+    """docs/reproduce.md's section rewritten from the logs; whether it changed (a tree without the document, a
+    scratch render's, has nothing to rewrite)."""
     path = repo / doc
+    if not path.exists():
+        return False
     text = path.read_text()
     if BEGIN not in text or END not in text:
         raise ValueError(f"{doc}: no run-time section ({BEGIN} ... {END})")
