@@ -333,7 +333,8 @@ def measured_not_judged(out: Path) -> list[str]:
     if not found:
         return ["No GPU machine has measured the same-host pair yet (`studies.gpu.same_host`)."]
     lines = [
-        "The same-host pair: on a GPU machine, the GPU loop (gpu-hbm) beside its own host's CPU loops, each preset at "
+        "The same-host pair: on a GPU machine, the GPU loop with its tables in GPU memory beside its own host's CPU "
+        "loops, each preset at "
         "a batch of 2,048, paired within the repeats of one run; after it, the same CPU model's 2-core machines' "
         "optimized bf16 over reference at those presets (the CPU loops study). No rule reads these (H2 and H3 read "
         "the grid).",
