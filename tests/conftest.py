@@ -1,6 +1,7 @@
 """Shared fixtures: small configs and the Criteo sample."""
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,6 +22,19 @@ from dlrm_study import config  # noqa: E402  (after the environment above)
 
 ROOT = Path(__file__).resolve().parents[1]
 CRITEO_SAMPLE = ROOT / "data" / "criteo_sample.tsv"
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the package the code fingerprints read (what a checkout of other code would be)."""
+    from dlrm_study.records import code_identity
+
+    copy = tmp_path / "dlrm_study"
+    shutil.copytree(code_identity.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(code_identity, "PACKAGE", copy)
+    code_identity.fingerprint_here.cache_clear()
+    yield copy
+    code_identity.fingerprint_here.cache_clear()
 
 
 @pytest.fixture

@@ -2,10 +2,8 @@
 and in the resume key, so a change to that code is measured again and records of other code are never reused
 (nor lost). What each fingerprint reads: tests/test_code_identity.py."""
 
-import shutil
 from pathlib import Path
 
-import pytest
 from tests.test_runner import fake_measure, point
 
 from dlrm_study import config
@@ -13,17 +11,6 @@ from dlrm_study.measure import runner
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.records.record import make_record
-
-
-@pytest.fixture
-def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the package whose timed path the fingerprint reads (what a checkout of other code would be)."""
-    copy = tmp_path / "dlrm_study"
-    shutil.copytree(code_identity.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(code_identity, "PACKAGE", copy)
-    code_identity.fingerprint_here.cache_clear()
-    yield copy
-    code_identity.fingerprint_here.cache_clear()
 
 
 def edit(path: Path) -> None:

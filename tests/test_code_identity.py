@@ -4,7 +4,6 @@ every loop; every file a loop's tiny run executes is in its fingerprint; a chang
 between a new protocol and a declared refactor."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,17 +14,6 @@ from dlrm_study.records import code_identity as ci
 from dlrm_study.records import columns as col
 
 TESTS = Path(__file__).parent
-
-
-@pytest.fixture
-def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the package the fingerprints read (what a checkout of other code would be)."""
-    copy = tmp_path / "dlrm_study"
-    shutil.copytree(ci.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(ci, "PACKAGE", copy)
-    ci.fingerprint_here.cache_clear()
-    yield copy
-    ci.fingerprint_here.cache_clear()
 
 
 def edit(path: Path, old: str, new: str) -> None:
