@@ -1,7 +1,8 @@
 """`python -m tests.golden`: judge the fixture and say whether today's rules decide as the golden judgements do.
 
 `--build` writes the fixture's records from its scenarios (once; then the records are the fixture);
-`--write` writes today's judgements as the golden ones (a deliberate change of the rules: the rules' id moves);
+`--write` writes today's judgements as the golden ones and the rules' id they give to rules.lock (a deliberate
+change of the rules);
 `--digest` prints the digest of today's judgements alone (`tests/claims_mutations.py` reads it).
 """
 
@@ -9,6 +10,8 @@ import argparse
 import sys
 
 from tests.golden import fixture
+
+from dlrm_study import rules
 
 
 def main() -> int:
@@ -27,7 +30,9 @@ def main() -> int:
         return 0
     if args.write:
         fixture.GOLDEN.write_text(fixture.text(found))
-        print(f"wrote {len(found)} golden judgements to {fixture.GOLDEN} ({fixture.digest(found)})")
+        rules.rules_id.cache_clear()
+        rules.LOCK.write_text(rules.rules_id() + "\n")
+        print(f"wrote {len(found)} golden judgements to {fixture.GOLDEN}; the rules' id is now {rules.rules_id()}")
         return 0
     golden = fixture.written()
     moved = sorted(name for name in found.keys() | golden.keys() if found.get(name) != golden.get(name))

@@ -276,7 +276,7 @@ def measured_at(out: Path) -> list[str]:
 
 
 def provenance_line(out: Path) -> str:
-    """The code's commit (`manifest.code_commit`), records digest and rules hash this page came from, and the
+    """The code's commit (`manifest.code_commit`), records digest and rules' id this page came from, and the
     commits the records were measured at."""
     commits, code = measured_at(out), manifest.code_commit(out.resolve().parent)
     at = f"{len(commits)} commits, {commits[0]} to {commits[-1]}" if len(commits) > 1 else ", ".join(commits)
