@@ -5,6 +5,7 @@ records; the sentences are fixed templates. `make render` writes both (`write`).
 """
 
 import dataclasses
+import functools
 import re
 from math import nan
 from pathlib import Path
@@ -154,8 +155,10 @@ def reached(found: dict[str, dict[str, Judged]], claim: str) -> dict[str, int]:
     return words
 
 
+@functools.cache
 def claim_words(doc: Path = CLAIMS_DOC) -> dict[str, tuple[str, str]]:
-    """claim id -> (its words, their source), from docs/claims.md's claims table ({} where it is not there)."""
+    """claim id -> (its words, their source), from docs/claims.md's claims table ({} where it is not there); read
+    once per process (every paragraph and row asks)."""
     text = doc.read_text() if doc.exists() else ""
     table = text.split(CLAIMS_HEADER, 1)[1].split("\n\n", 1)[0] if CLAIMS_HEADER in text else ""
     rows = re.findall(r"^\| ([HS]\d) \| (.+) \| ([^|]+) \|$", table, re.M)
