@@ -10,11 +10,9 @@ they are: they stay earlier code. Run again, it changes nothing.
     python scripts/refingerprint.py [results]   # prints what it mapped, per old fingerprint
 """
 
-import contextlib
 import csv
 import fcntl
 import hashlib
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -22,7 +20,7 @@ from pathlib import Path
 
 from dlrm_study.records import code_identity
 from dlrm_study.records import columns as col
-from dlrm_study.records.store import raw_rows
+from dlrm_study.records.store import raw_rows, write_rows
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = "src/dlrm_study/"
@@ -123,28 +121,13 @@ def migrate(results: Path) -> Counter:
                 done[(fp, trees[fp].commit[:7], loop or "any", protocol, cache[key])] += 1
                 changed = True
             if changed:
-                write(path, header, rows)
+                write_rows(path, header, rows)
     return done
 
 
 def dict_rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
-
-
-def write(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", newline="", encoding="utf-8") as out:
-            writer = csv.writer(out)
-            writer.writerow(header)
-            writer.writerows(rows)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 def main() -> int:

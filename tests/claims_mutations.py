@@ -1,8 +1,11 @@
 """The claims layer's mutations: apply each, run the tests meant to kill it, restore the file.
 
 Not collected by pytest. Run from the repository root with the project's Python (the one with torch):
-`.venv/bin/python tests/claims_mutations.py [index ...]`;
-each line says KILLED (a test failed) or SURVIVED.
+`.venv/bin/python tests/claims_mutations.py [--rules-id] [index ...]`;
+each line says KILLED (a test failed) or SURVIVED. With `--rules-id`, each line says instead whether the mutation
+moves the rules' id: the golden fixture judged by the mutated code (`python -m tests.golden --digest`) against
+the golden judgements, or the declared literals changed (MOVES), or neither (KEPT: the mutation is outside what
+the fixture's evidence reaches, such as the readers of results files or the render).
 """
 
 import pathlib
@@ -13,10 +16,11 @@ PYTHON = sys.executable
 VERDICT = {0: "SURVIVED", 1: "KILLED "}  # pytest: 1 is a failed test; any other code is a broken run
 A = "src/dlrm_study/analysis/"
 R = "src/dlrm_study/report/render.py"
+T = "src/dlrm_study/rules/rules.toml"  # the declared literals
 GATE = "gate or did_not_learn or every_preset"  # tests/test_accuracy.py's scenarios of S3's accuracy gate
 M = [
-    (A + "verdicts.py", "S3_MARGIN = 0.1 ", "S3_MARGIN = 0.15 ", "tests/test_verdicts.py", "margin_is_pinned"),
-    (A + "verdicts.py", "S3_MARGIN = 0.1 ", "S3_MARGIN = 0.08 ", "tests/test_verdicts.py", "margin_is_pinned"),
+    (T, "margin = 0.1 ", "margin = 0.15 ", "tests/test_verdicts.py", "margin_is_pinned"),
+    (T, "margin = 0.1 ", "margin = 0.08 ", "tests/test_verdicts.py", "margin_is_pinned"),
     (A + "stats.py", " and not run_id.startswith(LEGACY)", "", "tests/test_verdicts.py", "legacy"),
     (
         A + "current.py",
@@ -34,13 +38,13 @@ M = [
         "newest_code",
     ),
     (
-        A + "clusters.py",
-        "MIN_RUNS = 3 ",
-        "MIN_RUNS = 1 ",
+        T,
+        "min_runs = 3 ",
+        "min_runs = 1 ",
         "tests/test_verdicts.py",
         "s1_outcomes or h4_outcomes or s2_outcomes",
     ),
-    (A + "verdicts.py", "GRID_MARGIN = 1.25 ", "GRID_MARGIN = 1.0 ", "tests/test_verdicts.py", "grid_claims"),
+    (T, "margin = 1.25 ", "margin = 1.0 ", "tests/test_verdicts.py", "grid_claims"),
     (
         A + "claims.py",
         "{Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE} - {found.status}",
@@ -70,11 +74,11 @@ M = [
         "keeps_its_flagged",
     ),
     (
-        "src/dlrm_study/records/provenance.py",
-        "todo.extend(imports_of(path, package) - seen)",
-        "pass",
-        "tests/test_rules_hash.py",
-        "",
+        "src/dlrm_study/rules/__init__.py",
+        'return f"{digest(values)[:6]}-{digest(judged)[:6]}"',
+        'return f"{digest(values)[:6]}-{digest({})[:6]}"',
+        "tests/test_rules_id.py",
+        "judgement",
     ),
     (
         A + "clusters.py",
@@ -83,10 +87,10 @@ M = [
         "tests/test_stats.py",
         "clusters",
     ),
-    (A + "verdicts.py", "H1_FACTOR = 1.5 ", "H1_FACTOR = 1.4 ", "tests/test_verdicts.py", "h1 or boundary"),
-    (A + "verdicts.py", "S2_SHARE = 0.5\n", "S2_SHARE = 0.45\n", "tests/test_verdicts.py", "s2"),
-    (A + "convergence.py", "GAIN_MARGIN = 0.99\n", "GAIN_MARGIN = 0.98\n", "tests/test_verdicts.py", "boundary"),
-    (A + "convergence.py", "MIN_SEEDS = 3 ", "MIN_SEEDS = 1 ", "tests/test_verdicts.py", "s3_outcomes"),
+    (T, "factor = 1.5 ", "factor = 1.4 ", "tests/test_verdicts.py", "h1 or boundary"),
+    (T, "share = 0.5\n", "share = 0.45\n", "tests/test_verdicts.py", "s2"),
+    (T, "gain_margin = 0.99 ", "gain_margin = 0.98 ", "tests/test_verdicts.py", "boundary"),
+    (T, "min_seeds = 3 ", "min_seeds = 1 ", "tests/test_verdicts.py", "s3_outcomes"),
     (
         A + "claims.py",
         " and j.status != Status.NOT_YET",
@@ -95,15 +99,15 @@ M = [
         "class_row or leaves_out_machines",
     ),
     (
-        A + "verdicts.py",
-        "H4_RECOVERY = 0.5 ",
-        "H4_RECOVERY = 0.6 ",
+        T,
+        "recovery = 0.5 ",
+        "recovery = 0.6 ",
         "tests/test_verdicts.py",
         "h4_outcomes or boundary",
     ),
-    (A + "verdicts.py", "S1_FACTOR = 110.0", "S1_FACTOR = 100.0", "tests/test_verdicts.py", "s1_outcomes or boundary"),
-    (A + "verdicts.py", "GRID_MARGIN = 1.25 ", "GRID_MARGIN = 1.3 ", "tests/test_verdicts.py", "boundary"),
-    (A + "verdicts.py", "H1_FACTOR = 1.5 ", "H1_FACTOR = 1.6 ", "tests/test_verdicts.py", "boundary"),
+    (T, "factor = 110.0", "factor = 100.0", "tests/test_verdicts.py", "s1_outcomes or boundary"),
+    (T, "margin = 1.25 ", "margin = 1.3 ", "tests/test_verdicts.py", "boundary"),
+    (T, "factor = 1.5 ", "factor = 1.6 ", "tests/test_verdicts.py", "boundary"),
     # Nothing uncounted: a record two frames left out counted under each; records in no pair not counted.
     (A + "claims.py", "taken |= new", "pass", "tests/test_claims_accounting.py", "two_knob_readers"),
     (
@@ -141,7 +145,7 @@ M = [
     ),
     (A + "readers.py", "if doubled.any():", "if False:", "tests/test_claims_readers.py", "one_cell"),
     # Constants without a boundary case before, and S2's "or" corrected.
-    (A + "verdicts.py", "S1_CORES = 28 ", "S1_CORES = 27 ", "tests/test_claims_boundaries.py", "socket"),
+    (T, "cores = 28 ", "cores = 27 ", "tests/test_claims_boundaries.py", "socket"),
     (
         A + "verdicts.py",
         'strict[preset] = lens.ratio(rows, family, value="share", share=True)',
@@ -242,7 +246,7 @@ M = [
         "tests/test_verdicts.py",
         "leave_one_out",
     ),
-    (A + "clusters.py", "MIN_RUNS = 3 ", "MIN_RUNS = 2 ", "tests/test_verdicts.py", "s1_outcomes"),
+    (T, "min_runs = 3 ", "min_runs = 2 ", "tests/test_verdicts.py", "s1_outcomes"),
     (A + "verdicts.py", "host.high < 1", "host.low < 1", "tests/test_conjunctions.py", "wholly_below_1"),
     (
         A + "verdicts.py",
@@ -261,8 +265,8 @@ M = [
         "stored_accuracy",
     ),
     # S3's accuracy gate (issue 50's survivors, each turning "inconclusive" into "reproduced"): killed by a status.
-    (A + "convergence.py", "LEARNED_SHARE = 0.9\n", "LEARNED_SHARE = 0.8\n", "tests/test_accuracy.py", GATE),
-    (A + "convergence.py", "MIN_AUC = 0.70\n", "MIN_AUC = 0.60\n", "tests/test_accuracy.py", GATE),
+    (T, "learned_share = 0.9 ", "learned_share = 0.8 ", "tests/test_accuracy.py", GATE),
+    (T, "min_auc = 0.70 ", "min_auc = 0.60 ", "tests/test_accuracy.py", GATE),
     (A + "convergence.py", "unlearned = any(", "unlearned = all(", "tests/test_accuracy.py", GATE),
     (
         A + "convergence.py",
@@ -293,7 +297,26 @@ M = [
         "met_at_its_least",
     ),
 ]
-only = sys.argv[1:]
+RULES_ID = "--rules-id" in sys.argv
+only = [a for a in sys.argv[1:] if a != "--rules-id"]
+ENV = {"PYTHONPATH": "src:.", "PATH": "/usr/bin:/bin"}
+
+
+def judgements_digest() -> str:
+    """The digest of the golden fixture's judgements by the code as it is now (a fresh process)."""
+    args = ["timeout", "900", "nice", "-n", "10", PYTHON, "-m", "tests.golden", "--digest"]
+    r = subprocess.run(args, capture_output=True, text=True, env=ENV)
+    return r.stdout.strip() or f"error: {r.stderr[-200:]}"
+
+
+def pytest_verdict(test: str, k: str) -> str:
+    args = ["timeout", "900", "nice", "-n", "10", PYTHON, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", test]
+    r = subprocess.run(args + (["-k", k] if k else []), capture_output=True, text=True, env=ENV)
+    last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-200:]
+    return f"{VERDICT.get(r.returncode, f'ERROR {r.returncode}')} [{test} -k {k!r}] {last}"
+
+
+golden = judgements_digest() if RULES_ID else ""
 for i, (path, old, new, test, k) in enumerate(M):
     if only and str(i) not in only:
         continue
@@ -302,27 +325,11 @@ for i, (path, old, new, test, k) in enumerate(M):
     assert text.count(old) >= 1, (path, old)
     p.write_text(text.replace(old, new, 1))
     try:
-        args = [
-            "timeout",
-            "900",
-            "nice",
-            "-n",
-            "10",
-            PYTHON,
-            "-m",
-            "pytest",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-            test,
-        ] + (["-k", k] if k else [])
-        r = subprocess.run(args, capture_output=True, text=True, env={"PYTHONPATH": "src", "PATH": "/usr/bin:/bin"})
-        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr[-200:]
-        print(
-            f"{i:2d} {VERDICT.get(r.returncode, f'ERROR {r.returncode}')} {path}: {old.strip()!r} -> {new.strip()!r} "
-            f"[{test} -k {k!r}] {last}",
-            flush=True,
-        )
+        if RULES_ID:
+            halves = [h for h, moved in (("values", path == T), ("judgements", judgements_digest() != golden)) if moved]
+            said = f"MOVES ({' and '.join(halves)})" if halves else "KEPT"
+        else:
+            said = pytest_verdict(test, k)
+        print(f"{i:2d} {said} {path}: {old.strip()!r} -> {new.strip()!r}", flush=True)
     finally:
         p.write_text(text)

@@ -16,8 +16,9 @@ import pandas as pd
 
 from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
+from dlrm_study.rules import literal
 
-MIN_RUNS = 3  # runs a verdict word needs (one left out, a t interval over the rest)
+MIN_RUNS = literal("intervals", "min_runs")  # runs a verdict word needs (one left out, a t interval over the rest)
 RUN_KEYS = (col.MACHINE, col.THREADS, col.RUN_ID)  # one run: one invocation on one machine at one thread count
 
 

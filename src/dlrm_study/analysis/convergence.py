@@ -13,6 +13,7 @@ from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
+from dlrm_study.rules import literal
 from dlrm_study.studies.convergence import RECORDS, accuracy_configs, variant_config
 from dlrm_study.studies.profiles import CONVERGENCE_SEEDS
 
@@ -102,10 +103,10 @@ def preset_of(records: pd.DataFrame) -> str:
 # benchmark, bf16's learned gain (held-out AUC - 0.5) relative to fp32's, paired by seed, has its interval over
 # seeds at or above GAIN_MARGIN; it fails when the interval lies below. The benchmark must have learned: fp32
 # reaches LEARNED_SHARE of the attainable gain (the teacher's own AUC - 0.5) and a held-out AUC of MIN_AUC.
-GAIN_MARGIN = 0.99
-LEARNED_SHARE = 0.9
-MIN_AUC = 0.70
-MIN_SEEDS = 3  # per preset, counted as seeds
+GAIN_MARGIN = literal("S3_accuracy", "gain_margin")  # declared: src/dlrm_study/rules/rules.toml
+LEARNED_SHARE = literal("S3_accuracy", "learned_share")
+MIN_AUC = literal("S3_accuracy", "min_auc")
+MIN_SEEDS = literal("S3_accuracy", "min_seeds")  # per preset, counted as seeds
 HOLDS, FAILS, UNDECIDED, TOO_FEW, NOT_LEARNED, NO_RECORDS = (
     "holds", "fails", "undecided", "too few seeds", "benchmark did not learn", "no records",
 )  # fmt: skip

@@ -19,12 +19,13 @@ from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
+from dlrm_study.rules import literal
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
 
 UNTIMED = ("convergence", "accuracy", "cache")  # frames of trained seeds or hit rates: no warm-up to drop
 COMPARE_RECORDS, COMPARE_STUDIES = "bench.csv", ("cpu-compare",)  # `dlrm-study compare`: the CPU loops' points
-H1_KNOBS = ("dense_features", "tables", "rows", "lookups", "embedding_dim", "mlp_width")  # not batch size
+H1_KNOBS = tuple(literal("H1", "knobs"))  # not batch size (declared: src/dlrm_study/rules/rules.toml)
 
 
 @dataclasses.dataclass
@@ -121,7 +122,7 @@ class Evidence:
         return sorted(found, key=lambda m: (not Machine.parse(m).recorded, Machine.parse(m).has_gpu, m))
 
     def rules_hashes(self) -> set[str]:
-        """The rules hashes the records were measured under ("" for records older than the hash)."""
+        """The rules' ids the records were measured under ("" for records older than the first hash)."""
         hashes: set[str] = set()
         for frame in self.frames().values():
             if not frame.empty:

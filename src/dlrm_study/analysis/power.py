@@ -24,17 +24,17 @@ from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
+from dlrm_study.rules import literal
 from dlrm_study.studies.profiles import REPO
 
-# The committed design (tests/test_power.py checks it equals profiles.CLAIM_RUNS["quick"] and PRESETS["quick"]):
-# a change to either must run this analysis again.
-RUNS = 32  # runs of a claim's deciding points, each a separate process
-PAIRS = 3  # timed repeats per run, every one counted (each variant warms up until its step time settles)
-STEPS = 10  # timed steps per repeat
-PROFILE_STEPS = 5  # profiled steps per repeat (S2's shares): as many as the records had, so theirs are not rescaled
-
-TARGET_POWER = 0.80  # a non-fragile word where the truth is the claim, or clearly on the other side
-TARGET_FALSE = 0.025  # a "reproduced" where the truth sits exactly on the margin
+# The committed design, declared with the rules (src/dlrm_study/rules/rules.toml, [design]; tests/test_power.py
+# checks it equals profiles.CLAIM_RUNS["quick"] and PRESETS["quick"]): a change to either must run this analysis
+# again. Each variant warms up until its step time settles, so every timed repeat counts; PROFILE_STEPS are as many
+# as the records had, so theirs are not rescaled.
+RUNS, PAIRS, STEPS = literal("design", "claim_runs"), literal("design", "pairs"), literal("design", "steps")
+PROFILE_STEPS = literal("design", "profile_steps")
+TARGET_POWER = literal("design", "target_power")
+TARGET_FALSE = literal("design", "target_false")
 N_SIMS = 4000
 SEED = 20261205
 MAX_RUNS = 60  # `runs_needed` looks no further

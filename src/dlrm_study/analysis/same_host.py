@@ -20,6 +20,7 @@ COMPARISONS = (  # (variant, baseline, what it says)
     (GPU_HBM, HOST_OPTIMIZED_BF16, "the GPU over its host's optimized bf16 loop"),
     (HOST_OPTIMIZED_BF16, HOST_REFERENCE, "the host's optimized bf16 loop over its reference"),
 )
+BESIDE = ((OPTIMIZED_BF16, REFERENCE, "the optimized bf16 loop over the reference"),)  # on the 2-core machines
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,7 @@ class Measured:
 
 def same_host(records: pd.DataFrame) -> list[Measured]:
     """Every same-host comparison the records hold: per GPU machine (its newest code per loop) and preset."""
-    mine = records[records[col.STUDY] == STUDY] if col.STUDY in records else records.iloc[0:0]
-    if col.ERROR in mine:
-        mine = mine[mine[col.ERROR].isna()]
-    found = []
-    for (machine, preset), group in newest_code_only(mine).groupby([col.MACHINE, col.CONFIG_NAME], sort=True):
-        for variant, baseline, what in COMPARISONS:
-            r = over_runs(stats.pairs(group, variant, baseline))
-            if r.n:
-                found.append(Measured(machine, preset, int(group[col.BATCH_SIZE].max()), what, r, commits(group)))
-    return found
+    return measured(of_study(records, STUDY), COMPARISONS)
 
 
 def two_cores_beside(records: pd.DataFrame, gpu_machine: str) -> list[Measured]:
@@ -59,16 +51,24 @@ def two_cores_beside(records: pd.DataFrame, gpu_machine: str) -> list[Measured]:
         machine = Machine.parse(key)
         return (machine.cpu, machine.cpuid) == (host.cpu, host.cpuid) and not machine.has_gpu
 
-    mine = records[(records[col.STUDY] == CPU_STUDY)] if col.STUDY in records else records.iloc[0:0]
-    mine = mine[mine[col.MACHINE].map(alike)]
-    if col.ERROR in mine:
-        mine = mine[mine[col.ERROR].isna()]
+    mine = of_study(records, CPU_STUDY)
+    return measured(mine[mine[col.MACHINE].map(alike)], BESIDE)
+
+
+def of_study(records: pd.DataFrame, study: str) -> pd.DataFrame:
+    """The study's records that measured (failures out)."""
+    mine = records[records[col.STUDY] == study] if col.STUDY in records else records.iloc[0:0]
+    return mine[mine[col.ERROR].isna()] if col.ERROR in mine else mine
+
+
+def measured(records: pd.DataFrame, comparisons: tuple[tuple[str, str, str], ...]) -> list[Measured]:
+    """Each comparison per machine (its newest code per loop) and preset, paired within the repeats of a run."""
     found = []
-    for (machine, preset), group in newest_code_only(mine).groupby([col.MACHINE, col.CONFIG_NAME], sort=True):
-        r = over_runs(stats.pairs(group, OPTIMIZED_BF16, REFERENCE))
-        if r.n:
-            what = "the optimized bf16 loop over the reference"
-            found.append(Measured(machine, preset, int(group[col.BATCH_SIZE].max()), what, r, commits(group)))
+    for (machine, preset), group in newest_code_only(records).groupby([col.MACHINE, col.CONFIG_NAME], sort=True):
+        for variant, baseline, what in comparisons:
+            r = over_runs(stats.pairs(group, variant, baseline))
+            if r.n:
+                found.append(Measured(machine, preset, int(group[col.BATCH_SIZE].max()), what, r, commits(group)))
     return found
 
 

@@ -35,9 +35,10 @@ import pandas as pd
 
 from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.records import columns as col
+from dlrm_study.rules import literal
 
 SUMMARY = ("n", "center", "low", "high", "half_width")
-CONFIDENCE = 0.95
+CONFIDENCE = literal("intervals", "confidence")  # declared: src/dlrm_study/rules/rules.toml
 MIN_PAIRS = 5  # pairs (or repeats) a verdict word needs
 RUN = col.RUN_ID
 LEGACY = "legacy-"  # run ids given to records written before run ids (scripts/migrate_records.py)

@@ -42,20 +42,19 @@ from dlrm_study.analysis.wording import Share, amount, describe, variant_words
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
+from dlrm_study.rules import literal
 from dlrm_study.studies.baseline import OLD
-from dlrm_study.studies.cpu import CPU_PRESETS
 from dlrm_study.studies.sensitivity import KNOBS
 
-H1_FACTOR = 1.5  # "strongly": a model-shape knob moves GPU samples/s by at least this factor, either way
-GRID_MARGIN = 1.25  # H2/H3: a change of GPU/CPU smaller than this across the knob is no change
-H4_RECOVERY = 0.5  # "most": the cache wins back more than half of what host memory loses
-S1_FACTOR = 110.0
-S1_CORES = 28  # SC20's single socket (a 28-core Xeon): S1 is judged at that size or not at all
-S2_SHARE = 0.5
-S3_FACTOR = 1.8  # "up to 1.8x"
-S3_MARGIN = 0.1  # bf16 reaches the claim when its interval lies above 1.8x less this margin (1.62x)
-S3_PRESETS = ("dlrm-benchmark", "mlperf-scaled")
-S2_PRESETS = tuple(CPU_PRESETS)  # S2 is judged at each timed preset, each named (the study's own list)
+# The declared literals (src/dlrm_study/rules/rules.toml says what each means).
+H1_FACTOR = literal("H1", "factor")
+GRID_MARGIN = literal("H2_H3", "margin")
+H4_RECOVERY = literal("H4", "recovery")
+S1_FACTOR, S1_CORES, S1_PRESET = literal("S1", "factor"), literal("S1", "cores"), literal("S1", "preset")
+S2_SHARE = literal("S2", "share")
+S2_PRESETS = tuple(literal("S2", "presets"))  # each timed preset of the CPU study (tests/test_rules_id.py)
+S3_FACTOR, S3_MARGIN = literal("S3", "factor"), literal("S3", "margin")
+S3_PRESETS = tuple(literal("S3", "presets"))
 OTHER_PRESETS = "of other presets"
 FEWER_THREADS = "at fewer threads than the machine's most"
 
@@ -324,9 +323,9 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32  # the one comparison the rule reads
     said = variant_words(loop)
     old, loops = evidence.baseline, evidence.cpu_loops
-    old = leave_out(old, old[col.CONFIG_NAME] == "dlrm-benchmark", OTHER_PRESETS) if not old.empty else old
+    old = leave_out(old, old[col.CONFIG_NAME] == S1_PRESET, OTHER_PRESETS) if not old.empty else old
     if not loops.empty:
-        loops = most_threads(leave_out(loops, loops[col.CONFIG_NAME] == "dlrm-benchmark", OTHER_PRESETS))
+        loops = most_threads(leave_out(loops, loops[col.CONFIG_NAME] == S1_PRESET, OTHER_PRESETS))
     parts = []
     if not old.empty:
         for threads, group in old.groupby(col.THREADS):

@@ -128,7 +128,7 @@ def build_parser() -> Parser:
     readme.add_argument("--profile", default="quick", help="whose studies' records (default quick)")
 
     commands.add_parser(
-        "fingerprint", help="today's code fingerprint of each loop, and the rules hash (what records and verdicts name)"
+        "fingerprint", help="today's code fingerprint of each loop, and the rules' id (what records and verdicts name)"
     )
 
     predict = commands.add_parser(
@@ -360,7 +360,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> None:
 
     for loop, fp in code_identity.loop_fingerprints().items():
         print(f"{loop} {fp}")
-    print(f"rules {provenance.rules_hash() or 'unknown (docs/claims.md is not beside the package)'}")
+    print(f"rules {provenance.rules_hash() or 'unknown (src/dlrm_study/rules/ has no rules.toml or golden.json)'}")
 
 
 def cmd_predict(args: argparse.Namespace) -> None:

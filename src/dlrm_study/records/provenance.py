@@ -1,17 +1,15 @@
 """Where, when and with what a record was measured: commit, library versions, CPU, host, command, run id,
-and the hash of the verdict rules in force (docs/claims.md).
+and the id of the verdict rules in force (`dlrm_study.rules`).
 
 Every record carries its `run_id` (pairs are formed within one run; `runner.run` makes one per run,
-else one per process) and the `rules_hash`, so the ledger can tell records measured under the rules in
+else one per process) and the `rules_hash` (the rules' id), so the ledger can tell records measured under the rules in
 force from records the rules were written after. `versions` names the libraries whose change makes an
 old timing stale, and `code_fingerprint` the source a record's loop runs (`code_identity`; both part of the
 resume key): a record of other code is never the measurement a run would make now.
 """
 
-import ast
 import datetime
 import functools
-import hashlib
 import importlib.metadata
 import os
 import platform
@@ -22,6 +20,7 @@ from pathlib import Path
 import torch
 
 import dlrm_study
+from dlrm_study import rules
 from dlrm_study.platform import cpu_model, cpuid
 from dlrm_study.records import code_identity
 from dlrm_study.records import columns as col
@@ -103,67 +102,15 @@ def process_run_id() -> str:
     return new_run_id()
 
 
-RULES = Path(dlrm_study.__file__).resolve().parents[2] / "docs" / "claims.md"
-RULES_BEGIN, RULES_END = "<!-- rules: begin -->", "<!-- rules: end -->"
-PACKAGE = Path(dlrm_study.__file__).resolve().parent
-# The deciding code: the claims, and every module of the package they import, directly or not (the rules, the
-# statistics, the readers, the evidence filters, the machine keys, the selfcheck thresholds, the studies' points).
-RULES_ROOTS = ("analysis/claims.py",)
+def rules_hash() -> str:
+    """The id of the verdict rules in force (`dlrm_study.rules.rules_id`: the declared literals and the judgements
+    they give on the golden fixture), which every record carries so the ledger can tell records measured under
+    today's rules from records the rules were written after. "" where the rules' files are not beside the package.
 
-
-def module_files(name: str, package: Path) -> list[Path]:
-    """The files of a dotted module name inside `package` (its module, or its package's __init__.py)."""
-    parts = name.split(".")
-    if parts[0] != package.name:
-        return []
-    base = package.joinpath(*parts[1:])
-    return [f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()]
-
-
-def imports_of(path: Path, package: Path) -> set[Path]:
-    """The package's files `path` imports (at any depth of its body; `from a import b` where b is a module too)."""
-    found: set[Path] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                found.update(module_files(alias.name, package))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.update(module_files(node.module, package))
-            for alias in node.names:
-                found.update(module_files(f"{node.module}.{alias.name}", package))
-    return found
-
-
-def deciding_code(package: Path = PACKAGE, roots: tuple[str, ...] = RULES_ROOTS) -> list[Path]:
-    """Every file the roots import within the package, directly or not (the import graph's closure), sorted."""
-    seen: set[Path] = set()
-    todo = [package / root for root in roots]
-    while todo:
-        path = todo.pop()
-        if path not in seen:
-            seen.add(path)
-            todo.extend(imports_of(path, package) - seen)
-    return sorted(seen)
-
-
-@functools.cache
-def rules_hash(path: Path = RULES, package: Path = PACKAGE, roots: tuple[str, ...] = RULES_ROOTS) -> str:
-    """12 hex digits of sha256 over the verdict rules (docs/claims.md between its rules markers) and the
-    source of every module the deciding code imports (`deciding_code`), each under its path in the package,
-    so a change to either, or a new import, is a new hash.
-
-    Every record carries it, so the ledger can tell records measured under the rules in force
-    from records the rules were written after. "" where the rules or their code are not beside the package.
-    """
-    try:
-        text = path.read_text()
-        sources = [f"{part.relative_to(package)}\n{part.read_text()}" for part in deciding_code(package, roots)]
-    except OSError:
-        return ""
-    if RULES_BEGIN not in text or RULES_END not in text:
-        return ""
-    rules = text.split(RULES_BEGIN, 1)[1].split(RULES_END, 1)[0].strip()
-    return hashlib.sha256("\n".join([rules, *sources]).encode()).hexdigest()[:12]
+    Records written before the rules were declared carry the digest of docs/claims.md's rules block and the source
+    the claims imported (12 hex digits, no dash); `scripts/rerule.py` maps such a digest to an id once, where that
+    commit's code gives the golden judgements."""
+    return rules.rules_id()
 
 
 def code_fingerprint(loop: object = code_identity.ANY) -> str:

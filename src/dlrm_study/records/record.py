@@ -99,7 +99,7 @@ def make_record(
     the run of a study this record belongs to (`runner.run` makes one per run; else this
     process's), so pairs are formed only within one run, and `run_slot` which of the study's runs
     (1..RUNS) it is, `process_id` the process that measured it and `protocol` how (`columns.PROTOCOL`).
-    `rules_hash` is the hash of the verdict rules in force when it was measured, and
+    `rules_hash` is the id of the verdict rules in force when it was measured, and
     `code_fingerprint` that of the code its loop ran (`records.code_identity`: per loop; a record of no
     config, every loop's). Labels
     (variant, repeat, point, ...) come first.

@@ -25,6 +25,7 @@ import io
 import math
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -138,20 +139,48 @@ def rewrite(path: Path, records: list[dict[str, object]]) -> None:
     width = len(header)
     for record in records:
         header += [key for key in record if key not in header]
+    # A whole row widens with the header; a row cut short stays as it is, to be seen as such when read.
+    kept = [row + [""] * (len(header) - width) if len(row) == width else row for row in rows]
+    added = [["" if record.get(key) is None else record[key] for key in header] for record in records]
+    write_rows(path, header, kept + added)
+
+
+def write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    """The file made anew from `header` and `rows`, through a temporary file: all of it or none."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", newline="", encoding="utf-8") as out:
             writer = csv.writer(out)
             writer.writerow(header)
-            # A whole row widens with the header; a row cut short stays as it is, to be seen as such when read.
-            writer.writerows(row + [""] * (len(header) - width) if len(row) == width else row for row in rows)
-            writer.writerows(["" if record.get(key) is None else record[key] for key in header] for record in records)
+            writer.writerows(rows)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)  # a write that failed or was interrupted leaves nothing behind
+
+
+def relabel(path: Path, column: str, kept_as: str, new: dict[str, str]) -> Counter:
+    """Each whole row whose `column` is a key of `new` gets its value, the old one moved to `kept_as` (a column
+    added last where missing), under the file's lock, all rows or none: how many, by old value."""
+    done: Counter = Counter()
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        header, rows = raw_rows(path)
+        if column not in header:
+            return done
+        if kept_as not in header:
+            rows = [[*row, ""] if len(row) == len(header) else row for row in rows]
+            header = [*header, kept_as]
+        at, old = header.index(column), header.index(kept_as)
+        for row in rows:
+            if len(row) == len(header) and row[at] in new:  # a line cut short stays as found
+                done[row[at]] += 1
+                row[old], row[at] = row[at], new[row[at]]
+        if done:
+            write_rows(path, header, rows)
+    return done
 
 
 def raw_rows(path: Path) -> tuple[list[str], list[list[str]]]:

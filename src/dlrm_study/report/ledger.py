@@ -127,7 +127,8 @@ def rules_line(evidence: Evidence, out: Path) -> str:
     said = (
         f"Rendered by the code of commit `{manifest.code_commit(out.resolve().parent)}` (the last to change src/ or "
         f"notebooks/) from records digest `{manifest.records_digest(out)}` (every results/*.csv); verdict rules "
-        f"`{now or 'unhashed'}` (sha256 of docs/claims.md's rules block and the code applying it)."
+        f"`{now or 'unhashed'}` (the declared literals of src/dlrm_study/rules/rules.toml and the judgements they give "
+        f"on the golden fixture, tests/golden/records.jsonl)."
     )
     if "" in hashes:
         said += " Records measured before the rules were hashed are judged by rules written after them."

@@ -2,7 +2,7 @@
 
 Judging the committed records takes about 15 s on 2 cores, and one notebook, the README section or the results
 page asks for the same verdicts two or three times. They are kept here per results folder, profile, records
-digest and rules hash: new records or new rules are a new key, so nothing kept is older than the files.
+digest and rules' id: new records or new rules are a new key, so nothing kept is older than the files.
 The evidence is shared between its readers, so they must not change it (none does: every reader filters).
 """
 

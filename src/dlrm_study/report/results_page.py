@@ -5,6 +5,7 @@ records; the sentences are fixed templates. `make render` writes both (`write`).
 """
 
 import dataclasses
+import functools
 import re
 from math import nan
 from pathlib import Path
@@ -154,8 +155,10 @@ def reached(found: dict[str, dict[str, Judged]], claim: str) -> dict[str, int]:
     return words
 
 
+@functools.cache
 def claim_words(doc: Path = CLAIMS_DOC) -> dict[str, tuple[str, str]]:
-    """claim id -> (its words, their source), from docs/claims.md's claims table ({} where it is not there)."""
+    """claim id -> (its words, their source), from docs/claims.md's claims table ({} where it is not there); read
+    once per process (every paragraph and row asks)."""
     text = doc.read_text() if doc.exists() else ""
     table = text.split(CLAIMS_HEADER, 1)[1].split("\n\n", 1)[0] if CLAIMS_HEADER in text else ""
     rows = re.findall(r"^\| ([HS]\d) \| (.+) \| ([^|]+) \|$", table, re.M)
@@ -276,7 +279,7 @@ def measured_at(out: Path) -> list[str]:
 
 
 def provenance_line(out: Path) -> str:
-    """The code's commit (`manifest.code_commit`), records digest and rules hash this page came from, and the
+    """The code's commit (`manifest.code_commit`), records digest and rules' id this page came from, and the
     commits the records were measured at."""
     commits, code = measured_at(out), manifest.code_commit(out.resolve().parent)
     at = f"{len(commits)} commits, {commits[0]} to {commits[-1]}" if len(commits) > 1 else ", ".join(commits)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlrm_study.errors import UsageError
+from dlrm_study.rules import literal
 
 PROFILES = ("smoke", "quick", "full")
 
@@ -34,9 +35,10 @@ class Protocol:
 # intervals are printed, no verdict reads them on a CPU, and with one run the interval shown is over that
 # run's pairs and says so. The points a CPU claim's rule reads (S2's reference breakdown, S3's bf16 and
 # fp32) get CLAIM_RUNS runs: the design of docs/claims.md ("Design and power"), derived from the variances
-# the records showed by `analysis.power` and held to its targets by tests/test_power.py.
+# the records showed by `analysis.power`, declared with the rules (src/dlrm_study/rules/rules.toml) and held to
+# its targets by tests/test_power.py.
 RUNS = {"smoke": 2, "quick": 1, "full": 2}
-CLAIM_RUNS = {"smoke": 3, "quick": 32, "full": 32}
+CLAIM_RUNS = {"smoke": 3, "quick": literal("design", "claim_runs"), "full": literal("design", "claim_runs")}
 # Repeats are per run, and every one counts: each variant warms up untimed until its step time settles
 # (`measure.settle`, at least `warmup` steps), so first-use costs stay out of the first repeat.
 # Timed studies at small configs (the sensitivity sweeps, the dense x sparse grid). The
