@@ -75,6 +75,14 @@ def h1() -> dict[str, Scenario]:
         "h1 one run": ("H1", GPU, evidence(gpu_knobs={k: knob(WITHIN[:1]) for k in ev.H1_KNOBS})),
         "h1 unpaired": ("H1", GPU, evidence(gpu_knobs={k: knob(WITHIN, run="") for k in ev.H1_KNOBS})),
         "h1 legacy runs": ("H1", GPU, evidence(gpu_knobs=legacy)),
+        "h1 values between a knob's ends": (
+            "H1",
+            GPU,
+            evidence(
+                gpu_knobs=knobs()
+                | {"lookups": pd.concat([knob(WITHIN), knob(WITHIN, run="m").assign(x=5.0)], ignore_index=True)}
+            ),
+        ),
         "h1 no sweep": ("H1", GPU, evidence()),
         "h1 no gpu records": ("H1", GPU, evidence(gpu=pd.DataFrame())),
         "h1 on a cpu": ("H1", XEON, evidence()),
@@ -237,8 +245,54 @@ def s3() -> dict[str, Scenario]:
         "s3 another machine's accuracy": s3_at(XEON, reach, aucs(ZEN4, SAME)),
         "s3 three runs": of(ratios(1.9, 1.8, n=3), SAME),
         "s3 no records": ("S3", XEON, evidence()),
+        **s3_records(),
         "s3 no bf16/fp32 pair": ("S3", XEON, evidence(cpu_loops=other)),
     }  # fmt: skip
+
+
+def s3_records() -> dict[str, Scenario]:
+    """Which of a machine's records S3 reads: its newest code, warm-ups by protocol, both results files."""
+    reach, accuracy = ratios(1.9, 1.8), aucs(XEON, SAME)
+
+    def of(loops: pd.DataFrame, **parts: pd.DataFrame) -> Scenario:
+        return "S3", XEON, evidence(cpu_loops=loops, accuracy=parts.pop("accuracy", accuracy), **parts)
+
+    loops = pd.DataFrame(speed(XEON, reach))
+    first_use = loops.copy()
+    first_use.loc[(first_use["repeat"] == 0) & (first_use["variant"] == "optimized-bf16"), "samples_per_s"] /= 10
+    three = pd.DataFrame(speed(XEON, ratios(1.9, 1.8, n=3)))
+    three = three[~((three["run_id"] == "r1-2") & (three["variant"] == "optimized-bf16") & (three["repeat"] == 1))]
+    mixed = pd.DataFrame(speed(XEON, ratios(1.9, 1.8, n=3)))
+    mixed["protocol"] = mixed["run_id"].map({"r1-0": None, "r1-1": 1, "r1-2": 2})
+    old = pd.DataFrame(speed(XEON, ratios(1.0, 0.95), run="old")).assign(
+        code_fingerprint="aaa", timestamp="2026-11-01T00:00:00"
+    )
+    new = pd.DataFrame(speed(XEON, reach, run="new")).assign(code_fingerprint="bbb", timestamp="2026-12-01T00:00:00")
+    unknown = pd.DataFrame(speed(XEON, ratios(0.5, 0.45), run="pre")).assign(git_commit="4bf682c0")
+
+    def points(bf16: list[float], run: str) -> pd.DataFrame:
+        frame = pd.DataFrame(speed(XEON, bf16, run=run))
+        return frame.assign(point=frame["config_name"], config_hash=frame["config_name"])
+
+    return {
+        "s3 a first-use cost in repeat 0": of(first_use),
+        "s3 runs of repeat 0 alone": of(loops.query("repeat == 0")),
+        "s3 protocol 2 keeps repeat 0": of(three.assign(protocol=2)),
+        "s3 protocol 1 drops repeat 0": of(three),
+        "s3 protocols 1 and 2 in one frame": of(mixed),
+        "s3 the newest code only": of(pd.concat([old, new, unknown]), accuracy=accuracy.assign(code_fingerprint="bbb")),
+        "s3 records without a fingerprint": of(pd.DataFrame(speed(XEON, reach)).assign(git_commit="4bf682c0")),
+        "s3 the sweep and compare pooled": of(points(reach[:1], "sweep"), cpu_compare=points(reach[1:], "compare")),
+        "s3 compare alone": ("S3", XEON, evidence(cpu_compare=points(reach[1:], "compare"), accuracy=accuracy)),
+        "s3 flagged slow runs": of(flagged(pd.DataFrame(speed(XEON, [r * (0.9 if i < 2 else 1.0)
+                                                                    for i, r in enumerate(ratios(1.9, 1.8, n=7))])))),
+    }  # fmt: skip
+
+
+def flagged(records: pd.DataFrame) -> pd.DataFrame:
+    """bf16's first two runs flagged (a diagnostic: they stay in the verdict)."""
+    slow = (records["variant"] == "optimized-bf16") & records["run_id"].isin(["r1-0", "r1-1"])
+    return records.assign(flags=records["flags"].where(~slow, "spread"))
 
 
 def scaling() -> pd.DataFrame:
