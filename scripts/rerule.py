@@ -1,20 +1,20 @@
-"""Give records measured before the rules were declared the rules' id, once, where their commit's code decides
-as today's rules do (`dlrm_study.rules`).
+"""Give records measured under other rules' ids today's id, where the code that measured them decides as
+today's rules do (`dlrm_study.rules`): after the rules were declared, or after the golden fixture grew.
 
-Until the rules were declared, a record's `rules_hash` was the digest of docs/claims.md's rules block and of the
-source the claims imported (12 hex digits, no dash). For each such digest in results/*.csv, the commits its
-records name (`git_commit`) are tried in turn: a commit's tree (src/ and docs/claims.md, from git) is the code
-that measured them where it gives that digest by its own code. The digest becomes today's id where that code
+Before the rules were declared, a record's `rules_hash` was the digest of docs/claims.md's rules block and of the
+source the claims imported (12 hex digits, no dash); since, the rules' id (`<values>-<judgements>`). For each id
+the records were measured under (`rules_hash_measured` where set, else `rules_hash`) that is not today's, the
+commits its records name (`git_commit`) are tried in turn: a commit's tree (src/ and docs/claims.md, from git) is
+the code that measured them where it gives that id by its own code. The records take today's id where that code
 (1) judges the golden fixture (tests/golden/records.jsonl) exactly as src/dlrm_study/rules/golden.json says, and
 (2) holds every literal of src/dlrm_study/rules/rules.toml at its declared value (its constants, read by name;
-one its code did not name is judged by (1) alone). The old digest moves to `rules_hash_v1`. Any other digest
-stays: those records were measured under other rules. Run again, it changes nothing.
+one its code did not name is judged by (1) alone). The id measured under is kept in `rules_hash_measured`. Any
+other id stays: those records were measured under other rules. Run again, it changes nothing.
 
     python scripts/rerule.py [results]   # prints, per old digest, the commit tried and what it found
 """
 
 import json
-import re
 import subprocess
 import sys
 import tarfile
@@ -28,8 +28,7 @@ from dlrm_study.records import columns as col
 from dlrm_study.records.store import read_rows, relabel
 
 REPO = Path(__file__).resolve().parents[1]
-OLD = "rules_hash_v1"
-LEGACY = re.compile(r"[0-9a-f]{12}")
+MEASURED = "rules_hash_measured"  # the id a record was measured under, kept where it took today's
 # Where each declared literal lived before it was declared: module, constant.
 NAMED = {
     ("intervals", "confidence"): ("dlrm_study.analysis.stats", "CONFIDENCE"),
@@ -74,14 +73,15 @@ print(json.dumps({"judgements": fixture.digest(fixture.judgements()), "named": n
 """
 
 
-def legacy_commits(results: Path) -> dict[str, Counter]:
-    """Each pre-declaration digest in the records, with the commits its records name (most records first)."""
+def measured_under(results: Path, today: str) -> dict[str, Counter]:
+    """Each id records were measured under, other than today's, with the commits they name (most records first)."""
     found: dict[str, Counter] = {}
     for path in sorted(results.glob("*.csv")):
         for row in read_rows(path)[1]:
-            digest, commit = row.get(col.RULES_HASH) or "", (row.get("git_commit") or "").removesuffix("-dirty")
-            if LEGACY.fullmatch(digest) and commit:
-                found.setdefault(digest, Counter())[commit] += 1
+            rules_id = row.get(MEASURED) or row.get(col.RULES_HASH) or ""
+            commit = (row.get("git_commit") or "").removesuffix("-dirty")
+            if rules_id and rules_id != today and commit:
+                found.setdefault(rules_id, Counter())[commit] += 1
     return found
 
 
@@ -140,18 +140,19 @@ def main() -> int:
     if not results.is_dir():
         print(f"{results}: no such folder of records", file=sys.stderr)
         return 2
+    sys.path.insert(0, str(REPO))  # the fixture is the repository's tests/golden
     from tests.golden import fixture
 
     golden, today = fixture.digest(fixture.written()), rules.rules_id()
     same = {}
-    for digest, commits in sorted(legacy_commits(results).items()):
+    for digest, commits in sorted(measured_under(results, today).items()):
         ok, said = decide(digest, commits, golden)
         print(f"{digest}: {'today' + chr(39) + 's rules' if ok else 'other rules'}: {said}", flush=True)
         if ok:
             same[digest] = today
     moved: Counter = Counter()
     for path in sorted(results.glob("*.csv")):
-        moved += relabel(path, col.RULES_HASH, OLD, same)
+        moved += relabel(path, col.RULES_HASH, MEASURED, same)
     print(f"{sum(moved.values())} records given the rules' id {today}" if moved else "nothing to move")
     return 0
 

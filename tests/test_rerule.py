@@ -1,5 +1,6 @@
-"""scripts/rerule.py: a digest of the rules before they were declared becomes the rules' id only where the code of
-the commit that gives it judges the golden fixture as today's rules do; others stay. `store.relabel` underneath."""
+"""scripts/rerule.py: records measured under another rules' id (or a digest from before the rules were declared) take
+today's id only where the code of the commit that gives it judges the golden fixture as today's rules do; others
+stay. `store.relabel` underneath."""
 
 import runpy
 from pathlib import Path
@@ -12,18 +13,21 @@ from dlrm_study.records import store
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_relabel_moves_the_old_value_beside_the_new_once(tmp_path: Path) -> None:
+def test_relabel_keeps_the_value_measured_under_and_runs_once(tmp_path: Path) -> None:
     path = tmp_path / "r.csv"
     store.append_many(path, [{"rules_hash": "aaa", "x": 1}, {"rules_hash": "bbb", "x": 2}])
     with open(path, "a") as f:
         f.write("aaa\n")  # a line cut short: as found
-    done = store.relabel(path, "rules_hash", "rules_hash_v1", {"aaa": "new"})
+    done = store.relabel(path, "rules_hash", "measured", {"aaa": "new"})
     assert done == {"aaa": 1}
     header, rows = store.raw_rows(path)
-    assert header == ["rules_hash", "x", "rules_hash_v1"]
+    assert header == ["rules_hash", "x", "measured"]
     assert rows == [["new", "1", "aaa"], ["bbb", "2", ""], ["aaa"]]
     before = path.read_bytes()
-    assert not store.relabel(path, "rules_hash", "rules_hash_v1", {"aaa": "new"}) and path.read_bytes() == before
+    assert not store.relabel(path, "rules_hash", "measured", {"aaa": "new"}) and path.read_bytes() == before
+    # A later id for the same rules: matched by what the row was measured under, which stays.
+    assert store.relabel(path, "rules_hash", "measured", {"aaa": "newer"}) == {"aaa": 1}
+    assert store.raw_rows(path)[1][0] == ["newer", "1", "aaa"]
 
 
 @pytest.mark.slow
@@ -40,7 +44,7 @@ def test_a_digest_whose_commit_judges_as_today_gets_the_id_and_others_stay(tmp_p
     assert script["main"]() == 0
     rows = store.read_rows(tmp_path / "r.csv")[1]
     assert [r["rules_hash"] for r in rows] == [rules.rules_id(), "0123456789ab", rules.rules_id()]
-    assert [r["rules_hash_v1"] for r in rows] == ["7096abd47112", "", ""]
+    assert [r["rules_hash_measured"] for r in rows] == ["7096abd47112", "", ""]
     said = capsys.readouterr().out
     assert "7096abd47112: today's rules: 20eb8d1" in said and "0123456789ab: other rules" in said
     before = (tmp_path / "r.csv").read_bytes()

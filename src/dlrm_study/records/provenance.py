@@ -108,8 +108,8 @@ def rules_hash() -> str:
     today's rules from records the rules were written after. "" where the rules' files are not beside the package.
 
     Records written before the rules were declared carry the digest of docs/claims.md's rules block and the source
-    the claims imported (12 hex digits, no dash); `scripts/rerule.py` maps such a digest to an id once, where that
-    commit's code gives the golden judgements."""
+    the claims imported (12 hex digits, no dash); `scripts/rerule.py` gives records of another id today's, where
+    the code that measured them gives the golden judgements."""
     return rules.rules_id()
 
 

@@ -162,8 +162,9 @@ def write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
 
 
 def relabel(path: Path, column: str, kept_as: str, new: dict[str, str]) -> Counter:
-    """Each whole row whose `column` is a key of `new` gets its value, the old one moved to `kept_as` (a column
-    added last where missing), under the file's lock, all rows or none: how many, by old value."""
+    """Each whole row measured under a key of `new` (its `kept_as` where set, else its `column`) gets that key's
+    value in `column`, the value it was measured under kept in `kept_as` (a column added last where missing),
+    under the file's lock, all rows or none: how many changed, by the value measured under."""
     done: Counter = Counter()
     with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -173,11 +174,14 @@ def relabel(path: Path, column: str, kept_as: str, new: dict[str, str]) -> Count
         if kept_as not in header:
             rows = [[*row, ""] if len(row) == len(header) else row for row in rows]
             header = [*header, kept_as]
-        at, old = header.index(column), header.index(kept_as)
+        at, kept = header.index(column), header.index(kept_as)
         for row in rows:
-            if len(row) == len(header) and row[at] in new:  # a line cut short stays as found
-                done[row[at]] += 1
-                row[old], row[at] = row[at], new[row[at]]
+            if len(row) != len(header):
+                continue  # a line cut short stays as found
+            measured = row[kept] or row[at]
+            if measured in new and row[at] != new[measured]:
+                done[measured] += 1
+                row[kept], row[at] = measured, new[measured]
         if done:
             write_rows(path, header, rows)
     return done
