@@ -28,6 +28,7 @@ from tests.test_verdicts import (
     evidence,
     grid,
     knob,
+    only,
     paired,
     placements,
     ratios,
@@ -311,7 +312,68 @@ def rest() -> dict[str, Scenario]:
     }
 
 
-SCENARIOS: tuple[Callable[[], dict[str, Scenario]], ...] = (h1, h2_h3, h4, s1, s2, s3, rest)
+def conjunctions() -> dict[str, Scenario]:
+    """Two-half claims decided as logic (tests/test_conjunctions.py): a failed half is never hidden by the other's
+    lack of evidence, and a half short of evidence speaks before an inconclusive one."""
+    slow, fast, worse = ratios(0.81, 0.63), ratios(1.9, 1.8), [0.95, 0.94, 0.96]
+
+    def s3(bf16: list[float] | None, presets=("dlrm-benchmark", "mlperf-scaled"), gains=None, more=()) -> Scenario:
+        loops = (speed(XEON, bf16, presets) if bf16 else []) + list(more)
+        parts = {"cpu_loops": pd.DataFrame(loops)} | ({"accuracy": aucs(XEON, gains)} if gains else {})
+        return "S3", XEON, evidence(**parts)
+
+    def h4_cached_in_first_run(host: list[float], won: float) -> Scenario:
+        frame = pd.DataFrame(paired(GPU, "gpu-host", "gpu-hbm", host))
+        cached = only(paired(GPU, "gpu-cached", "gpu-hbm", [host[0] + won * (1 - host[0])]), "gpu-cached")
+        return "H4", GPU, evidence(gpu_placements=pd.concat([frame, pd.DataFrame(cached)], ignore_index=True))
+
+    one_run = speed(XEON, fast[:1], ("mlperf-scaled",), run="x")
+    host, won = ratios(0.95, 0.85), [0.8 + 0.01 * z for z in PATTERN[:5]]
+    return {
+        "s3 slow, no seeds": s3(slow),
+        "s3 slow, one seed": s3(slow, gains=SAME[:1]),
+        "s3 slow at its one preset, no seeds": s3(slow, ("mlperf-scaled",)),
+        "s3 slow at its one preset, one seed": s3(slow, ("mlperf-scaled",), gains=SAME[:1]),
+        "s3 accuracy fails, two runs": s3(fast[:2], gains=worse),
+        "s3 accuracy fails, no speed pairs": s3(None, gains=worse),
+        "s3 fast, two seeds": s3(fast, gains=SAME[:2]),
+        "s3 no speed pairs, seeds": s3(None, gains=SAME),
+        "s3 across 1.62x, one seed": s3(ratios(1.7, 1.5), gains=SAME[:1]),
+        "s3 gain across 99%, one run": s3(fast[:1], gains=[0.99, 1.0, 0.98]),
+        "s3 slow at one preset, the other one run": s3(slow, ("dlrm-benchmark",), gains=SAME, more=one_run),
+        "s3 fast at one preset, the other one run": s3(fast, ("dlrm-benchmark",), gains=SAME, more=one_run),
+        "h4 host costs nothing, cache in one run": h4_cached_in_first_run(ratios(1.2, 1.1), 0.8),
+        "h4 host costs, cache in one run": h4_cached_in_first_run(ratios(0.3, 0.28), 0.8),
+        "h4 host spans 1, the cache wins back 80%": ("H4", GPU, evidence(gpu_placements=placements(
+            host, [h + w * (1 - h) for h, w in zip(host, won, strict=True)]))),
+    }  # fmt: skip
+
+
+def grid_short_at_the_family() -> dict[str, Scenario]:
+    """H2's "not reproduced" is an "or" over the grid's changes, each at 1 - 0.05/2: a change whose 95% interval
+    ends below 1.25x but whose 97.5% one reaches above it is inconclusive."""
+    change, out = ratios(1.2, 1.2**2 / 1.245), []
+    rates = {(16, 2): [100.0] * 5, (1024, 2): [100 * c for c in change], (16, 32): [100.0] * 5,
+             (1024, 32): [200.0] * 5}  # fmt: skip
+    for (dense, tables), values in rates.items():
+        columns = {"model.dense_features": dense, "model.table_rows": f"{tables}x100"}
+        out += rows(GPU, "gpu-hbm", values, device="cuda", **columns)
+        out += rows(GPU, "host-optimized-fp32", [10.0] * 5, device="cpu", **columns)
+        out += rows(GPU, "host-optimized-bf16", [1.0] * 5, device="cpu", **columns)
+    return {"h2 short at 95% only": ("H2", GPU, evidence(gpu_grid=pd.DataFrame(out)))}
+
+
+SCENARIOS: tuple[Callable[[], dict[str, Scenario]], ...] = (
+    h1,
+    h2_h3,
+    h4,
+    s1,
+    s2,
+    s3,
+    conjunctions,
+    grid_short_at_the_family,
+    rest,
+)
 
 
 def build() -> dict[str, Scenario]:
