@@ -13,7 +13,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "dlrm_study"
 # The order data flows in (README's Layout): config -> batches -> model -> training -> records -> ... -> figures.
 PIPELINE = (
-    "errors", "config", "platform", "data", "model", "train", "distributed", "records", "perfmodel", "measure",
+    "errors", "rules", "config", "platform", "data", "model", "train", "distributed", "records", "perfmodel", "measure",
     "studies", "analysis", "report", "cli", "__main__",
 )  # fmt: skip
 
