@@ -22,10 +22,8 @@ REACHABLE = {  # what each claim's rule can say (docs/claims.md, Outcomes)
 
 @pytest.mark.slow
 def test_todays_rules_decide_as_the_golden_judgements_say() -> None:
-    found, golden = fixture.judgements(), fixture.written()
-    moved = {name: (golden.get(name), found.get(name)) for name in found.keys() | golden.keys()
-             if found.get(name) != golden.get(name)}  # fmt: skip
-    assert not moved, f"{len(moved)} judgements moved (python -m tests.golden says which): {sorted(moved)[:5]}"
+    moved = fixture.moved(fixture.judgements(), fixture.written())
+    assert not moved, f"{len(moved)} judgements moved (python -m tests.golden says which): {moved[:5]}"
 
 
 def test_the_fixture_reaches_every_status_of_every_claim() -> None:

@@ -35,7 +35,7 @@ def main() -> int:
         print(f"wrote {len(found)} golden judgements to {fixture.GOLDEN}; the rules' id is now {rules.rules_id()}")
         return 0
     golden = fixture.written()
-    moved = sorted(name for name in found.keys() | golden.keys() if found.get(name) != golden.get(name))
+    moved = fixture.moved(found, golden)
     for name in moved:
         print(f"{name}: golden {golden.get(name, {}).get('status')}, today {found.get(name, {}).get('status')}")
     print(f"{len(found)} judgements, {len(moved)} moved ({fixture.digest(found)})")

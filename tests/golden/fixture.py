@@ -93,6 +93,11 @@ def digest(found: dict[str, dict]) -> str:
     return hashlib.sha256(text(found).encode()).hexdigest()[:12]
 
 
+def moved(found: dict[str, dict], golden: dict[str, dict]) -> list[str]:
+    """The scenarios whose judgement differs from the golden one (or that only one of the two has)."""
+    return sorted(name for name in found.keys() | golden.keys() if found.get(name) != golden.get(name))
+
+
 def written() -> dict[str, dict]:
     """The committed golden judgements."""
     return json.loads(GOLDEN.read_text())

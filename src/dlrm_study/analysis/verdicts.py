@@ -184,7 +184,7 @@ def h1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         said.append(f"not paired (0 pairs): {', '.join(unpaired)}")
     text = "; ".join(said)
     text = (f"samples/s with {variant_words(GPU_HBM)} between each knob's ends, paired within runs: {text}; "
-            f"beyond {H1_FACTOR}x either way at {family:.1%} each (6 knobs)")  # fmt: skip
+            f"beyond {H1_FACTOR}x either way at {family:.1%} each ({len(H1_KNOBS)} knobs)")  # fmt: skip
     frames = list(evidence.gpu_knobs.values())
     if not judged:
         return counted(too_few(effects, text), *frames)
@@ -344,7 +344,8 @@ def s1(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         return counted(Judgement(Status.NOT_YET, f"no 2020 step here (make baseline-2020){said}"), old, loops)
     at_most = most_threads(old)
     r = lens.paired(at_most, loop, OLD)
-    text = f"{said} over the 2020 step at {int(at_most[col.THREADS].max())} threads: {ratio_text(r)}, against 110x"
+    threads = int(at_most[col.THREADS].max())
+    text = f"{said} over the 2020 step at {threads} threads: {ratio_text(r)}, against {S1_FACTOR:g}x"
     if not lens.enough(r):
         return counted(too_few({loop: r}, text), at_most, loops)
     return counted(decided(outcome(r, S1_FACTOR), text, {loop: r}), at_most, loops)
@@ -474,7 +475,7 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
         return counted(Judgement(Status.NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), loops)
     said = ", ".join(parts) or "none paired"
     text = f"{m.bf16_class}; bf16 / fp32 samples/s at {stats.family(len(S3_PRESETS)):.1%} each: {said}"
-    text += f"; reaches the claim above {reach:.2f}x (1.8x less {S3_MARGIN:.0%})"
+    text += f"; reaches the claim above {reach:.2f}x ({S3_FACTOR:g}x less {S3_MARGIN:.0%})"
     text += f"; accuracy (bf16's learned AUC gain over fp32's, >= {GAIN_MARGIN:.0%}): {accuracy_said(accuracy)}"
     measured = {name: r for name, r in speed.items() if r.n}
     judged = {name: r for name, r in measured.items() if lens.enough(r)}
@@ -488,7 +489,7 @@ def s3_said(halves: tuple[Status, Status], status: Status, judged: dict, measure
     said = ""
     if speed == Status.NOT_REPRODUCED:
         faster = all(r.low > 1 for r in judged.values())
-        said += ": faster but short of 1.8x" if faster else ": not faster enough to reach 1.8x"
+        said += f": faster but short of {S3_FACTOR:g}x" if faster else f": not faster enough to reach {S3_FACTOR:g}x"
     if accuracy == Status.NOT_REPRODUCED:
         said += ": accuracy differs"
     if status in LACKING and speed in LACKING:
