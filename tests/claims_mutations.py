@@ -68,8 +68,8 @@ M = [
     ),
     (
         A + "views.py",
-        "every = stats.Ratio.of(ratios, confidence)",
-        "every = stats.Ratio.of(clean, confidence)",
+        'every = over_runs(found, "ratio", confidence)',
+        'every = over_runs(found[~doubt], "ratio", confidence)',
         "tests/test_stats.py",
         "keeps_its_flagged",
     ),

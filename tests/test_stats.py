@@ -6,9 +6,9 @@ import random
 import pandas as pd
 import pytest
 
+from dlrm_study.analysis import clusters, stats, wording
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import sensitivity as knobs
-from dlrm_study.analysis import stats, wording
 from dlrm_study.measure import selfcheck
 
 
@@ -76,9 +76,9 @@ def test_the_paired_ratio_cancels_drift_and_covers_the_true_ratio():
     rng, trials, covered, narrower = random.Random(11), 1000, 0, 0
     for _ in range(trials):
         frame = drifting_pairs(rng, repeats=5, ratio=1.5, drift=0.15, noise=0.02)
-        paired = stats.paired_ratios(frame, ["point"], "optimized", "reference").iloc[0]
+        paired = clusters.paired_ratios(frame, ["point"], "optimized", "reference").iloc[0]
         covered += paired.low <= 1.5 <= paired.high
-        each = stats.summarize(frame, ["variant"]).set_index("variant")
+        each = clusters.summarize(frame, ["variant"]).set_index("variant")
         narrower += paired.half_width < min(each["half_width"])
         assert paired.n == 5
     assert 0.93 <= covered / trials <= 0.97
@@ -88,7 +88,7 @@ def test_the_paired_ratio_cancels_drift_and_covers_the_true_ratio():
 def test_unpaired_repeats_do_not_pair():
     frame = drifting_pairs(random.Random(1), repeats=3, ratio=2.0, drift=0.0, noise=0.01)
     frame = frame[~((frame["variant"] == "reference") & (frame["repeat"] == 2))]
-    assert stats.paired_ratios(frame, ["point"], "optimized", "reference").iloc[0].n == 2
+    assert clusters.paired_ratios(frame, ["point"], "optimized", "reference").iloc[0].n == 2
 
 
 def test_flags_name_what_is_wrong():
@@ -191,3 +191,33 @@ def test_runs_are_clusters_their_means_the_observations() -> None:
     assert (r.center, r.low, r.high) == pytest.approx(expected)
     pooled = stats.Ratio.of([x["ratio"] for x in rows])
     assert r.high - r.low > 3 * (pooled.high - pooled.low)
+
+
+def test_a_figure_or_finding_of_several_runs_reads_the_verdicts_interval() -> None:
+    """One quantity, one interval: `clusters.summarize` and `clusters.paired_ratio` (figures, findings, tables)
+    give the interval over runs that a verdict reads (`over_runs`), and over the repeats where there is one run."""
+    runs = {"r1": [2.0, 2.1, 1.9, 2.0], "r2": [1.5, 1.6, 1.4, 1.5]}
+    rows = []
+    for run, ratios in runs.items():
+        for repeat, ratio in enumerate(ratios):
+            cell = {"machine": "m", "threads": 2, "run_id": run, "repeat": repeat, "config_name": "c"}
+            rows += [
+                {**cell, "variant": "a", "samples_per_s": 100.0 * ratio},
+                {**cell, "variant": "b", "samples_per_s": 100.0},
+            ]
+    frame = pd.DataFrame(rows)
+    verdicts_reading = clusters.over_runs(stats.pairs(frame, "a", "b"))
+    assert verdicts_reading.runs == 2
+    figure = clusters.paired_ratios(frame, ["config_name"], "a", "b").iloc[0]
+    finding = clusters.paired_ratio(frame, "a", "b")
+    for r in (figure, finding):
+        assert (r.center, r.low, r.high) == pytest.approx(verdicts_reading[:3])
+    one_run = frame[frame["run_id"] == "r1"]
+    pooled = stats.Ratio.of(runs["r1"])
+    assert clusters.paired_ratio(one_run, "a", "b")[:3] == pytest.approx(pooled[:3])
+    rates = frame[frame["variant"] == "a"]
+    summary = clusters.summarize(rates, ["config_name"]).iloc[0]
+    assert summary["n"] == 8
+    assert (summary["center"], summary["low"], summary["high"]) == pytest.approx(
+        clusters.over_runs(rates, "samples_per_s")[:3]
+    )

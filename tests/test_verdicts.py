@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from dlrm_study.analysis import claims, current, stats, verdicts
+from dlrm_study.analysis import claims, clusters, current, stats, verdicts
 from dlrm_study.analysis import evidence as ev
 from dlrm_study.analysis.judgement import Judgement, Status
 
@@ -611,27 +611,27 @@ def test_an_unknown_claim_is_an_error() -> None:
 def test_records_of_two_runs_two_machines_or_two_thread_counts_never_pair() -> None:
     a = pd.DataFrame(rows(XEON, "a", [2.0] * 5, run="r1", split=False) + rows(XEON, "b", [1.0] * 5, run="r2",
                                                                               split=False))  # fmt: skip
-    assert stats.paired_ratio(a, "a", "b").n == 0
+    assert clusters.paired_ratio(a, "a", "b").n == 0
     b = pd.DataFrame(rows(XEON, "a", [2.0] * 5, split=False) + rows(GPU, "b", [1.0] * 5, split=False))
-    assert stats.paired_ratio(b, "a", "b").n == 0
+    assert clusters.paired_ratio(b, "a", "b").n == 0
     c = pd.DataFrame(rows(XEON, "a", [2.0] * 5, threads=1, split=False) + rows(XEON, "b", [1.0] * 5, split=False))
-    assert stats.paired_ratio(c, "a", "b").n == 0
+    assert clusters.paired_ratio(c, "a", "b").n == 0
     same = rows(XEON, "a", [2.0] * 5, split=False) + rows(XEON, "b", [1.0] * 5, split=False)
-    assert stats.paired_ratio(pd.DataFrame(same), "a", "b").n == 6  # the warm-up pairs too: the reader drops it
+    assert clusters.paired_ratio(pd.DataFrame(same), "a", "b").n == 6  # the warm-up pairs too: the reader drops it
 
 
 def test_a_second_run_of_a_cell_adds_pairs() -> None:
     one = paired(XEON, "a", "b", ratios(2.0, 1.9), run="r1")
     two = one + paired(XEON, "a", "b", ratios(2.0, 1.9), run="r2")
-    assert stats.paired_ratio(pd.DataFrame(one), "a", "b").n == 10  # a warm-up and a repeat per run
-    assert stats.paired_ratio(pd.DataFrame(two), "a", "b").n == 20
+    assert clusters.paired_ratio(pd.DataFrame(one), "a", "b").n == 10  # a warm-up and a repeat per run
+    assert clusters.paired_ratio(pd.DataFrame(two), "a", "b").n == 20
 
 
 def test_two_records_of_one_cell_in_one_run_are_an_error() -> None:
     doubled = pd.DataFrame(rows(XEON, "a", [2.0] * 5, split=False) + rows(XEON, "a", [2.1] * 5, split=False)
                            + rows(XEON, "b", [1.0] * 5, split=False))  # fmt: skip
     with pytest.raises(ValueError, match="two records of one cell"):
-        stats.paired_ratio(doubled, "a", "b")
+        clusters.paired_ratio(doubled, "a", "b")
 
 
 def test_the_centre_is_the_one_the_interval_is_built_on() -> None:

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import FAILED, leave_out
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -48,7 +48,7 @@ def factors(frame: pd.DataFrame) -> pd.DataFrame:
     for variant in STEPS:
         if variant == OLD or variant not in set(clean[col.VARIANT]):
             continue
-        table = stats.paired_ratios(clean, [col.CONFIG_NAME, col.THREADS], variant, OLD)
+        table = clusters.paired_ratios(clean, [col.CONFIG_NAME, col.THREADS], variant, OLD)
         tables.append(table.assign(**{col.VARIANT: variant}, step=STEPS[variant]))
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis import clusters, wording
 from dlrm_study.config.variants import BF16_PAIR
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -66,7 +66,7 @@ RATES = [("gemm", "gflops", GEMM), ("gather", "gbps", GATHER)]
 def ratio_rows(records: pd.DataFrame, column: str, label: str) -> pd.DataFrame:
     """bf16's value over fp32's per repeat, summarised per run; with both variants' medians."""
     measured = records.dropna(subset=[column])
-    ratios = stats.paired_ratios(measured, RUN, BF16, FP32, column)
+    ratios = clusters.paired_ratios(measured, RUN, BF16, FP32, column)
     if ratios.empty:
         return ratios
     medians = measured.pivot_table(index=RUN, columns=col.VARIANT, values=column, aggfunc="median")

@@ -7,10 +7,15 @@ and the interval is Student's t over the run summaries on the log (logit) scale,
 degrees of freedom. A verdict word needs `MIN_RUNS` runs, so that the leave-one-out check (`analysis.claims`)
 can read the same t interval over the runs left (at least 2); with one run the interval shown is over its pairs
 (a within-run spread, no verdict word).
+
+Every interval printed of records goes through here (`summarize`, `paired_ratio`, `paired_ratios`), a
+verdict's and a figure's alike: one quantity, one interval, wherever it is printed. Records of one run
+get the interval over their repeats, as before.
 """
 
 import math
 import statistics
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -35,6 +40,10 @@ def logs(values: pd.Series, share: bool, linear: bool = False) -> list[float]:
     xs = [float(v) for v in values if v == v]
     if linear:
         return xs
+    if share and xs and (min(xs) <= 0 or max(xs) >= 1):
+        raise ValueError("shares must lie strictly between 0 and 1")
+    if xs and min(xs) <= 0:
+        raise ValueError("repeat values must be positive (times, rates or ratios)")
     return [math.log(x / (1 - x)) if share else math.log(x) for x in xs]
 
 
@@ -67,3 +76,54 @@ def over_runs(
     half /= math.sqrt(len(spread))
     c, lo, hi = (back(x, share, linear) for x in (center, center - half, center + half))
     return stats.Ratio(c, lo, hi, pairs, stats.half_width(c, lo, hi), len(groups))
+
+
+def summarize(
+    records: pd.DataFrame, by: Sequence[str], value: str = col.SAMPLES_PER_S, share: bool = False
+) -> pd.DataFrame:
+    """Per group of `by`: `n` (repeats or pairs), `center`, `low`, `high` and `half_width` (relative, +-), with
+    runs as clusters (`over_runs`). `share`: parts of a whole, on the logit scale."""
+    rows = []
+    for group, frame in records.groupby(list(by), sort=True, dropna=False):
+        r = over_runs(frame, value, share=share)
+        row = dict(zip(by, group, strict=True))
+        row.update(n=int(frame[value].notna().sum()), center=r.center, low=r.low, high=r.high)
+        row["half_width"] = stats.half_width(r.center, r.low, r.high)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, *stats.SUMMARY])
+
+
+def paired_ratio(
+    records: pd.DataFrame,
+    variant: object,
+    baseline: object,
+    value: str = col.SAMPLES_PER_S,
+    between: str = col.VARIANT,
+    confidence: float = stats.CONFIDENCE,
+) -> stats.Ratio:
+    """`variant` over `baseline` over every pair the records hold (`stats.pairs`), runs as clusters; n = 0 where
+    nothing pairs."""
+    found = stats.pairs(records, variant, baseline, value, between)
+    return over_runs(found, "ratio", confidence) if len(found) else stats.NO_RATIO
+
+
+def paired_ratios(
+    records: pd.DataFrame,
+    by: Sequence[str],
+    variant: object,
+    baseline: object,
+    value: str = col.SAMPLES_PER_S,
+    between: str = col.VARIANT,
+) -> pd.DataFrame:
+    """Per group of `by`: `variant` over `baseline`, paired (`stats.pairs`), as a `summarize` table; `n` counts
+    pairs."""
+    found = stats.pairs(records, variant, baseline, value, between, by)
+    if found.empty:
+        return pd.DataFrame(columns=[*by, *stats.SUMMARY])
+    return summarize(found, by, "ratio")
+
+
+def interval_of(records: pd.DataFrame, values: pd.Series, share: bool = False) -> tuple[float, float, float]:
+    """(centre, low, high) of `values`, one per record of `records` (same index), with runs as clusters."""
+    r = over_runs(records.assign(_value=values), "_value", share=share)
+    return r.center, r.low, r.high

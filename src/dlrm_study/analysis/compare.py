@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dlrm_study import config
-from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis import clusters, stats, wording
 from dlrm_study.config.variants import (
     BF16_PAIR,
     OPTIMIZED_BF16,
@@ -48,8 +48,10 @@ def variant_name(cfg: config.Config) -> str:
 def report(records: Sequence[dict[str, object]]) -> str:
     """Medians with 95% intervals, the paired speedups and roofline fractions against their targets."""
     frame = pd.DataFrame(records)
-    rate = stats.summarize(frame, [col.CONFIG_NAME, col.VARIANT]).set_index([col.CONFIG_NAME, col.VARIANT])
-    ms = stats.summarize(frame, [col.CONFIG_NAME, col.VARIANT], col.MS_MEDIAN).set_index([col.CONFIG_NAME, col.VARIANT])
+    rate = clusters.summarize(frame, [col.CONFIG_NAME, col.VARIANT]).set_index([col.CONFIG_NAME, col.VARIANT])
+    ms = clusters.summarize(frame, [col.CONFIG_NAME, col.VARIANT], col.MS_MEDIAN).set_index(
+        [col.CONFIG_NAME, col.VARIANT]
+    )
     lines = []
     for preset in dict.fromkeys(frame[col.CONFIG_NAME]):
         lines.append(f"{preset}:")
@@ -65,7 +67,7 @@ def report(records: Sequence[dict[str, object]]) -> str:
                 lines.append(line)
         here = frame[frame[col.CONFIG_NAME] == preset]
         for name, top, bottom, target in SPEEDUPS:
-            ratio = stats.paired_ratios(here, [col.CONFIG_NAME], top, bottom)
+            ratio = clusters.paired_ratios(here, [col.CONFIG_NAME], top, bottom)
             if not ratio.empty:
                 r = ratio.iloc[0]
                 lines.append(
@@ -96,7 +98,7 @@ def bf16_target(records: pd.DataFrame) -> tuple[float, str]:
 
 def bf16_lines(records: pd.DataFrame) -> list[str]:
     """optimized-bf16 over optimized-fp32 (paired) against its target; emulated bf16 is named, not judged."""
-    ratio = stats.paired_ratios(records.assign(_all=""), ["_all"], OPTIMIZED_BF16, OPTIMIZED_FP32)
+    ratio = clusters.paired_ratios(records.assign(_all=""), ["_all"], OPTIMIZED_BF16, OPTIMIZED_FP32)
     if ratio.empty:
         return []
     r = ratio.iloc[0]
@@ -155,7 +157,7 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
     head = f"  code {code or 'unrecorded'}{at}, newest {newest}: {runs[col.INVOCATION].nunique()} invocation(s)"
     lines = [head]
     for variant, target in UPSTREAM_TARGETS:
-        r = stats.paired_ratio(runs, variant, UPSTREAM)
+        r = clusters.paired_ratio(runs, variant, UPSTREAM)
         ours = runs[runs[col.VARIANT] == variant]
         if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
             lines.append(f"    {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")

@@ -4,7 +4,7 @@ import itertools
 
 import pandas as pd
 
-from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis import clusters, wording
 from dlrm_study.config.variants import ABLATION, ABLATION_LABELS, REFERENCE
 from dlrm_study.records import columns as col
 
@@ -16,7 +16,7 @@ def ablation_steps(records: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for before, step in itertools.pairwise(steps):
         gain = wording.paired_finding(records, step, before, "faster", "slower")
-        total = stats.paired_ratio(records, step, REFERENCE)
+        total = clusters.paired_ratio(records, step, REFERENCE)
         rows.append({"step": step, "label": ABLATION_LABELS[step], "after": before, **gain.all._asdict(),
                      "word": gain.word, "text": gain.text(),
                      **{f"total_{k}": v for k, v in total._asdict().items()}})  # fmt: skip
@@ -49,7 +49,7 @@ def embedding_share(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> 
     """
     ops = records[list(col.OP_COLUMNS)].sum(axis=1)
     share = sum(records[col.op_column(name)] for name in parts) / ops
-    return stats.summarize(records.assign(share=share), [col.CONFIG_NAME], "share", share=True)
+    return clusters.summarize(records.assign(share=share), [col.CONFIG_NAME], "share", share=True)
 
 
 def embedding_share_rows(records: pd.DataFrame, parts: tuple[str, ...] = S2_PART) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def largest_operator(records: pd.DataFrame) -> tuple[str, float]:
 def speedups(records: pd.DataFrame, baseline: str = REFERENCE) -> pd.DataFrame:
     """Every variant's samples/s over the baseline's, paired within repeats, per config."""
     parts = [
-        stats.paired_ratios(records, [col.CONFIG_NAME], variant, baseline).assign(**{col.VARIANT: variant})
+        clusters.paired_ratios(records, [col.CONFIG_NAME], variant, baseline).assign(**{col.VARIANT: variant})
         for variant in records[col.VARIANT].unique()
         if variant != baseline
     ]

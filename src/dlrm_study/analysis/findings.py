@@ -9,7 +9,7 @@ least `stats.MIN_PAIRS` pairs, and the same with flagged repeats removed (else "
 import pandas as pd
 
 from dlrm_study.analysis import baseline as old_stack
-from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis import clusters, wording
 from dlrm_study.analysis.convergence import SEED, accuracy_gaps, auc_gaps, preset_of
 from dlrm_study.analysis.cpu import ablation_findings, embedding_share
 from dlrm_study.analysis.current import newest_code_only
@@ -60,7 +60,7 @@ def largest_operator(records: pd.DataFrame) -> list[str]:
     for (name, variant), group in clean.groupby([col.CONFIG_NAME, col.VARIANT], sort=True):
         shares = group[ops].div(group[ops].sum(axis=1), axis=0)  # per repeat
         top = shares.median().idxmax()
-        share = wording.describe(*stats.interval(shares[top]), percent=True)
+        share = wording.describe(*clusters.interval_of(group, shares[top]), percent=True)
         label = col.op_label(top)
         lines.append(
             f"{name} / {variant_words(variant)}: {label} takes the largest share, {share} ({len(group)} repeats)"

@@ -5,7 +5,7 @@ Pairs only: the verdicts themselves are the claim ledger's (`report.ledger`).
 
 from pathlib import Path
 
-from dlrm_study.analysis import claims, stats
+from dlrm_study.analysis import claims, clusters, stats
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.placement import placement_records
 from dlrm_study.analysis.readers import sweep_records
@@ -76,7 +76,7 @@ def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
         if frame.empty or col.MACHINE not in frame:
             return 0
         frame = frame[frame[col.MACHINE] == machine_key()]
-        return min(stats.paired_ratio(frame, v, GPU_HBM).n for v in (GPU_HOST, GPU_UVM, GPU_CACHED))
+        return min(clusters.paired_ratio(frame, v, GPU_HBM).n for v in (GPU_HOST, GPU_UVM, GPU_CACHED))
     named = {spec.name: spec for spec in run.specs}
     if claim == "H1":
         counts = []
@@ -84,7 +84,7 @@ def claim_pairs(claim: str, out: Path, run: GpuRun) -> int:
             spec = next(s for name, s in named.items() if name.startswith(f"gpu-sensitivity-{knob.replace('_', '-')}-"))
             frame = sensitivity_records(knob, spec)
             ends = (frame["x"].max(), frame["x"].min()) if not frame.empty else (None, None)
-            counts.append(stats.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
+            counts.append(clusters.paired_ratio(frame, *ends, between="x").n if not frame.empty else 0)
         return min(counts)
     grid = next(s for name, s in named.items() if name.startswith("gpu-dense-sparse-grid-"))
     evidence = Evidence(gpu_grid=sweep_records(grid))  # the grid alone: what H2 and H3 read

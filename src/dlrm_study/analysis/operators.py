@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis import clusters, wording
 from dlrm_study.analysis.current import newest_code_only
 from dlrm_study.analysis.readers import LEFT_OUT, leave_out
 from dlrm_study.perfmodel.operator_bounds import BOUNDED
@@ -77,19 +77,20 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
         for part, names in parts.items():
             ms = runs[[col.op_column(n) for n in names]].sum(axis=1)
             bound = runs[[col.bound_column(n) for n in names]].sum(axis=1)
-            rows.append(row(key, part, ms, bound))
+            rows.append(row(key, part, ms, bound, runs))
         rows.append(row(key, "step (timed)", runs[col.MS_MEDIAN], runs[col.ROOFLINE_MS]))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame.attrs[LEFT_OUT] = records.attrs.get(LEFT_OUT, {})
     return frame
 
 
-def row(key: tuple, part: str, ms: pd.Series, bound: pd.Series) -> list:
-    """One table row: the part's median ms and bound, its share of the bound with its 95% interval, and the
-    repeats that beat the bound (then no share: a share over 100% would only say the bound is wrong)."""
-    shares = (bound / ms).tolist()
-    beaten = sum(share > 1 for share in shares)
-    center, low, high = (float("nan"),) * 3 if beaten else stats.interval(shares)
+def row(key: tuple, part: str, ms: pd.Series, bound: pd.Series, records: pd.DataFrame) -> list:
+    """One table row: the part's median ms and bound, its share of the bound with its 95% interval (runs as
+    clusters, of `records`' runs), and the repeats that beat the bound (then no share: a share over 100% would
+    only say the bound is wrong)."""
+    shares = bound / ms
+    beaten = int((shares > 1).sum())
+    center, low, high = (float("nan"),) * 3 if beaten else clusters.interval_of(records, shares)
     return [*key, part, ms.median(), bound.median(), center, low, high, len(ms), beaten]
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
 from dlrm_study.perfmodel import scaling as scaling_model
 from dlrm_study.records import columns as col
@@ -42,15 +42,17 @@ def measured_efficiency(frame: pd.DataFrame) -> dict[str, tuple[float, float, fl
         return {"strong_speedup": none, "strong_efficiency": none, "weak_efficiency": none}
     batch = int(frame[col.BATCH_SIZE].max())
     base = clean[clean["data.lookups_per_table"] == frame["data.lookups_per_table"].min()]
-    speedup = stats.paired_ratio(base[base[col.BATCH_SIZE] == batch], "2 ranks", "1 rank")[:3]
+    speedup = clusters.paired_ratio(base[base[col.BATCH_SIZE] == batch], "2 ranks", "1 rank")[:3]
     cells = [col.MACHINE, col.RUN_ID, col.REPEAT]  # weak scaling pairs 2 ranks with 1 rank in one repeat of one run
     rate = base.pivot_table(index=cells, columns=[col.WORLD_SIZE, col.BATCH_SIZE], values=col.SAMPLES_PER_S)
     pairs = [(2, batch), (1, batch // 2)]
-    weak = (rate[pairs[0]] / (2 * rate[pairs[1]])).dropna() if all(p in rate for p in pairs) else []
+    if not all(p in rate for p in pairs):
+        return {"strong_speedup": speedup, "strong_efficiency": tuple(v / 2 for v in speedup), "weak_efficiency": none}
+    weak = (rate[pairs[0]] / (2 * rate[pairs[1]])).dropna().rename("weak").reset_index()
     return {
         "strong_speedup": speedup,
         "strong_efficiency": tuple(value / 2 for value in speedup),
-        "weak_efficiency": stats.interval(weak),
+        "weak_efficiency": tuple(clusters.over_runs(weak, "weak"))[:3] if len(weak) else none,  # runs as clusters
     }
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats, wording
+from dlrm_study.analysis import clusters, stats, wording
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
 from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.readers import check_cells, sweep_records
@@ -56,13 +56,13 @@ def base_intervals(records: pd.DataFrame, device: str | None = None) -> list[str
     if device is not None:
         records = records[records[col.DEVICE] == device]
     lines = []
-    for _, row in stats.summarize(records, ["variant"]).iterrows():
+    for _, row in clusters.summarize(records, ["variant"]).iterrows():
         described = wording.describe(row.center, row.low, row.high, digits=0)
         lines.append(
             f"{variant_words(row.variant)}: {described} samples/s, +-{row.half_width:.1%} ({row.n:.0f} repeats)"
         )
     for variant in BF16_PAIR:
-        r = stats.paired_ratio(records, variant, "reference")
+        r = clusters.paired_ratio(records, variant, "reference")
         if r.n:
             lines.append(
                 f"{variant_words(variant)} / reference (paired): {wording.describe(r.center, r.low, r.high, 'x')}, "
@@ -95,7 +95,7 @@ def rates_table(records: pd.DataFrame) -> pd.DataFrame:
     knob's values as written (`16`, `10,000`), the rows named by the knob."""
     if records.empty:
         return pd.DataFrame()
-    summary = stats.summarize(records, ["x", "variant"])
+    summary = clusters.summarize(records, ["x", "variant"])
     summary["k samples/s"] = [
         wording.describe(r.center / 1e3, r.low / 1e3, r.high / 1e3, digits=1) for r in summary.itertuples()
     ]

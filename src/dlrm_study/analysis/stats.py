@@ -15,10 +15,11 @@ The unit of evidence is a repeat: one record, the median of its timed steps. Per
   repeat, A's value over B's measured side by side in that repeat of one run (`run_id`) on one
   machine at one thread count (`pairs`); then the same centre and interval over those ratios.
   Records of two machines, two runs or two thread counts never pair; two records of one cell
-  (the same point, variant, machine, threads, run and repeat) are an error, not a median. The
-  pairs of every run of a study are pooled, each pair one observation (a run is a cluster of
-  pairs measured minutes apart; runs differ in their day, not in what a pair compares). Knob
+  (the same point, variant, machine, threads, run and repeat) are an error, not a median. Knob
   values pair only in runs that interleaved them (every run with an id but the legacy ones).
+- **records of several runs**: each run is a cluster, summarized first, then the interval is over
+  the runs (`analysis.clusters`: `summarize`, `paired_ratio`). Every number printed of a point goes
+  through it, so a quantity has one interval wherever it is printed.
 - **a confidence below 95%** (`confidence`): for a rule that asks whether any of m comparisons
   holds, each interval is taken at 1 - 0.05 / m (Bonferroni; it is the first step of Holm's
   procedure, which is all an "any of" rule needs).
@@ -136,23 +137,6 @@ def share_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> t
     return tuple(o / (1 + o) if o == o else math.nan for o in odds)  # type: ignore[return-value]
 
 
-def summarize(
-    records: pd.DataFrame, by: Sequence[str], value: str = col.SAMPLES_PER_S, share: bool = False
-) -> pd.DataFrame:
-    """Per group of `by`: repeats `n`, `center`, `low`, `high` and `half_width` (relative, +-).
-
-    `share`: the values are parts of a whole, summarized on the logit scale (`share_interval`).
-    """
-    rows = []
-    for group, frame in records.groupby(list(by), sort=True, dropna=False):
-        center, low, high = (share_interval if share else interval)(frame[value])
-        row = dict(zip(by, group, strict=True))
-        row.update(n=int(frame[value].notna().sum()), center=center, low=low, high=high)
-        row["half_width"] = half_width(center, low, high)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=[*by, *SUMMARY])
-
-
 class Ratio(typing.NamedTuple):
     center: float
     low: float
@@ -218,34 +202,6 @@ def pairs(
     )
     joined = joined[joined["ratio"].notna()]
     return joined.reset_index()[columns]
-
-
-def paired_ratio(
-    records: pd.DataFrame,
-    variant: object,
-    baseline: object,
-    value: str = col.SAMPLES_PER_S,
-    between: str = col.VARIANT,
-    confidence: float = CONFIDENCE,
-) -> Ratio:
-    """`variant` over `baseline` over every pair the records hold (`pairs`); n = 0 where nothing pairs."""
-    found = pairs(records, variant, baseline, value, between)
-    return Ratio.of(list(found["ratio"]), confidence) if len(found) else NO_RATIO
-
-
-def paired_ratios(
-    records: pd.DataFrame,
-    by: Sequence[str],
-    variant: object,
-    baseline: object,
-    value: str = col.SAMPLES_PER_S,
-    between: str = col.VARIANT,
-) -> pd.DataFrame:
-    """Per group of `by`: `variant` over `baseline`, paired (`pairs`), as a `summarize` table; `n` counts pairs."""
-    found = pairs(records, variant, baseline, value, between, by)
-    if found.empty:
-        return pd.DataFrame(columns=[*by, *SUMMARY])
-    return summarize(found, by, "ratio")
 
 
 def interleaved(run_id: object) -> bool:

@@ -11,6 +11,7 @@ import dataclasses
 import pandas as pd
 
 from dlrm_study.analysis import stats
+from dlrm_study.analysis.clusters import over_runs
 from dlrm_study.analysis.flags import pair_flags
 from dlrm_study.records import columns as col
 
@@ -38,21 +39,12 @@ class Views:
         if found.empty:
             return cls(stats.NO_RATIO, None, 0)
         doubt = pair_flags(found, quantity)
-        ratios, clean = list(found["ratio"]), list(found.loc[~doubt, "ratio"])
-        every = stats.Ratio.of(ratios, confidence)
+        every = over_runs(found, "ratio", confidence)  # runs as clusters, as every printed interval
         if not doubt.any():
             return cls(every, every, 0)
-        kept = stats.Ratio.of(clean, confidence) if len(clean) >= MIN_CLEAN else None
+        clean = found[~doubt]
+        kept = over_runs(clean, "ratio", confidence) if len(clean) >= MIN_CLEAN else None
         return cls(every, kept, int(doubt.sum()))
-
-    @classmethod
-    def of_values(cls, values: pd.Series, doubt: pd.Series, confidence: float = stats.CONFIDENCE) -> "Views":
-        """The two views of positive values of one point (rates, times), `doubt` marking the flagged ones."""
-        every = stats.Ratio.of(list(values), confidence)
-        if not doubt.any():
-            return cls(every, every, 0)
-        clean = list(values[~doubt])
-        return cls(every, stats.Ratio.of(clean, confidence) if len(clean) >= MIN_CLEAN else None, int(doubt.sum()))
 
 
 def paired(

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import torch
 
-from dlrm_study.analysis import findings, predictions, stats, wording
+from dlrm_study.analysis import clusters, findings, predictions, wording
 from dlrm_study.analysis.gpu_pairs import claim_lines, pending
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
@@ -195,7 +195,7 @@ def throughput_lines(ok, dry_run: bool) -> list[str]:
         lines.append(f"kaggle batch 128 (dispatch-overhead floor, no claim): {text} samples/s")
     place = ok[ok[col.STUDY] == "gpu-placements"]
     for v in (GPU_CACHED, GPU_CACHED_LFU, GPU_UVM, GPU_HOST):  # H4's quantity; its verdict is the ledger's alone
-        ratio = stats.paired_ratio(place, v, GPU_HBM)
+        ratio = clusters.paired_ratio(place, v, GPU_HBM)
         if ratio.n:
             said = f"{wording.describe(ratio.center, ratio.low, ratio.high, 'x')} ({ratio.n} pairs)"
             lines.append(f"{v.removeprefix('gpu-')} / hbm (Zipf 1.05, 10% of rows cached), paired: {said}")

@@ -26,7 +26,7 @@ from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.wording import judgement_text
 from dlrm_study.errors import UsageError
 from dlrm_study.report import reading
-from dlrm_study.report.readable import words
+from dlrm_study.report.readable import machine_words, words
 from dlrm_study.studies import cpu
 from dlrm_study.studies.sensitivity import sensitivity
 
@@ -140,8 +140,9 @@ def gpu_verdicts(claims: Iterable[str], out: Path, profile: str) -> list[str]:
 
 
 def said(figures: Iterable[str], out: Path, profile: str, machine: str) -> str:
-    """What a notebook prints under its figures: each figure's title, then its findings (names in words)."""
-    blocks = []
+    """What a notebook prints under its figures: whose records, then each figure's title and its findings (names in
+    words)."""
+    blocks = [f"On {machine_words(machine)}:"] if machine else []  # the findings are of one machine: say which
     for figure in figures:
         lines = figure_findings(figure, out, profile, machine)
         blocks.append("\n".join([f"{FIGURES[figure][1][0].upper()}{FIGURES[figure][1][1:]}:", *lines]))

@@ -192,17 +192,25 @@ def broken(text: str) -> list[str]:
     return [text[max(0, m.start() - 40) : m.end() + 20].replace("\n", " ") for m in BROKEN.finditer(text)]
 
 
-def broken_outputs(repo: Path = REPO) -> list[str]:
-    """Every broken place in what is published: the rendered notebooks' Markdown and printed outputs, the README
-    and docs/*.md (prose avoids the bare words too, so that a printed None is never taken for one)."""
-    found = []
+def published(repo: Path = REPO) -> list[tuple[str, str]]:
+    """What is published, as (where, text): the README, docs/*.md, and each rendered notebook's Markdown and
+    printed outputs in cell order."""
+    pages = [
+        (str(path.relative_to(repo)), path.read_text())
+        for path in [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+    ]
     for path in sorted((repo / "results" / "notebooks").glob("*.ipynb")):
         book = nbformat.read(path, as_version=4)
-        texts = [*printed(book).values(), *(c.source for c in book.cells if c.cell_type == "markdown")]
-        found += [f"{path.name}: {where}" for text in texts for where in broken(text)]
-    for path in [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]:
-        found += [f"{path.relative_to(repo)}: {where}" for where in broken(path.read_text())]
-    return found
+        outputs = printed(book)
+        texts = [c.source if c.cell_type == "markdown" else outputs.get(c.get("id", ""), "") for c in book.cells]
+        pages.append((path.name, "\n\n".join(texts)))  # a cell starts a paragraph
+    return pages
+
+
+def broken_outputs(repo: Path = REPO) -> list[str]:
+    """Every broken place in what is published (`published`; prose avoids the bare words too, so that a printed
+    None is never taken for one)."""
+    return [f"{where}: {place}" for where, text in published(repo) for place in broken(text)]
 
 
 def differences(committed: nbformat.NotebookNode, fresh: nbformat.NotebookNode, name: str = "") -> list[str]:

@@ -5,8 +5,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import add_caption, error_bars, mark_single
 
@@ -21,7 +21,7 @@ def scaling_breakdown(records: pd.DataFrame, title: str) -> plt.Figure:
     clean = flagging.with_flags(records)  # every repeat counts
     keys = [col.WORLD_SIZE, col.BATCH_SIZE, "data.lookups_per_table"]
     rows = clean.groupby(keys)[[col.COMPUTE_MS_MEDIAN, "exposed_comm_ms"]].median().reset_index().sort_values(keys)
-    steps = stats.summarize(clean, keys, col.MS_MEDIAN).sort_values(keys)
+    steps = clusters.summarize(clean, keys, col.MS_MEDIAN).sort_values(keys)
     labels = [
         f"{int(r.world_size)} rank{'s' if r.world_size > 1 else ''}, batch {int(r.batch_size):,}, "
         f"{int(r['data.lookups_per_table'])} lookups"

@@ -7,8 +7,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import stats
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
     PREDICTED,
@@ -51,7 +51,7 @@ def sensitivity(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = 
         predicted_band(ax, bands[bands[col.VARIANT] == variant], color, f"{variant}: {PREDICTED}")
     for (variant, machine), color in colors.items():
         mine = frame[(frame[col.VARIANT] == variant) & (frame[col.MACHINE] == machine)]
-        summary = stats.summarize(mine, ["x"])
+        summary = clusters.summarize(mine, ["x"])
         label = f"{variant} ({machine})" if several else variant
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
                     label=label)  # fmt: skip
@@ -102,7 +102,7 @@ def knob_panels(
                 predicted_band(ax, mine_band, color, f"{variant_words(variant)}: {PREDICTED}")
                 spans += [mine_band["low"], mine_band["high"]]
             mine = frame[frame[col.VARIANT] == variant]
-            summary = stats.summarize(mine, ["x"])
+            summary = clusters.summarize(mine, ["x"])
             ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3,
                         color=color, label=f"{variant_words(variant)}: measured")  # fmt: skip
             mark_single(ax, summary["x"], summary, color)

@@ -1,0 +1,194 @@
+"""One number per quantity: every interval printed in what is published, by the quantity it names.
+
+A published number with an interval (`2.09x [1.88, 2.33]`, `61% [59%, 62%]`) is read with its label:
+the machine it is of, the preset and thread count its sentence names, the commit where it names one,
+and what it measures. What it measures is the sentence up to the number (digits dropped), or, for the
+quantities several pages print in their own words (`CANONICAL`: the claims' ratios and shares), that
+quantity's name. The machine is the one the sentence names, else the column of the table it sits in,
+else the last one its page named (a notebook's header, the gallery's heading).
+
+`conflicts` lists each label printed with two values anywhere in README.md, docs/*.md and the rendered
+notebooks (their Markdown and printed outputs). A quantity may differ by machine or code only where
+its label names the machine or code; one function per quantity keeps the rest equal.
+"""
+
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator
+
+from dlrm_study.report.readable import machine_words
+
+INTERVAL = re.compile(
+    r"(?<![\w.])(?P<center>-?\d[\d,]*(?:\.\d+)?)(?P<unit>x|%)? "
+    r"\[(?P<low>-?\d[\d,]*(?:\.\d+)?)(?:x|%)?, (?P<high>-?\d[\d,]*(?:\.\d+)?)(?:x|%)?\]"
+)
+STATEMENT_ENDS = re.compile(r"<br>|\. (?=[A-Z])")
+PRESET = re.compile(r"\b(dlrm-benchmark|mlperf-scaled|kaggle|tiny|criteo-kaggle)\b")
+THREADS = re.compile(r"\bat (\d+) thread|\b(\d+)t\b|\b(\d+) threads?\b")
+COMMIT = re.compile(r"\b(?:commits?|code) ([0-9a-f]{7})[0-9a-f]{0,33}\b")
+TABLE_ROW = re.compile(r"^ +\S.* {2,}\S|\S {2,}\S.*\S {2,}\S")  # columns apart by spaces, or an indented row
+COUNTS = re.compile(
+    r"\((?:\d+|one) \w+(?:, (?:\d+|one) \w+)*\)"
+)  # `(96 pairs, 32 runs)`  # a row of a table printed as text (columns apart by spaces)
+CLAIM = re.compile(r"\[?([SH][1-4])\b")  # a claim's row (docs/results.md) or line (`S2 on <machine>: ...`)
+CLAIM_QUANTITY = {
+    "S2": "embedding backward + update, share of the reference's iteration",
+}
+MACHINE_KEY = re.compile(r"\b[a-z]+(?:-[a-z0-9]+)+/[a-z0-9_+]+/\d+cpu(?:/[a-z0-9-]+)?")
+CANONICAL = (  # (what the clause before a number says, the quantity): several pages print these in their own words
+    (re.compile(r"embedding backward \+ update"), "embedding backward + update, share of the reference's iteration"),
+    (re.compile(r"(?:optimized )?bf16 over (?:optimized )?fp32"), "optimized bf16 over optimized fp32"),
+    (re.compile(r"optimized bf16(?: loop)? over (?:the|today's) reference"), "optimized bf16 over the reference"),
+    (re.compile(r"optimized fp32(?: loop)? over (?:the|today's) reference"), "optimized fp32 over the reference"),
+    (re.compile(r"strong efficiency$"), "strong scaling efficiency, 1 to 2 ranks"),
+    (re.compile(r"^weak(?: efficiency)?$"), "weak scaling efficiency, 1 to 2 ranks"),
+)
+CANONICAL_NAMES = {name for _, name in CANONICAL}
+
+
+@dataclasses.dataclass(frozen=True)
+class Said:
+    """A number printed with its interval, the quantity it is of (`label`) and where it was printed."""
+
+    label: tuple[str, ...]
+    value: str
+    where: str
+
+
+def unnamed(text: str, names: list[tuple[str, str]]) -> str:
+    """`text` without the machines it names (they are the label's own part)."""
+    for name, _ in names:
+        text = text.replace(name, "")
+    return MACHINE_KEY.sub("", text).strip(" /")
+
+
+def machines_named(words_of: dict[str, str]) -> list[tuple[str, str]]:
+    """(a way a page names a machine, its key), longest first: keys as they are, and in words."""
+    named = {key: key for key in words_of} | {words: key for key, words in words_of.items()}
+    return sorted(named.items(), key=lambda item: -len(item[0]))
+
+
+def last_machine(text: str, names: list[tuple[str, str]]) -> str | None:
+    """The machine `text` names last (its key), or None."""
+    best, at = None, -1
+    for name, key in names:
+        found = text.rfind(name)
+        if found > at:
+            best, at = key, found
+    if best is None and (keys := list(MACHINE_KEY.finditer(text))):
+        return keys[-1].group(0)
+    return best
+
+
+def clause_before(statement: str, start: int) -> str:
+    """The words before a number back to its clause's start (a colon, comma, semicolon, opening bracket)."""
+    head = INTERVAL.sub("#", statement[:start]).rstrip(" :;,(")  # `without the 3 flagged: 1.2x`: the words before
+    return re.split(r"[:;,(]|#", head)[-1].strip()
+
+
+def quantity(statement: str, start: int, scope: str) -> str:
+    """What the number at `start` measures: a canonical quantity's name (`CANONICAL`) where its clause says one,
+    or its clause names only a preset under a sentence (or a claim's row, `scope`) that does; else its sentence
+    up to it, digits out."""
+    clause = clause_before(statement, start).lower()
+    for pattern, name in CANONICAL:
+        if pattern.search(clause):
+            return name
+    head = INTERVAL.sub("#", statement[:start]).lower()
+    if not PRESET.sub("", clause).strip(
+        " *"
+    ):  # `...; mlperf-scaled 8% [7%, 9%]`: the sentence's quantity, or the claim's
+        since = head.split("#")[-1]
+        found = [(m.start(), name) for pattern, name in CANONICAL for m in pattern.finditer(since)]
+        if found:
+            return max(found)[1]
+        claim = CLAIM.match(scope.strip()) or CLAIM.match(statement.strip())
+        if claim and not PRESET.sub("", COUNTS.sub("", since)).strip(" ;,:*"):  # nothing said since the last number
+            return CLAIM_QUANTITY.get(claim.group(1), head)
+    words = re.sub(r"\*\*|`|\d[\d,.]*(?:x|%)?|#", " ", head)
+    return re.sub(r"\s+", " ", words).strip(" :;,-")
+
+
+def label(statement: str, start: int, machine: str | None, scope: str = "") -> tuple[str, ...]:
+    """The quantity's label: machine, commit, preset, threads where named (in the statement, else its scope),
+    and what it measures."""
+    head = f"{scope}\n{statement[:start]}"
+    preset = PRESET.findall(head)
+    threads = [next(g for g in m.groups() if g) for m in THREADS.finditer(head)]
+    commit = COMMIT.findall(head)
+    return (
+        machine or "",
+        commit[-1] if commit else "",
+        preset[-1] if preset else "",
+        threads[-1] if threads else "",
+        quantity(statement, start, scope),
+    )
+
+
+def said(text: str, where: str, names: list[tuple[str, str]], machine: str | None = None) -> Iterator[Said]:
+    """Every number with an interval in `text` (a page), labelled; `machine`: the page's, until it names one.
+
+    A Markdown table's cell is read under its row's first cell and its column's header; any other line under
+    its paragraph's first line (a printed table's title)."""
+    header: list[str] = []
+    title = above = ""
+    outline: list[tuple[int, str]] = []
+    for line in text.split("\n"):
+        blank = len(line) - len(line.lstrip())
+        if blank and TABLE_ROW.search(line) and TABLE_ROW.search(above) and above[blank - 1 : blank] == " ":
+            line = above[:blank] + line[blank:]  # a printed index's repeated keys, filled in
+        above = line
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else None
+        if cells is not None and not header:
+            header = cells
+        elif cells is None:
+            header = []
+        title = "" if not line.strip() else title or line
+        indent = len(line) - len(line.lstrip())
+        outline = [(i, up) for i, up in outline if i < indent] if line.strip() else []
+        context = "\n".join(up for _, up in outline)  # the lines this one is indented under
+        outline.append((indent, line))
+        for i, cell in enumerate(cells if cells is not None else [line]):
+            column = header[i] if cells is not None and i < len(header) else ""
+            scope = f"{cells[0]} {column}" if cells is not None and i else (context or title if title != line else "")
+            for statement in STATEMENT_ENDS.split(cell):
+                for m in INTERVAL.finditer(statement):
+                    mine = last_machine(statement[: m.start()], names) or last_machine(scope, names) or machine
+                    named = label(statement, m.start(), mine, scope)
+                    if cells is None and TABLE_ROW.search(line) and scope:  # a printed table's row, as it is printed
+                        row = re.sub(r"\s+", " ", f"{unnamed(scope, names)} / {statement[: m.start()]}").strip()
+                        named = (*named[:-1], row)
+                    elif cells is not None and column and named[-1] not in CANONICAL_NAMES:
+                        named = (*named[:-1], f"{unnamed(column, names)}: {named[-1]}")
+                    yield Said(named, m.group(0), where)
+        machine = (last_machine(line, names) or machine) if cells is None else machine
+
+
+def conflicts(found: Iterable[Said]) -> list[str]:
+    """Each label printed with more than one value: the label, then each value and where it was printed."""
+    by_label: dict[tuple[str, ...], dict[str, list[str]]] = {}
+    for s in found:
+        by_label.setdefault(s.label, {}).setdefault(s.value, []).append(s.where)
+    return [
+        " / ".join(filter(None, lab))
+        + ": "
+        + "; ".join(f"{v} ({', '.join(sorted(set(w)))})" for v, w in values.items())
+        for lab, values in sorted(by_label.items())
+        if len(values) > 1
+    ]
+
+
+def published_conflicts(pages: Iterable[tuple[str, str]]) -> list[str]:
+    """`conflicts` over pages (where, text) read in order: README.md, docs, the rendered notebooks."""
+    pages = list(pages)
+    keys = {m.group(0) for _, text in pages for m in MACHINE_KEY.finditer(text)}
+    names = machines_named({key: machine_words(key) for key in keys if parses(key)})
+    return conflicts(s for where, text in pages for s in said(text, where, names))
+
+
+def parses(key: str) -> bool:
+    try:
+        machine_words(key)
+    except ValueError:
+        return False
+    return True
