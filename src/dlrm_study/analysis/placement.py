@@ -19,6 +19,19 @@ from dlrm_study.studies.placement import (
 from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 
+def failed_only(out: Path, study: str, machine: str) -> dict[str, int]:
+    """The variants of a placement study that `machine` never measured, only failed: their error records, counted
+    (a figure says a bar is missing because its runs failed, not because it was not run)."""
+    path = out / GPU_RECORDS
+    frame = store.load(path) if path.exists() else pd.DataFrame()
+    if frame.empty or col.STUDY not in frame:
+        return {}
+    mine = frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine)]
+    worked = set(mine.loc[mine[col.ERROR].isna(), col.VARIANT])
+    failed = mine[mine[col.ERROR].notna() & ~mine[col.VARIANT].isin(worked)]
+    return {str(v): int(n) for v, n in failed.groupby(col.VARIANT).size().items()}
+
+
 def placement_records(out: Path, study: str) -> pd.DataFrame:
     """One of the GPU script's placement sweeps (gpu-placements, -skew, -size), `x` its knob."""
     path = out / GPU_RECORDS

@@ -223,14 +223,19 @@ def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
     return frame.drop_duplicates(["sweep", col.GRID, col.CONFIG_NAME, col.VARIANT, "quantity"], keep="first")
 
 
-def measured(out: Path) -> pd.DataFrame:
-    """GPU records measured on a GPU, per (config, variant) whichever sweep ran it: the median of all
-    its repeats' samples/s, and whether every one of them is flagged (`flagged_only`)."""
+def measured_records(out: Path) -> pd.DataFrame:
+    """The GPU records a prediction is scored against: measured on a GPU, without an error."""
     path = out / GPU_RECORDS
     if not path.exists():
         return pd.DataFrame()
     frame = store.load(path)
-    frame = frame[(frame[col.DEVICE] == "cuda") & frame[col.ERROR].isna()] if col.DEVICE in frame else frame.iloc[0:0]
+    return frame[(frame[col.DEVICE] == "cuda") & frame[col.ERROR].isna()] if col.DEVICE in frame else frame.iloc[0:0]
+
+
+def measured(out: Path) -> pd.DataFrame:
+    """GPU records measured on a GPU (`measured_records`), per (config, variant) whichever sweep ran it: the
+    median of all its repeats' samples/s, and whether every one of them is flagged (`flagged_only`)."""
+    frame = measured_records(out)
     if frame.empty:
         return frame
     keys = [col.CONFIG_HASH, col.VARIANT]

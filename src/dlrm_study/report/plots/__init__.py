@@ -7,13 +7,13 @@
 from dlrm_study.report.plots.common import caption, ordered, save, style
 from dlrm_study.report.plots.convergence import convergence
 from dlrm_study.report.plots.cpu import ablation, breakdown, decomposition, speedup
-from dlrm_study.report.plots.placement import hit_rates, placement_sweep, remote_tables
+from dlrm_study.report.plots.placement import hit_rates, placement_sweep, placements, remote_tables
 from dlrm_study.report.plots.predictions import predictions
 from dlrm_study.report.plots.scaling import scaling_breakdown, scaling_projection
 from dlrm_study.report.plots.sensitivity import heatmap, knob_panels, sensitivity
 
 __all__ = [
     "ablation", "breakdown", "caption", "convergence", "decomposition", "heatmap", "hit_rates", "knob_panels",
-    "ordered", "placement_sweep", "predictions", "remote_tables", "save", "scaling_breakdown",
+    "ordered", "placement_sweep", "placements", "predictions", "remote_tables", "save", "scaling_breakdown",
     "scaling_projection", "sensitivity", "speedup", "style",
 ]  # fmt: skip

@@ -7,6 +7,8 @@ without error bar and marked with a diamond. The caption is written from what wa
 speaks of intervals only where error bars are.
 """
 
+import math
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -23,7 +25,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.container import ErrorbarContainer
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from dlrm_study.analysis.wording import count
 from dlrm_study.config.variants import ORDER as VARIANT_ORDER
@@ -107,14 +109,28 @@ def has_error_bars(fig: plt.Figure) -> bool:
     return False
 
 
-def add_caption(fig: plt.Figure, records: pd.DataFrame, unit: str = "repeat") -> None:
+def add_caption(fig: plt.Figure, records: pd.DataFrame, unit: str = "repeat", extra: str = "") -> None:
     """The hardware and date under the figure, clear of the axis label, and what its marks mean (`unit`: what
-    a record's repeat counts, `caption`).
+    a record's repeat counts, `caption`); `extra`: what else the caption must say (which points came from which
+    commit).
 
     Call it last: the notes are read from the artists already drawn."""
-    notes = drawn_notes(fig)
-    said = wrapped(caption(records, unit) + (f"; {notes}" if notes else ""), fig.get_figwidth(), 8)
-    fig.text(0.0, caption_y(fig), said, fontsize=8, ha="left", va="top")
+    notes = "; ".join(filter(None, [drawn_notes(fig), extra]))
+    said = caption(records, unit) + (f"; {notes}" if notes else "")
+    setattr(fig, CAPTION, said)  # `save` writes it into the PNG's metadata, where a test reads it
+    fig.text(0.0, caption_y(fig), wrapped(said, fig.get_figwidth(), 8), fontsize=8, ha="left", va="top")
+
+
+CAPTION_NAMES = {  # what every caption names, as `caption` writes it
+    "its machine": re.compile(r"\b[a-z]+(?:-[a-z0-9]+)+/[a-z0-9_+]+/\d+cpu\b"),
+    "its code": re.compile(r"records measured at (?:\d+ commits, )?[0-9a-f]{7}\b"),
+    "its repeats": re.compile(r"\b(?:\d+|one) (?:runs? x \d+ )?(?:repeats?|seeds?|runs?)\b|\d+ to \d+ runs a point"),
+}
+
+
+def caption_gaps(said: str) -> list[str]:
+    """What a figure's caption fails to name of `CAPTION_NAMES` (empty: it names them all)."""
+    return [what for what, pattern in CAPTION_NAMES.items() if not pattern.search(said)]
 
 
 def caption_y(fig: plt.Figure) -> float:
@@ -125,6 +141,7 @@ def caption_y(fig: plt.Figure) -> float:
     return min(-0.06, lowest - 0.02)
 
 
+CAPTION = "Caption"  # the caption's key in a saved PNG's metadata (and its attribute on the figure)
 ONE_REPEAT = "one repeat, no interval"
 REPEAT_DOTS, FLAGGED_DOTS = "repeat", "repeat-flagged"  # the gids of `repeats`' dots, read by `drawn_notes`
 
@@ -194,8 +211,9 @@ def save(fig: plt.Figure, name: str, folder: Path | None) -> None:
     results = folder.parent if folder.name == "figures" else folder.parent.parent
     said = "dlrm-study; " + ", ".join(f"{k} {v}" for k, v in manifest.stamp(results).items())
     for suffix in ("png", "svg"):
-        # SVG's Date would differ on every render; the stamp says what the figure is from instead.
-        extra = {"Date": None} if suffix == "svg" else {}
+        # SVG's Date would differ on every render; the stamp says what the figure is from instead. SVG takes only
+        # its standard keys: the caption goes into the PNG.
+        extra = {"Date": None} if suffix == "svg" else {CAPTION: getattr(fig, CAPTION, "")}
         fig.savefig(folder / f"{name}.{suffix}", bbox_inches="tight", dpi=150, metadata={"Description": said, **extra})
 
 
@@ -203,13 +221,27 @@ def log_ticks(axis, values: pd.Series) -> None:
     """Readable labels on a log axis: round numbers spread over the data, or 1-2-5 over decades."""
     values = values[values > 0].dropna()
     low, high = (float(values.min()), float(values.max())) if len(values) else (1.0, 10.0)
-    if high / low < 10:  # within a decade a log axis has too few powers to label: plain round steps
-        axis.set_major_locator(FixedLocator([t for t in MaxNLocator(nbins=6).tick_values(low, high) if t > 0]))
+    if high / low < 10:  # within a decade a log axis has too few powers to label: round values, evenly spread
+        axis.set_major_locator(FixedLocator(spread_ticks(low, high)))
     else:
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_minor_locator(NullLocator())
     axis.set_major_formatter(FuncFormatter(lambda value, _: plain(value)))
     axis.set_minor_formatter(NullFormatter())
+
+
+def spread_ticks(low: float, high: float, most: int = 6) -> list[float]:
+    """Round values (1, 1.5, 2, 3, 4, 5, 6, 8 times a power of ten) from `low` to `high`, each at least
+    (high / low) ** (1 / most) above the last, so that labels on a log axis never crowd its top."""
+    step = max(1.2, (high / low) ** (1 / most))
+    rounds = sorted(m * 10.0**e for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+                    for m in (1, 1.5, 2, 3, 4, 5, 6, 8))  # fmt: skip
+    inside = [v for v in rounds if low / 1.1 <= v <= high * 1.1]
+    ticks = [v for v in inside if math.log10(v).is_integer()]  # powers of ten first (1: no change, on ratio axes)
+    for value in inside:
+        if all(max(value, t) / min(value, t) >= step for t in ticks):
+            ticks.append(value)
+    return sorted(ticks)
 
 
 def plain(value: float) -> str:
@@ -228,6 +260,9 @@ PREDICTED = "predicted (model), not measured"
 def predicted_band(ax: plt.Axes, band: pd.DataFrame, color, label: str) -> None:
     """A pre-registered prediction's range as a shaded band (x, low, high), behind the measurements."""
     band = band.sort_values("x")
+    if band["x"].nunique() == 1:  # one point: a box around it, as wide as a marker on the log axis
+        x = float(band["x"].iloc[0])
+        band = pd.concat([band.iloc[:1].assign(x=x / 1.08), band.iloc[:1].assign(x=x * 1.08)])
     ax.fill_between(band["x"], band["low"], band["high"], color=color, alpha=0.15, linewidth=0, label=label)
     ax.plot(band["x"], band["low"], color=color, linewidth=0.6, linestyle=":", alpha=0.7)
     ax.plot(band["x"], band["high"], color=color, linewidth=0.6, linestyle=":", alpha=0.7)

@@ -95,7 +95,7 @@ def accuracy_title(frame: pd.DataFrame) -> str:
     """The accuracy figure's title: the precisions its records trained, in words."""
     trained = [variant_words(v) for v in ACCURACY_PRECISIONS if v in set(frame[col.VARIANT])]
     alone = " alone (no bf16 trained on this machine)" if len(trained) == 1 else " from the same seeds"
-    return f"S3's accuracy benchmark: {', '.join(trained)}{alone}"
+    return f"S3's accuracy benchmark: {'; '.join(trained)}{alone}"  # names with commas, apart by semicolons
 
 
 def curves(ax: plt.Axes, rows: pd.DataFrame, value: str, colors: dict[str, str]) -> None:

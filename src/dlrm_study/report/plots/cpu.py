@@ -5,13 +5,15 @@ import textwrap
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter
 
+from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import stats
 from dlrm_study.analysis.clusters import over_runs
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.current import without_warm_up
+from dlrm_study.analysis.wording import count
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
     PREDICTED,
@@ -50,7 +52,7 @@ def breakdown(records: pd.DataFrame, title: str, share_line: tuple[float, str] |
         clean = group[~group["doubtful"]]
         hollow = clean.empty
         per_sample = (group if hollow else clean)[ops].div(group[col.BATCH_SIZE].iloc[0] / 1e3)  # us per sample
-        timed = stats.interval(group[col.MS_MEDIAN] / group[col.BATCH_SIZE].iloc[0] * 1e3)
+        timed = clusters.interval_of(group, group[col.MS_MEDIAN] / group[col.BATCH_SIZE].iloc[0] * 1e3)
         bars.append((label + (" (flagged)" if hollow else ""), per_sample.median(), hollow, timed, group))
     fig, (ax, share_ax) = plt.subplots(1, 2, figsize=(13, 0.5 * len(bars) + 2.2), sharey=True,
                                        gridspec_kw={"width_ratios": [3, 2]})  # fmt: skip
@@ -134,20 +136,45 @@ def ablation(
     return fig
 
 
-def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
-    """Bars: each variant's samples/s over the baseline's, paired within repeats, per config, with intervals.
+def speedup(
+    records: pd.DataFrame,
+    baseline: str,
+    title: str,
+    bands: pd.DataFrame | None = None,
+    failed: dict[str, int] | None = None,
+) -> plt.Figure:
+    """Bars: each variant's samples/s over the baseline's, paired within repeats, per config, with intervals
+    (`speedup_bars`)."""
+    configs = records[col.CONFIG_NAME].nunique()
+    variants = max(1, records[col.VARIANT].nunique() - 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * configs * variants / 2), 4))
+    speedup_bars(ax, records, baseline, bands, failed)
+    ax.set_title(wrapped(title, fig.get_figwidth() * 0.75, 12))
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    add_caption(fig, records)
+    return fig
 
-    `bands` (variant, config_name, low, high): predicted ranges, drawn as shaded boxes behind the bars.
+
+def speedup_bars(
+    ax: plt.Axes,
+    records: pd.DataFrame,
+    baseline: str,
+    bands: pd.DataFrame | None = None,
+    failed: dict[str, int] | None = None,
+) -> None:
+    """Each variant's samples/s over the baseline's on `ax`, paired within repeats, per config, with intervals.
+
+    `bands` (variant, config_name, low, high): predicted ranges, drawn as hatched boxes over the bars.
+    `failed` (variant: error records): variants with no bar because every run of them failed, said in the legend.
     """
     clean = flagging.with_flags(records)  # every repeat counts
     configs = list(dict.fromkeys(records[col.CONFIG_NAME]))
     variants = [v for v in ordered(records[col.VARIANT]) if v != baseline]
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(configs) * max(1, len(variants)) / 2), 4))
     width = 0.8 / max(1, len(variants))
     palette = sns.color_palette(n_colors=max(1, len(variants)))
     drawn = []
     for i, variant in enumerate(variants):
-        ratio = stats.paired_ratios(clean, [col.CONFIG_NAME], variant, baseline).set_index(col.CONFIG_NAME)
+        ratio = clusters.paired_ratios(clean, [col.CONFIG_NAME], variant, baseline).set_index(col.CONFIG_NAME)
         ratio = ratio.reindex(configs)
         x = [c + (i - (len(variants) - 1) / 2) * width for c in range(len(configs))]
         kernels = kernel_words(records[records[col.VARIANT] == variant])  # what ran: a twin is not the kernel
@@ -163,6 +190,10 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
                 # Over the bar, unfilled: a range below the bar's top stays visible.
                 ax.bar(xi, high - low, width * 0.9, bottom=low, color="none", edgecolor="black", hatch="///",
                        linewidth=0.8, zorder=3, label=PREDICTED if not drawn_band(ax) else None)  # fmt: skip
+    for variant, errors in (failed or {}).items():  # no bar to draw: an empty box in the legend says why
+        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="none", edgecolor="gray", linestyle="--",
+                               label=f"{variant_words(variant)}: no bar ({count(errors, 'error record')}, "
+                                     "nothing measured)"))  # fmt: skip
     ax.axhline(1.0, color="black", linewidth=0.8)
     if drawn:
         every = pd.concat(drawn)
@@ -170,10 +201,6 @@ def speedup(records: pd.DataFrame, baseline: str, title: str, bands: pd.DataFram
         clip_axis(ax, pd.concat(tops), every["high"])
     ax.set_xticks(range(len(configs)), configs)
     ax.set_ylabel(f"samples/s relative to\n{variant_words(baseline)} (paired within repeats)")
-    ax.set_title(wrapped(title, fig.get_figwidth() * 0.75, 12))
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    add_caption(fig, records)
-    return fig
 
 
 def decomposition(

@@ -1,13 +1,15 @@
-"""Notebook 05's figures: the cache's hit rate against id skew and cache size; GPU placements against a
-knob, a panel each; tables local or remote."""
+"""Notebook 05's figures: the cache's hit rate against id skew and cache size; GPU placements over hbm beside
+what the cache wins back (H4's two halves); GPU placements against a knob, a panel each; tables local or remote."""
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from dlrm_study.analysis import clusters, stats
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis import stats
+from dlrm_study.analysis.verdicts import H4_RECOVERY, recovery
+from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
     PREDICTED,
@@ -21,6 +23,7 @@ from dlrm_study.report.plots.common import (
     repeats,
     wrapped,
 )
+from dlrm_study.report.plots.cpu import speedup_bars
 from dlrm_study.report.readable import variant_words
 
 
@@ -56,7 +59,7 @@ def remote_tables(remote: pd.DataFrame, title: str) -> plt.Figure:
     for _, pair in remote.groupby([k for k in stats.CELL if k in remote], dropna=False):
         pair = pair.set_index("tables").reindex(places)
         rates_ax.plot(range(len(places)), pair[col.SAMPLES_PER_S], color="#bbbbbb", linewidth=0.8, zorder=1)
-    summary = stats.summarize(remote, ["tables"]).set_index("tables").reindex(places)
+    summary = clusters.summarize(remote, ["tables"]).set_index("tables").reindex(places)
     rates_ax.errorbar(range(len(places)), summary["center"], yerr=error_bars(summary), fmt="o", color="black",
                       capsize=5, zorder=3, label="geometric mean, 95% interval")  # fmt: skip
     rates_ax.scatter(remote["tables"].map(places.index), remote[col.SAMPLES_PER_S], s=12, color="#888888", zorder=2,
@@ -82,6 +85,47 @@ def remote_tables(remote: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
+def placements(
+    records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None, failed: dict[str, int] | None = None
+) -> plt.Figure:
+    """H4's two halves: left, each placement over tables in GPU memory (`speedup_bars`, its predicted range
+    hatched, the placements whose runs all failed named); right, what the cache wins back of what host memory
+    loses, per repeat, against H4's line."""
+    fig, (bars, won) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [3, 1.4]})
+    speedup_bars(bars, records, GPU_HBM, bands, failed)
+    wins_back(won, records)
+    handles, names = bars.get_legend_handles_labels()
+    fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.98))
+    title = wrapped(title, fig.get_figwidth(), 12)
+    fig.suptitle(title, y=1.1 + 0.06 * (title.count("\n") + len(names) // 2))
+    fig.tight_layout()
+    add_caption(fig, records)
+    return fig
+
+
+def wins_back(ax: plt.Axes, records: pd.DataFrame) -> None:
+    """(cached - host) / (1 - host) per repeat, per config (`verdicts.recovery`, the rule's own arithmetic), its
+    interval over runs (`clusters.over_runs`, as H4 reads it) and H4's line (`H4_RECOVERY`)."""
+    configs = list(dict.fromkeys(records[col.CONFIG_NAME]))
+    clean = flagging.with_flags(records)
+    for i, config in enumerate(configs):
+        mine = clean[clean[col.CONFIG_NAME] == config]
+        rows = recovery(stats.pairs(mine, GPU_HOST, GPU_HBM), stats.pairs(mine, GPU_CACHED, GPU_HBM))
+        if rows.empty:
+            ax.text(i, 0.5, "no host and cached\npairs with hbm", ha="center", fontsize=7, color="dimgray")
+            continue
+        r = clusters.over_runs(rows, "ratio", linear=True)
+        ax.scatter([i] * len(rows), rows["ratio"] * 100, s=12, color="#888888", zorder=2)
+        one = pd.DataFrame([r._asdict()])[["center", "low", "high"]] * 100
+        ax.errorbar([i], one["center"], yerr=error_bars(one), fmt="o", color="black", capsize=5, zorder=3)
+    ax.axhline(H4_RECOVERY * 100, color="black", linestyle="--", linewidth=0.8, label=f"H4: most ({H4_RECOVERY:.0%})")
+    ax.set_ylim(min(-5.0, ax.get_ylim()[0]), 105)
+    ax.set_xlim(-0.7, len(configs) - 0.3)
+    ax.set_xticks(range(len(configs)), configs)
+    ax.set_ylabel("the cache wins back, % of what\nhost memory loses: (c - h) / (1 - h)")
+    ax.legend(frameon=False, fontsize=8, loc="upper right")
+
+
 def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | None = None) -> plt.Figure:
     """samples/s against one knob (`x`: id skew or table size), one panel per placement on a shared log
     axis: its geometric mean of repeats with 95% intervals, each repeat a dot (hollow when flagged), and
@@ -89,6 +133,10 @@ def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | Non
     frame = flagging.with_flags(records)
     frame["doubtful"] = flagging.flagged(frame)
     variants = ordered(frame[col.VARIANT])
+    values = sorted(frame["x"].unique())
+    if len(values) == 1:  # a sweep of one value is a point: its prediction at that value only, and said so
+        title += f" (one value measured: {frame['knob'].iloc[0]} {compact(values[0])})"
+        bands = None if bands is None or bands.empty else bands[bands["x"] == values[0]]
     fig, axes = plt.subplots(1, len(variants), figsize=(2.6 * len(variants) + 1, 3.6), sharey=True, squeeze=False)
     palette = dict(zip(variants, sns.color_palette(n_colors=len(variants)), strict=True))
     for ax, variant in zip(axes[0], variants, strict=True):
@@ -100,7 +148,7 @@ def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | Non
             ax.text(0.5, 0.04, no_band_why(variant), transform=ax.transAxes, ha="center", va="bottom", fontsize=7,
                     color="dimgray", wrap=True)  # fmt: skip
         mine = frame[frame[col.VARIANT] == variant]
-        summary = stats.summarize(mine, ["x"])
+        summary = clusters.summarize(mine, ["x"])
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
                     label="measured: geometric mean, 95% interval")  # fmt: skip
         mark_single(ax, summary["x"], summary, color)
@@ -117,8 +165,18 @@ def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | Non
     fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.98))
     title = wrapped(title, fig.get_figwidth(), 12)
     fig.suptitle(title, y=1.1 + 0.07 * title.count("\n"))
-    add_caption(fig, records)
+    add_caption(fig, records, extra=points_by_commit(frame))
     return fig
+
+
+def points_by_commit(frame: pd.DataFrame) -> str:
+    """Which knob values each commit measured, where the points drawn come from more than one."""
+    by_commit = frame.groupby(frame[col.GIT_COMMIT].astype(str).str[:7])["x"].unique()
+    if len(by_commit) < 2:
+        return ""
+    return "points measured at " + ", ".join(
+        f"{commit} ({' '.join(compact(x) for x in sorted(xs))})" for commit, xs in by_commit.items()
+    )
 
 
 def no_band_why(variant: str) -> str:

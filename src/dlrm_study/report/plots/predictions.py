@@ -5,11 +5,12 @@ import pandas as pd
 import seaborn as sns
 
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.common import PREDICTED, log_ticks, repeats, wrapped
+from dlrm_study.report.plots.common import PREDICTED, add_caption, caption_y, log_ticks, repeats, wrapped
 
 
-def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
-    """Each scored prediction as its range and the measurement, both over the range's middle, by claim.
+def predictions(scored: pd.DataFrame, title: str, records: pd.DataFrame | None = None) -> plt.Figure:
+    """Each scored prediction as its range and the measurement, both over the range's middle, by claim;
+    `records`: the GPU records the measurements were read from, named in the caption (machine, code, repeats).
 
     A point inside its bar fell inside the predicted range; hollow points rest on flagged repeats only.
     """
@@ -26,17 +27,34 @@ def predictions(scored: pd.DataFrame, title: str) -> plt.Figure:
     for claim in claims:
         ax.plot([], [], color=palette[claim], linewidth=4, alpha=0.35, label=f"{claim}: {PREDICTED}")
     ax.scatter([], [], s=9, color="black", label="measured (hollow: flagged repeats only)")
-    groups = list(done["claim"])
-    centers = [(groups.index(c) + len(groups) - 1 - groups[::-1].index(c)) / 2 for c in claims]
-    ax.set(yscale="log", xlabel="each prediction (one per point of the GPU script), grouped by claim",
+    # A group per claim and quantity, each labelled and set apart: a claim predicts several quantities, and an
+    # unlabelled run of narrow bars inside a claim's group reads as a group of its own.
+    groups = [f"{c}\n{quantity_words(q)}" for c, q in zip(done["claim"], done["quantity"], strict=True)]
+    names = list(dict.fromkeys(groups))
+    centers = [(groups.index(g) + len(groups) - 1 - groups[::-1].index(g)) / 2 for g in names]
+    for g in names[1:]:
+        ax.axvline(groups.index(g) - 0.5, color="lightgray", linewidth=0.8, zorder=0)
+    ax.set(yscale="log", xlabel="each prediction (one per point of the GPU script), grouped by claim and quantity",
            ylabel="measured / middle of\nthe predicted range")  # fmt: skip
     ax.set_title(wrapped(title, fig.get_figwidth(), 12))
-    ax.set_xticks(centers, claims)
+    # every other label a line lower: a group of two predictions is narrower than its label
+    ax.set_xticks(centers, [("\n\n" if i % 2 else "") + name for i, name in enumerate(names)], fontsize=8)
     ax.grid(False, axis="x")
     log_ticks(ax.yaxis, pd.concat([low, high, measured]))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     first = done.iloc[0]
     said = (f"bars: the predicted ranges, 1 their middle; predicted for {first['predicted_for']} at commit "
             f"{str(first[col.GIT_COMMIT])[:7]}; measured on that GPU (results/gpu_sweeps.csv)")  # fmt: skip
-    fig.text(0.0, -0.06, wrapped(said, fig.get_figwidth(), 8), fontsize=8, ha="left", va="top")
+    if records is not None and not records.empty:
+        add_caption(fig, records, extra=said)
+    else:
+        fig.text(0.0, caption_y(fig), wrapped(said, fig.get_figwidth(), 8), fontsize=8, ha="left", va="top")
     return fig
+
+
+def quantity_words(quantity: str) -> str:
+    """A predicted quantity as the axis names it: `gpu_over_cpu` -> `GPU / CPU`."""
+    return QUANTITY_WORDS.get(quantity, quantity.replace("_", " "))
+
+
+QUANTITY_WORDS = {"gpu_over_cpu": "GPU / CPU", "samples_per_s": "samples/s", "over_hbm": "over GPU memory"}
