@@ -78,7 +78,7 @@ def table(records: pd.DataFrame) -> pd.DataFrame:
             ms = runs[[col.op_column(n) for n in names]].sum(axis=1)
             bound = runs[[col.bound_column(n) for n in names]].sum(axis=1)
             rows.append(row(key, part, ms, bound, runs))
-        rows.append(row(key, "step (timed)", runs[col.MS_MEDIAN], runs[col.ROOFLINE_MS]))
+        rows.append(row(key, "step (timed)", runs[col.MS_MEDIAN], runs[col.ROOFLINE_MS], runs))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame.attrs[LEFT_OUT] = records.attrs.get(LEFT_OUT, {})
     return frame
