@@ -28,7 +28,7 @@ from dlrm_study import config
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
-from dlrm_study.report import ledger, manifest, results_page, run_times
+from dlrm_study.report import gate, ledger, manifest, results_page, run_times
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies import runs
 from dlrm_study.studies.profiles import REPO
@@ -146,6 +146,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
         print(f"wrote {path.relative_to(repo)}", file=sys.stderr)
     changed = run_times.write(repo)
     print(f"docs/reproduce.md: run times {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
+    changed = gate.write(repo)
+    print(f"docs/reproduce.md: verdict gate {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     print(f"wrote {manifest.write(results, commit)}", file=sys.stderr)
 
 

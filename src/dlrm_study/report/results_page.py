@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import baseline as old_stack
 from dlrm_study.analysis import predictions, same_host
 from dlrm_study.analysis.claims import BY_ID
 from dlrm_study.analysis.convergence import GAIN_MARGIN
@@ -31,7 +32,7 @@ from dlrm_study.analysis.wording import amount
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.records import Machine, provenance, store
 from dlrm_study.records import columns as col
-from dlrm_study.report import ledger, manifest, reading
+from dlrm_study.report import gallery, ledger, manifest, reading
 from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import gpu_targets
 from dlrm_study.studies.gpu_targets import TARGETS
@@ -321,6 +322,8 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
         "",
         *measured_not_judged(out),
         "",
+        *s1_steps(out, profile),
+        "",
         "## Every machine with records, judged or not",
         "",
         *machines_table(out),
@@ -350,6 +353,23 @@ def measured_not_judged(out: Path) -> list[str]:
         for m in [*[f for f in found if f.machine == machine], *beside]:
             lines.append(f"- {machine_words(m.machine)} (commit {', '.join(m.commits) or 'unrecorded'}), {m.preset} "
                          f"at a batch of {m.batch:,}: {m.what} {amount(m.ratio)}")  # fmt: skip
+    return lines
+
+
+def s1_steps(out: Path, profile: str) -> list[str]:
+    """S1's decomposition on every machine that measured the 2020 step, as notebook 02 and the gallery print it
+    (`gallery.figure_findings`: one function, one number): no rule reads it on 2 cores (S1 is of a 28-core
+    socket)."""
+    machines = old_stack.baseline_records(profile, out)
+    if machines.empty:
+        return ["S1's decomposition: no machine has measured the 2020 step yet (`make baseline-2020`)."]
+    lines = ["S1's decomposition: each step over the 2020 reference step on torch 1.5.1, paired within repeats, on "
+             "each machine that measured it (`make baseline-2020`; notebook 02). S1 is of a 28-core socket: no rule "
+             "reads these 1- and 2-thread factors.", ""]  # fmt: skip
+    for machine in sorted(machines[col.MACHINE].unique()):
+        said = gallery.figure_findings("02_s1_decomposition", out, profile, machine)
+        commits = ", ".join(sorted({str(c)[:7] for c in machines[machines[col.MACHINE] == machine][col.GIT_COMMIT]}))
+        lines += [f"- {machine_words(machine)} (commit {commits}): {line}" for line in said if "2020 step" in line]
     return lines
 
 

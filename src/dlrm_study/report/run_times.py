@@ -76,16 +76,20 @@ def section(repo: Path) -> str:
 
 
 def write(repo: Path, doc: Path = Path("docs") / "reproduce.md") -> bool:
-    """docs/reproduce.md's section rewritten from the logs; whether it changed (a tree without the document, a
-    scratch render's, has nothing to rewrite)."""
-    path = repo / doc
+    """docs/reproduce.md's section rewritten from the logs; whether it changed (`rewrite`)."""
+    return rewrite(repo / doc, BEGIN, END, section(repo))
+
+
+def rewrite(path: Path, begin: str, end: str, section: str) -> bool:
+    """The part of `path` from `begin` to `end` replaced by `section` (which carries both markers); whether it
+    changed. A tree without the document (a scratch render's) has nothing to rewrite."""
     if not path.exists():
         return False
     text = path.read_text()
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"{doc}: no run-time section ({BEGIN} ... {END})")
-    head, rest = text.split(BEGIN, 1)
-    new = head + section(repo) + rest.split(END, 1)[1]
+    if begin not in text or end not in text:
+        raise ValueError(f"{path.name}: no generated section ({begin} ... {end})")
+    head, rest = text.split(begin, 1)
+    new = head + section + rest.split(end, 1)[1]
     if new != text:
         path.write_text(new)
     return new != text
