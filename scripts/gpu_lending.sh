@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # One GPU lending: one call of at most 10 minutes on one H200, everything under OUT_DIR.
 #
-#   bash scripts/gpu_lending.sh OUT_DIR [--budget-s 540] [--resume-from DIR]... [--dry-run]
+#   bash scripts/gpu_lending.sh OUT_DIR [--budget-s 540] [--part A|B] [--resume-from DIR]... [--dry-run]
 #
-# Headline first (the three targets in bf16, their fp32 twins, H4's placements in two runs), then the targets'
-# repeats, the GPU tests, the profiled windows, the embedding benchmark, the same-host GPU/CPU pair, H1-H3's grid
-# and the rest as far as --budget-s goes; each phase in its own process under a watchdog
-# (src/dlrm_study/studies/gpu_lending.py).
+# Two lendings judge H1-H4 between them, each claim in 3 runs, each run a process (src/dlrm_study/studies/gpu_lending.py):
+# A: the targets, then H1 and H4; B: H2 and H3. --part A|B names one; without it the first whose claims have no
+# verdict at today's code in results/ runs. Then, as far as --budget-s goes, the optional phases; each phase in its
+# own process under a watchdog.
 # OUT_DIR gets at most 6 files, rewritten whole as they change (no lock files): the records CSVs, summary.txt
 # (rewritten after every phase) and lending.log. An earlier call's OUT_DIR, carried in, is resumed from with
 # --resume-from DIR. Afterwards: python scripts/merge_records.py OUT_DIR (docs/reproduce.md).
@@ -14,7 +14,7 @@
 # (scripts/gpu_env.sh). --dry-run: the same on the CPU at tiny sizes. On a copy of the tree without .git, set DLRM_STUDY_COMMIT=<commit> so records name it.
 set -euo pipefail
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-  echo "usage: bash scripts/gpu_lending.sh OUT_DIR [--budget-s S] [--resume-from DIR] [--dry-run]" >&2
+  echo "usage: bash scripts/gpu_lending.sh OUT_DIR [--budget-s S] [--part A|B] [--resume-from DIR] [--dry-run]" >&2
   exit 2
 fi
 out=$1

@@ -251,28 +251,28 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path, 
     assert gpu_session.run_sweeps(run, now, lambda r: (None, note)) == f"gpu-placements: {note}"
 
 
-def test_a_claim_line_says_its_pairs_against_the_five_a_verdict_needs(tmp_path, monkeypatch):
+def test_a_claim_line_says_its_runs_against_the_three_a_verdict_needs(tmp_path, monkeypatch):
     from dlrm_study.analysis import gpu_pairs
+    from dlrm_study.studies import gpu_lending
 
-    runs = gpu_grid.runs(tmp_path, dry_run=False)
+    runs = gpu_grid.runs(tmp_path, dry_run=False)  # the grid's: one run of each
     lines = gpu_pairs.claim_lines(tmp_path, runs)  # nothing measured yet
     assert [line.split(":")[0] for line in lines] == ["H1", "H2", "H3", "H4"]
-    assert lines[3].startswith("H4: 0 of the 5 pairs a verdict needs at host, uvm and cached with hbm")
-    assert lines[3].endswith(": 25 measurements of gpu-placements left for a later call")
-    assert lines[0].endswith(" measurements of gpu-sensitivity-quick left for a later call")  # (bf16 where native)
-    monkeypatch.setattr(gpu_pairs, "claim_pairs", lambda claim, out, run: 5 if claim == "H4" else 4)
-    monkeypatch.setattr(gpu_pairs, "pending", lambda run: [])  # every repeat measured
-    lines = gpu_pairs.claim_lines(tmp_path, runs)
-    assert (
-        lines[3]
-        == "H4: 5 pairs at host, uvm and cached with hbm (the fewest of the three): enough for a verdict (5 needed)"
+    assert lines[3] == (
+        "H4: 0 runs (0 pairs) at host and cached with hbm (the fewer of the two), of the 3 runs a verdict needs: "
+        "this plan measures 1 run(s)"
     )
-    assert lines[1].endswith(
-        ": gpu-sensitivity-quick is measured: a failure, or a repeat split between two calls, left pairs out"
+    lending = [run for phase in gpu_lending.phases(tmp_path, dry_run=False, lending="A") for run in phase.runs]
+    lines = gpu_pairs.claim_lines(tmp_path, lending)
+    assert lines[3].endswith(" measurements of gpu-placements left for a later call")
+    assert lines[1] == "H2: its verdict points are not in this plan (another lending's)"
+    monkeypatch.setattr(gpu_pairs, "claim_counts", lambda claim, out, run: (9, 3) if claim == "H4" else (4, 2))
+    monkeypatch.setattr(gpu_pairs, "pending", lambda run: [])  # every run measured
+    lines = gpu_pairs.claim_lines(tmp_path, lending)
+    assert lines[3] == (
+        "H4: 3 runs (9 pairs) at host and cached with hbm (the fewer of the two): enough for a verdict (3 runs needed)"
     )
-    assert gpu_pairs.claim_lines(tmp_path, runs[:1]) == [
-        f"{claim}: its verdict points are not in this plan" for claim in ("H1", "H2", "H3", "H4")
-    ]
+    assert lines[0].endswith(": gpu-sensitivity-quick is measured: a failure, or a run cut short, left runs out")
 
 
 def test_a_missing_target_is_said_missing_with_why():

@@ -10,7 +10,6 @@ from tests.conftest import ROOT
 
 from dlrm_study import config, platform
 from dlrm_study.analysis.clusters import MIN_RUNS
-from dlrm_study.analysis.stats import MIN_PAIRS
 from dlrm_study.measure import gpu as gpu_measure
 from dlrm_study.measure import graph_profiler, isolated
 from dlrm_study.measure.prepared import prepare
@@ -74,30 +73,69 @@ def test_mirror_copies_records_whole_and_seed_resumes_from_an_earlier_output(tmp
     assert sorted(p.name for p in out.iterdir()) == ["gpu_sweeps.csv", "more.csv"]
 
 
-def test_the_headline_phases_fit_300_s_of_a_cold_start(tmp_path, monkeypatch):
-    """By the H200 estimate (the host's bf16 CPU loop measured, as on the GPU machine's AMX host)."""
+@pytest.mark.parametrize("lending", sorted(gpu_lending.LENDINGS))
+def test_each_lending_judges_its_claims_in_three_runs_each_a_process_within_its_limit(tmp_path, monkeypatch, lending):
+    """By the H200 estimate from a cold start (the host's bf16 CPU loop measured, as on the GPU machine's AMX host):
+    every claim of the lending in MIN_RUNS runs, each run slot a phase of its own (a process), the verdict phases
+    ending, with a phase's stop margin, inside the lending's limit."""
+    from dlrm_study.cli.gpu_session import STOP_MARGIN_S
+
     monkeypatch.setattr(platform, "native_bf16", lambda: True)
-    plan = gpu_lending.phases(tmp_path, dry_run=False)
-    assert [p.name for p in plan if p.headline] == ["targets-bf16", "targets-fp32", "placements"]
-    assert plan[: sum(p.headline for p in plan)] == [p for p in plan if p.headline]  # the headline first
-    assert 0 < gpu_lending.headline_s(plan) <= gpu_lending.HEADLINE_LIMIT_S
-    same_host = next(p for p in plan if p.name == "same-host").runs[0]  # no rule reads it: after the headline
-    assert set(same_host.specs[0].variants) == {"gpu-hbm", "host-optimized-bf16", "host-reference"}
-    lines = gpu_lending.plan_lines(plan, 540.0)
+    assert gpu_lending.VERDICT_RUNS == MIN_RUNS
+    plan = gpu_lending.phases(tmp_path, dry_run=False, lending=lending)
+    claims = gpu_lending.claims_of(plan)
+    assert claims == {claim: [1, 2, 3] for claim in gpu_lending.LENDINGS[lending]}
+    assert plan[: sum(p.headline for p in plan)] == [p for p in plan if p.headline]  # the verdicts first
+    assert 0 < gpu_lending.headline_s(plan) + STOP_MARGIN_S <= gpu_lending.LENDING_LIMIT_S
+    lines = gpu_lending.plan_lines(plan, 540.0, lending)
+    assert lines[0].startswith(f"lending {lending} (") and "each run a process" in lines[0]
     assert all(any(line.startswith(f"  {p.name} (") and "finishing near" in line for line in lines) for p in plan)
 
 
-def test_one_lending_measures_h4_in_the_runs_and_pairs_a_verdict_needs(tmp_path):
-    """A run's repeat 0 is its warm-up and a verdict word needs MIN_RUNS runs: the first lending measured
-    H4 in one run of 5 repeats (4 pairs, one run: no verdict). The estimate counts both runs."""
-    plan = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False)}
-    spec = plan["placements"].runs[0].specs[0]
-    assert spec.runs >= MIN_RUNS and spec.runs * (spec.repeats - 1) >= MIN_PAIRS
-    one_run = gpu_lending.with_repeats(plan["placements"].runs[0], spec.repeats, runs=1)
-    assert gpu_lending.runs_s([one_run], set(), profiled=False) < plan["placements"].estimate_s
-    # The rest measures LFU's cache alone: a repeat of H4's points there would be a run of one repeat.
+def test_the_power_table_states_each_gpu_claims_power_at_its_lendings_design():
+    """docs/claims.md's GPU rows (`analysis.power.DESIGNS`) are the plan's: the runs of a lending, the repeats a run."""
+    from dlrm_study.analysis import power
+
+    of = {claim: lending for lending, claims in gpu_lending.LENDINGS.items() for claim in claims}
+    gpu_rows = [d for d in power.DESIGNS if d.claim in of]
+    assert {d.claim for d in gpu_rows} == set(of)
+    for d in gpu_rows:
+        assert (d.runs, d.pairs) == (gpu_lending.VERDICT_RUNS, gpu_lending.REPEATS_OF[of[d.claim]]), d.claim
+
+
+def test_the_lendings_split_h1_to_h4_between_them():
+    claims = [claim for lending in gpu_lending.LENDINGS.values() for claim in lending]
+    assert sorted(claims) == ["H1", "H2", "H3", "H4"]  # each claim in one lending, every one in some
+
+
+def test_a_verdict_phase_is_charged_its_own_run_slot(tmp_path):
+    """Three runs of the same points are three runs' work: an estimate that took run 2's measurements for run 1's
+    (keyed without the slot) charged runs 2 and 3 nothing but a process's start."""
+    plan = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False, lending="A")}
+    costs = [plan[f"verdict-run-{slot}"].estimate_s for slot in (1, 2, 3)]
+    assert costs[0] == costs[1] == costs[2] > 5 * gpu_lending.PHASE_START_S
+
+
+def test_a_lending_measures_only_the_points_its_rules_read(tmp_path):
+    """H4: hbm, host and cached in 3 whole repeats a run (uvm apart, in a run of its own, beside hbm; LFU's cache
+    with the rest); H1: gpu-hbm at each model-shape knob's two ends; H2 and H3: the grid less its centre point."""
+    plan = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False, lending="A")}
+    h1, h4 = plan["verdict-run-2"].runs
+    assert h4.specs[0].repeats == 3 and h4.specs[0].runs == MIN_RUNS and plan["verdict-run-2"].slot == 2
+    assert {v for v in h4.specs[0].variants if h4.only(v, None)} == {"gpu-hbm", "gpu-host", "gpu-cached"}
+    uvm = plan["uvm"].runs[0]
+    assert {v for v in uvm.specs[0].variants if uvm.only(v, None)} == {"gpu-hbm", "gpu-uvm"} and not uvm.claims
+    assert plan["uvm"].slot == MIN_RUNS + 1  # its own run: a uvm fault takes no run of H4's with it
     rest = next(run for run in plan["rest"].runs if run.study == "gpu-placements")
-    assert all(rest.only(variant, None) == (variant == "gpu-cached-lfu") for variant in spec.variants)
+    assert all(rest.only(variant, None) == (variant == "gpu-cached-lfu") for variant in h4.specs[0].variants)
+    from dlrm_study.measure import sweep
+
+    h1_points, _ = sweep.merged_plan(h1.specs, h1.only)
+    assert sum(len(cfgs) for _, cfgs in h1_points) == 11  # 6 knobs' ends, the base shared by two of them
+    grid = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False, lending="B")}["verdict-run-1"].runs[0]
+    grid_points, _ = sweep.merged_plan(grid.specs, grid.only)
+    assert len(grid_points) == 8 and all(len(cfgs) == 3 for _, cfgs in grid_points)  # GPU and 2 host loops
+    assert grid.specs[0].repeats == 1 and grid.claims == ("H2", "H3")
 
 
 def test_a_verdict_run_of_several_runs_starts_only_the_whole_runs_that_fit(tmp_path):
@@ -105,7 +143,7 @@ def test_a_verdict_run_of_several_runs_starts_only_the_whole_runs_that_fit(tmp_p
     from dlrm_study.measure import runner, sweep
     from dlrm_study.studies import gpu_phases
 
-    run = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False)}["placements"].runs[0]
+    run = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False)}["verdict-run-1"].runs[1]
     spec = run.specs[0]
     plan, _ = sweep.merged_plan(run.specs, run.only)
     tasks = runner.schedule(plan, spec.repeats, lambda cfg: "m", runs=spec.runs)
@@ -115,6 +153,27 @@ def test_a_verdict_run_of_several_runs_starts_only_the_whole_runs_that_fit(tmp_p
     assert gpu_phases.whole_runs(run, tasks, 2.5 * one)[0][0].runs == 2
     resumed = [t for t in tasks if t.slot == 2]  # run 1 recorded: run 2 is what is left
     assert gpu_phases.whole_runs(run, resumed, 1.5 * one)[0][0].runs == 2
+
+
+def test_the_lending_to_run_is_the_first_whose_claims_have_no_verdict_at_todays_code(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from dlrm_study.analysis.judgement import Status
+    from dlrm_study.cli import gpu_session
+
+    gpu = "intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
+    statuses = {"H1": Status.REPRODUCED, "H4": Status.INCONCLUSIVE, "H2": Status.ONE_RUN, "H3": Status.NOT_YET}
+    table = {c: {gpu: SimpleNamespace(status=s)} for c, s in statuses.items()}
+    evidence = SimpleNamespace(machines=lambda: [gpu, "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"])
+    monkeypatch.setattr(gpu_session.reading, "judged", lambda out, profile: (evidence, table))
+    monkeypatch.setattr(gpu_session.ledger, "earlier_code", lambda ev, host: "")
+    part, why = gpu_session.choose_lending(tmp_path)
+    assert part == "B" and why.startswith("H2, H3 not yet judged at today's GPU code")
+    monkeypatch.setattr(gpu_session.ledger, "earlier_code", lambda ev, host: "earlier code (commit 5354afd)")
+    assert gpu_session.choose_lending(tmp_path)[0] == "A"  # judged at earlier code: not today's verdict
+    table["H4"][gpu] = SimpleNamespace(status=Status.ONE_RUN)
+    monkeypatch.setattr(gpu_session.ledger, "earlier_code", lambda ev, host: "")
+    assert gpu_session.choose_lending(tmp_path) == ("A", "H4 not yet judged at today's GPU code in " + str(tmp_path))
 
 
 def test_a_triton_failure_falls_back_to_the_torch_twin(monkeypatch):
@@ -163,11 +222,11 @@ def test_dry_run_of_the_lending_writes_every_phase_and_the_summary(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "GPU_LENDING_TIMEOUT_S": str(HANG_GUARD_S)}
     env["DLRM_STUDY_KERNELS"] = "torch"  # the C++ build is the GPU host's; here it would take the test's minutes
     env.pop("TRITON_INTERPRET", None)
-    command = ["bash", str(SCRIPT), str(out), "--dry-run", "--budget-s", str(HANG_GUARD_S)]
+    command = ["bash", str(SCRIPT), str(out), "--dry-run", "--budget-s", str(HANG_GUARD_S), "--part", "A"]
     command += ["--work", str(tmp_path / "w")]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S + 60)
     assert done.returncode == 0, done.stderr[-2000:]
-    plan = gpu_lending.phases(tmp_path / "plan", dry_run=True)
+    plan = gpu_lending.phases(tmp_path / "plan", dry_run=True, lending="A")
     text = (out / "summary.txt").read_text()
     for phase in plan:
         assert f"phase {phase.name}: ok" in text, phase.name
@@ -185,8 +244,35 @@ def test_dry_run_of_the_lending_writes_every_phase_and_the_summary(tmp_path):
     assert len(profiles) == 3 and (profiles["kernels_per_step"] > 0).all()
     same_host = grid[grid["study"] == "gpu-same-host"]
     assert same_host["run_id"].nunique() == 1 and {"gpu-hbm", "host-reference"} <= set(same_host["variant"])
-    h4 = grid[(grid["study"] == "gpu-placements") & (grid["variant"] != "gpu-cached-lfu")]
-    assert h4.groupby("run_id")["repeat"].nunique().tolist() == [3] * gpu_lending.H4_RUNS  # whole runs
+    h4 = grid[(grid["study"] == "gpu-placements") & grid["variant"].isin(["gpu-host", "gpu-cached"])]
+    assert h4.groupby("run_id")["repeat"].nunique().tolist() == [1] * MIN_RUNS  # a dry run's: one whole repeat a run
+    assert h4["process_id"].nunique() == MIN_RUNS  # each run a process of its own
+    text_lines = text.splitlines()
+    for claim in gpu_lending.LENDINGS["A"]:  # counted by the claim's own reader: its runs are this lending's
+        assert any(line.startswith(f"{claim}: 3 runs (") and "enough for a verdict" in line for line in text_lines)
     assert set(store.load(out / "gpu_embedding.csv")["placement"]) == {"hbm", "uvm", "cached", "host"}
     assert len(store.load(out / "sweeps.csv")) > 0  # the host's CPU loops, last
     assert text.count("gpu-targets dry-") == len(grid[grid["study"] == "gpu-targets"])  # one line a record
+
+
+@pytest.mark.slow
+def test_lending_b_alone_gives_h2_and_h3_their_runs(tmp_path):
+    """Lending B's verdict phases, each a process as the lending starts them (dry, on the CPU): the grid's records
+    they write give H2 and H3, counted as their rule pairs them, the runs a verdict needs, with no record of A."""
+    from dlrm_study.analysis import gpu_pairs
+
+    work = tmp_path / "w"
+    work.mkdir()
+    env = {**os.environ, "DLRM_STUDY_KERNELS": "torch"}
+    env.pop("TRITON_INTERPRET", None)
+    for slot in range(1, MIN_RUNS + 1):
+        command = [sys.executable, "-m", "dlrm_study.cli.gpu_session", "--phase", f"verdict-run-{slot}", "--part", "B"]
+        command += ["--work", str(work), "--dry-run", "--deadline-s", str(HANG_GUARD_S)]
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
+        assert done.returncode == 0, done.stderr[-2000:]
+    records = store.load(work / "gpu_sweeps.csv")
+    assert records["error"].isna().all() and records["process_id"].nunique() == MIN_RUNS
+    run = {p.name: p for p in gpu_lending.phases(work, dry_run=True, lending="B")}["verdict-run-1"].runs[0]
+    for claim in ("H2", "H3"):
+        pairs, runs = gpu_pairs.claim_counts(claim, work, run)
+        assert runs == MIN_RUNS and pairs >= MIN_RUNS, (claim, pairs, runs)

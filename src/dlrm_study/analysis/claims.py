@@ -14,6 +14,7 @@ from itertools import chain
 
 import pandas as pd
 
+from dlrm_study.analysis import clusters
 from dlrm_study.analysis import verdicts as rules
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
@@ -46,6 +47,10 @@ class Claim:
     def count(self, evidence: Evidence) -> int:
         """The pairs of the deciding comparison with fewest (0 where one has none)."""
         return fewest([len(p) for p in self.deciding(evidence)])
+
+    def runs(self, evidence: Evidence) -> int:
+        """The runs of the deciding comparison with fewest (0 where one has none): a verdict word needs MIN_RUNS."""
+        return fewest([len(clusters.run_groups(p)) for p in self.deciding(evidence)])
 
     def used(self, evidence: Evidence) -> set[str]:
         """The identities of the records in a deciding pair, on one machine's evidence."""

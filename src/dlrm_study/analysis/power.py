@@ -373,6 +373,9 @@ S2_BASIS = (
     "not rescaled); truths: the shares the machines nearest 50% showed"
 )
 GPU_SPREAD = "assumed (no runs of these points yet)"
+# A GPU claim's design is one lending's (`studies.gpu_lending`: 3 runs, each a process; 3 repeats a run for H1 and
+# H4, 1 for H2 and H3): tests/test_gpu_lending.py holds these literals to the plan.
+LENDING_RUNS = 3
 DESIGNS = (
     Design("S3", "dlrm-benchmark", "log", 1.62, 1.8, 1.0, 0.975, 0.975, 0.1831, 0.1272, S3_BASIS,
            S3_SOURCES["dlrm-benchmark"], reproduce=("any", 2), refute=("all", 2)),
@@ -390,15 +393,16 @@ DESIGNS = (
            "within: the largest of the H200 placements' recoveries (results/gpu_sweeps.csv gpu-placements, one run "
            "each); between: assumed 0.10 (10 points of recovery: one run per machine, none to estimate it from); "
            "host below hbm taken as given (its ratio was 0.05-0.08x)", H4_SOURCES["mlperf-scaled"],
-           refute=("any", 2)),
+           refute=("any", 2), runs=LENDING_RUNS, pairs=3),
     Design("H1", "each knob", "log", 1.5, 1.875, 1.0, 1 - 0.05 / 6, 0.95, 0.10, 0.10,
            f"{GPU_SPREAD}: a GPU ratio, whose repeats spread 0.1-6% on the H200; 0.10 each, within and between",
-           band=True, reproduce=("any", 6), refute=("all", 6)),
+           band=True, reproduce=("any", 6), refute=("all", 6), runs=LENDING_RUNS, pairs=3),
     Design("H2", "each table count", "log", 1.25, 1.5625, 1.0, 0.95, 1 - 0.05 / 3, 0.20, 0.10,
            f"{GPU_SPREAD}: a ratio of four records, two of them CPU loops (S3's pairs spread up to 0.14); within "
-           "0.20, between 0.10", reproduce=("all", 3), refute=("any", 3)),
+           "0.20, between 0.10", reproduce=("all", 3), refute=("any", 3), runs=LENDING_RUNS, pairs=1),
     Design("H3", "each dense count", "log", 0.8, 0.64, 1.0, 0.95, 1 - 0.05 / 3, 0.20, 0.10,
-           f"{GPU_SPREAD}: as H2's", direction="below", reproduce=("all", 3), refute=("any", 3)),
+           f"{GPU_SPREAD}: as H2's", direction="below", reproduce=("all", 3), refute=("any", 3), runs=LENDING_RUNS,
+           pairs=1),
 )  # fmt: skip
 
 
@@ -477,19 +481,21 @@ def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
     """The table of `power_table` as docs/claims.md shows it, with each row's basis."""
     found = power_table(n_sims, seed)
     lines = [
-        f"Design: {RUNS} runs x {PAIRS} repeats x {STEPS} timed steps per deciding point; targets: >= "
-        f'{TARGET_POWER:.0%} for each word where the truth is on its side, <= {TARGET_FALSE:.1%} "reproduced" '
-        f"where it sits on the margin; {N_SIMS:,} simulated designs each (seed {SEED}).",
+        f"Design: the CPU claims {RUNS} runs x {PAIRS} repeats x {STEPS} timed steps per deciding point; the GPU "
+        f"claims one lending's runs (the design column); targets: >= {TARGET_POWER:.0%} for each word where the "
+        f'truth is on its side, <= {TARGET_FALSE:.1%} "reproduced" where it sits on the margin; {N_SIMS:,} '
+        f"simulated designs each (seed {SEED}).",
         "",
-        "| claim | comparison | margin | truth: claim / other | within SD | between SD | reproduced | "
-        f"not reproduced | false reproduced | targets | runs needed (x {PAIRS} repeats) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| claim | comparison | design (runs x repeats) | margin | truth: claim / other | within SD | between SD | "
+        "reproduced | not reproduced | false reproduced | targets | runs needed (x the row's repeats) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for d, row in zip(DESIGNS, found.itertuples(), strict=True):
         needed = "more than 60" if row.runs_needed is None or row.runs_needed != row.runs_needed else int(
             row.runs_needed)  # fmt: skip
         lines.append(
-            f"| {d.claim} | {d.comparison} | {amount(d.margin, d.scale)} | {amount(d.claimed, d.scale)} / "
+            f"| {d.claim} | {d.comparison} | {d.runs} x {d.pairs} | {amount(d.margin, d.scale)} | "
+            f"{amount(d.claimed, d.scale)} / "
             f"{amount(d.other, d.scale)} | {d.within_sd:.3f} | {d.between_sd:.3f} | {chance(row.reproduced)} | "
             f"{chance(row.not_reproduced)} | {chance(row.false_reproduced)} | {'met' if row.meets else 'missed'} | "
             f"{needed} |"

@@ -41,11 +41,13 @@ import torch
 
 from dlrm_study.analysis import clusters, findings, predictions, wording
 from dlrm_study.analysis.gpu_pairs import claim_lines, pending
+from dlrm_study.analysis.judgement import Status
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, isolated, runner, sweep
+from dlrm_study.records import Machine, provenance, store
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance, store
+from dlrm_study.report import ledger, reading
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import gpu_budget, gpu_lending, gpu_phases, gpu_targets
 from dlrm_study.studies.gpu import DISPATCH_FLOOR, TARGETS_RUN, GpuRun
@@ -228,7 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--predictions", type=Path, default=Path("results"), help="folder of gpu_predictions.csv to score"
     )
-    parser.add_argument("--lending", action="store_true", help="one lending's plan: isolated phases, headline first")
+    parser.add_argument("--lending", action="store_true", help="one lending's plan: isolated phases, verdicts first")
+    parser.add_argument(
+        "--part", choices=sorted(gpu_lending.LENDINGS), help="(lending) which lending (default: `choose_lending`)"
+    )
+    parser.add_argument(
+        "--judged-from", type=Path, default=Path("results"), help="(lending) the records `choose_lending` reads"
+    )
     parser.add_argument("--resume-from", type=Path, action="append", default=[], help="an earlier call's out folder")
     parser.add_argument("--work", type=Path, help="(lending) folder for the records as made (default: a temporary one)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)  # a lending's child: run this one phase
@@ -282,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 def phase_main(args: argparse.Namespace) -> int:
     """A lending's child process: one phase of the plan, records in --work, no point started past --deadline-s."""
     deadline = time.monotonic() + args.deadline_s
-    plan = {phase.name: phase for phase in gpu_lending.phases(args.work, args.dry_run)}
+    plan = {phase.name: phase for phase in gpu_lending.phases(args.work, args.dry_run, args.part or "A")}
     if args.phase not in plan:
         print(f"gpu_check: unknown phase {args.phase!r} (choose from {', '.join(plan)})", file=sys.stderr)
         return 2
@@ -303,26 +311,31 @@ def lending_main(args: argparse.Namespace) -> int:
     log = out / LENDING_LOG
     seeded = isolated.seed(work, [*args.resume_from, out])
     build = start_kernel_build(work)  # t = 0: only the host's CPU loops need the C++ kernels
-    plan = gpu_lending.phases(work, args.dry_run)
+    part, why = (args.part, "named by --part") if args.part else choose_lending(args.judged_from)
+    plan = gpu_lending.phases(work, args.dry_run, part)
     name = "cpu (dry run)" if args.dry_run else torch.cuda.get_device_name()
     head = [
         f"gpu lending on {name}: torch {torch.__version__}, commit {provenance.git_commit()}, out {out}, work {work}",
         f"resumed from {len(seeded)} records file(s): {', '.join(seeded)}" if seeded else "no earlier records",
-        *gpu_lending.plan_lines(plan, args.budget_s),
+        f"lending {part}: {why}",
+        *gpu_lending.plan_lines(plan, args.budget_s, part),
     ]
     isolated.say(log, *head)
     done: list[str] = []
     steps = [
-        isolated.Step(phase.name, partial(phase_argv, phase.name, work, args.dry_run), phase.limit_s) for phase in plan
+        isolated.Step(phase.name, partial(phase_argv, phase.name, work, args.dry_run, part), phase.limit_s)
+        for phase in plan
     ]
     if args.dry_run:  # a dry run's phases take what a busy CPU takes: only the budget bounds them
         steps = [dataclasses.replace(step, limit_s=lambda left: left) for step in steps]
 
+    planned = list({id(run): run for phase in plan for run in phase.runs}.values())  # each run once
+
     def after(line: str) -> None:
         done.append(line)
-        write_summary(out, work, args.dry_run, [*head, "", *done])
+        write_summary(out, work, args.dry_run, [*head, "", *done], planned)
 
-    write_summary(out, work, args.dry_run, head)
+    write_summary(out, work, args.dry_run, head, planned)
     isolated.run_phases(steps, work, out, log, start + args.budget_s, after)
     isolated.stop(build) if build is not None else None
     print(f"gpu lending: done in {time.monotonic() - start:.0f} s; summary in {out / 'summary.txt'}")
@@ -333,10 +346,30 @@ LENDING_LOG = "lending.log"
 STOP_MARGIN_S = 20.0  # a phase starts no point this close to its watchdog: a measurement and its record fit
 
 
-def phase_argv(name: str, work: Path, dry_run: bool, limit_s: float) -> list[str]:
+def phase_argv(name: str, work: Path, dry_run: bool, part: str, limit_s: float) -> list[str]:
     deadline = limit_s if dry_run else max(1.0, limit_s - STOP_MARGIN_S)
-    argv = [sys.executable, "-m", "dlrm_study.cli.gpu_session", "--phase", name, "--work", str(work)]
+    argv = [sys.executable, "-m", "dlrm_study.cli.gpu_session", "--phase", name, "--work", str(work), "--part", part]
     return [*argv, "--deadline-s", f"{deadline:.0f}", *(["--dry-run"] if dry_run else [])]
+
+
+JUDGED = (Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE, Status.FRAGILE)  # runs enough to judge
+
+
+def choose_lending(results: Path, profile: str = "quick") -> tuple[str, str]:
+    """The lending to run (`gpu_lending.LENDINGS`, in order): the first with a claim that no GPU machine has judged
+    at today's code in `results` (a verdict word, inconclusive or fragile: the runs a word needs were there); why,
+    in words. Records that cannot be read choose the first lending, and say so."""
+    first = next(iter(gpu_lending.LENDINGS))
+    try:
+        evidence, table = reading.judged(results, profile)
+    except Exception as err:  # the lending must go on: the first one, said
+        return first, f"the records in {results} could not be judged ({type(err).__name__}: {first_line(err)})"
+    hosts = [m for m in evidence.machines() if Machine.parse(m).has_gpu and not ledger.earlier_code(evidence, m)]
+    for part, claims in gpu_lending.LENDINGS.items():
+        open_ = [c for c in claims if not any(table[c][h].status in JUDGED for h in hosts if h in table[c])]
+        if open_:
+            return part, f"{', '.join(open_)} not yet judged at today's GPU code in {results}"
+    return first, f"every H claim is judged at today's GPU code in {results}: its runs measured again"
 
 
 def start_kernel_build(work: Path) -> "subprocess.Popen | None":
@@ -351,10 +384,11 @@ def start_kernel_build(work: Path) -> "subprocess.Popen | None":
         )
 
 
-def write_summary(out: Path, work: Path, dry_run: bool, lines: list[str]) -> None:
-    """out/summary.txt, atomically: the plan, the phases so far, one line per headline record, the verdicts."""
+def write_summary(out: Path, work: Path, dry_run: bool, lines: list[str], runs: list[GpuRun]) -> None:
+    """out/summary.txt, atomically: the plan, the phases so far, one line per headline record, the targets and the
+    runs each claim of the lending's plan (`runs`) has."""
     try:
-        judged = ["", *headline_lines(work), "", *summary(work, dry_run, None, gpu_grid.runs(work, dry_run))]
+        judged = ["", *headline_lines(work), "", *summary(work, dry_run, None, runs)]
     except Exception as err:  # the summary is the lending's record: what is known is written anyway
         judged = ["", f"records not summarized: {type(err).__name__}: {first_line(err)}"]
     isolated.write_atomic(out / "summary.txt", "\n".join([*lines, *judged]) + "\n")

@@ -1,34 +1,29 @@
-"""One GPU lending's plan: the headline first, in phases, each estimated on an H200 from a cold start.
+"""A GPU lending's plan: two self-contained lendings that judge H1-H4, each claim in `VERDICT_RUNS` runs, each
+run a process of its own, in phases estimated on an H200 from a cold start.
 
-A lending is one call of at most 10 minutes (`scripts/gpu_lending.sh`). Its phases, in order:
+A lending is one call of at most 10 minutes (`scripts/gpu_lending.sh`, `--budget-s 540`). All of H1-H4 in 3 runs
+do not fit one call by this estimate (about 920 s), so there are two (`LENDINGS`), each judging its own claims
+from its own records only:
 
-1. `targets-bf16`: the three targets (`studies.gpu_targets`) in bf16, one repeat each;
-2. `targets-fp32`: their fp32 twins, one repeat each;
-3. `placements`: H4's placements (host, uvm, cached and hbm: what its rule reads) in `H4_RUNS` runs of
-   `H4_REPEATS` whole repeats each, one run after the other in the phase's process (not yet a process per run,
-   as the CPU's are: `studies.runs`): a verdict word needs `analysis.clusters.MIN_RUNS` (3) runs and
-   `analysis.stats.MIN_PAIRS` (5) pairs; every repeat counts (records of protocol 2: the GPU step warms up for
-   `measure.gpu.WARMUP_S` before each point's timing), so 3 runs of 3 give 9 pairs, 6 even if repeat 0 were
-   dropped (the first lending measured one run of 5: "one run");
-4. `targets-repeats`: the targets and twins up to `studies.gpu.REPEATS` repeats;
-5. then, as far as the budget goes: the GPU tests, the profiled windows of the target points (records
-   first, profiles after, in their own file: what explains a missed target), the embedding benchmark,
-   `same-host` (gpu-hbm beside the optimized bf16 and reference CPU loops on the host's cores,
-   `studies.gpu.same_host`, interleaved, in `VERDICT_REPEATS`: no rule reads it, as H2 and H3 read the
-   dense x sparse grid and S1 and S3 the CPU study, so it is no headline), H1-H3's grid, and the rest (the
-   eager step, LFU's cache, the presets, skew and size, the host's CPU loops).
+- **A** (H1, H4, and the targets): `targets-bf16` and `targets-fp32` (the three targets, `studies.gpu_targets`,
+  and their fp32 twins, one repeat each); then `verdict-run-1` to `-3`, each one run (a run slot, `measure.runner
+  .one_run`) of H1's points (gpu-hbm at each model-shape knob's two ends, not batch size) and H4's (hbm, host and
+  cached on mlperf-scaled, Zipf 1.05, 10% cached) in `REPEATS_OF["A"]` whole repeats; then `uvm` (hbm beside uvm
+  in a run of their own: uvm failed in the first lending, and it decides nothing, so last, apart).
+- **B** (H2, H3): `verdict-run-1` to `-3`, each one run of the dense x sparse grid's points H2 or H3 reads (a
+  dense-features end or a table-count end: 8 of the 9 points) on the GPU and on the host's optimized fp32 and
+  bf16 loops, in `REPEATS_OF["B"]` whole repeat (24 measurements; two repeats would leave no room).
 
-Phases 1-3 are the headline, kept under `HEADLINE_LIMIT_S` by the estimate (a test holds it); the targets'
-repeats 2 and 3 (about 95 s, most of it the fp32 twin at 65,536) would take it past that, so they come right
-after it. The same-host pair's gpu-hbm point at mlperf-scaled's 2,048 is a target's point: a point is measured
-once per repeat whatever the study (`records.store.resume_key`), so the same-host run measures it only at the
-repeats the targets' runs left, and a target is read by its config, wherever it was measured
-(`gpu_targets.measured`). Each phase is
-one process (`measure.isolated`); its estimate is its runs' cost by `studies.gpu_budget` plus a
-process's start (`PHASE_START_S`) and, in the first phase, Triton compiling its kernels (`TRITON_COLD_S`).
-Both are leads. The first lending (2026-12-04, results/gpu-session/lending1-log.txt) ran each headline phase
-within 6% of its estimate (266 s against 271 s in all) and the targets' repeats in 99 s against 88; its
-Triton kernels did not compile (the torch twins ran), so TRITON_COLD_S is still unmeasured.
+After the verdict phases, as far as the budget goes (optional, no rule reads them): the targets' repeats, a
+smoke of the GPU tests, the profiled windows of the targets, the embedding benchmark, the same-host pair, and
+the rest. The lending to run is the first whose claims have no verdict at today's GPU code
+(`cli.gpu_session.choose_lending`); `--part A|B` names one.
+
+Each phase is one process (`measure.isolated`); its estimate is its measurements' cost by `studies.gpu_budget`
+(one run slot a verdict phase) plus a process's start (`PHASE_START_S`) and, in the first phase, Triton compiling
+its kernels (`TRITON_COLD_S`). The first lending (2026-12-04, results/gpu-session/lending1-log.txt) ran each of
+its headline phases within 6% of its estimate; PHASE_START_S, TRITON_COLD_S and the host CPU loops' cost
+(`gpu_budget.CPU_MEASURE_S`) are still leads.
 """
 
 import dataclasses
@@ -37,7 +32,9 @@ from functools import partial
 from pathlib import Path
 
 from dlrm_study.config import Config
-from dlrm_study.config.variants import GPU_CACHED_LFU
+from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_HBM, GPU_HOST, GPU_UVM
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import sweep
 from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import gpu_budget, gpu_targets
 from dlrm_study.studies.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN, GpuRun
@@ -49,16 +46,20 @@ from dlrm_study.studies.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN,
 # wall time with its imports (Triton 3.9 on a loaded 2-core Zen 3, 2026-12-03; its cache: 2.7 MB), and
 # the H200's host has 16 cores. TRITON_COLD_S keeps twice that.
 PHASE_START_S = 5.0
+KERNEL_BUILD_S = 60.0  # the C++ kernels' build from t = 0 (25-60 s on 2 cores; a lead on the H200's 16)
 TRITON_COLD_S = 20.0
-GPU_TESTS_S = 60.0  # the tests marked gpu: 11, one compiling the C++ kernels (25-60 s)
+GPU_TESTS_S = 25.0  # the smoke of the tests marked gpu (`SMOKE_TESTS`): a captured step and the Triton kernels
 GPU_TESTS_TIMEOUT_S = 150.0
-HEADLINE_LIMIT_S = 300.0  # the headline's estimate from a cold start stays under this (a test holds it)
 LIMIT_FACTOR = 3.0  # a phase's watchdog: this many times its estimate (at least MIN_LIMIT_S), within the budget
 MIN_LIMIT_S = 60.0
 PROFILES_FILE = "gpu_profiles.csv"  # the targets' profiled windows: apart from the records they judge
 HEADLINE_STUDIES = (TARGETS_RUN, PLACEMENTS_RUN)
 LISTED_STUDIES = (*HEADLINE_STUDIES, gpu_grid.SAME_HOST_RUN)  # a summary line per record: the headline's, same-host's
-H4_RUNS, H4_REPEATS = 3, 3  # runs of whole repeats: 9 pairs (6 even were repeat 0 a warm-up), over MIN_RUNS (3) runs
+VERDICT_RUNS = 3  # runs of each claim's points in a lending: `analysis.clusters.MIN_RUNS` (a test holds it)
+LENDINGS = {"A": ("H1", "H4"), "B": ("H2", "H3")}  # each judged from its own records only (a test holds it)
+REPEATS_OF = {"A": 3, "B": 1}  # whole repeats a verdict run measures (B's grid: 24 measurements a repeat)
+LENDING_LIMIT_S = 540.0  # each lending's estimate from a cold start stays under this (a test holds it)
+SMOKE_TESTS = ["-k", "captured_step or compiled_kernels_match"]  # the GPU tests a lending runs: a smoke (GPU_TESTS_S)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Phase:
     headline: bool = False
     retry: bool = False  # a failed point is measured once more (the targets)
     whole: bool = False  # verdict runs: whole repeats only
+    slot: int = 0  # the one run slot this phase measures, in its own process (0: every slot of its runs)
     estimate_s: float = 0.0
 
     def limit_s(self, left_s: float) -> float:
@@ -105,9 +107,38 @@ def with_repeats(run: GpuRun, repeats: int, runs: int = 1) -> GpuRun:
     return run._replace(specs=[dataclasses.replace(spec, repeats=repeats, runs=runs) for spec in run.specs])
 
 
-def in_runs(run: GpuRun, dry_run: bool) -> GpuRun:
-    """A verdict run as `H4_RUNS` runs of whole repeats (a dry run's: its own repeats, in as many runs)."""
-    return with_repeats(run, run.specs[0].repeats if dry_run else H4_REPEATS, runs=H4_RUNS)
+def verdict_run(run: GpuRun, dry_run: bool, lending: str, only, claims: tuple[str, ...]) -> GpuRun:
+    """`run` cut to a claim's deciding points (`only`), in `VERDICT_RUNS` runs of the lending's whole repeats (a
+    dry run's: one repeat)."""
+    cut = with_repeats(run, 1 if dry_run else REPEATS_OF[lending], runs=VERDICT_RUNS)
+    return cut._replace(only=only, claims=claims)
+
+
+def knob_ends(specs: list[sweep.Sweep]) -> frozenset[str]:
+    """The configs H1 reads: gpu-hbm at each model-shape knob's two ends (every knob sweep but batch size)."""
+    ends: set[str] = set()
+    for spec in specs:
+        if "batch-size" in spec.name or "grid" in spec.name:
+            continue
+        found = sweep.points(spec)
+        ends |= {found[0].cfg.hash(), found[-1].cfg.hash()}
+    return frozenset(ends)
+
+
+def grid_read(spec: sweep.Sweep) -> frozenset[str]:
+    """The configs H2 or H3 reads on the dense x sparse grid, each variant's: every point at a dense-features
+    end or a table-count end (H2 compares the dense ends at each table count, H3 the table ends at each dense
+    count); the centre point no rule reads."""
+    middles = {f"{key}={value}" for key, values in spec.grid.items() for value in values[1:-1]}
+    return frozenset(p.cfg.hash() for p in sweep.points(spec) if not set(p.grid) <= middles)
+
+
+def hashed(configs: frozenset[str], variant: str, cfg: Config) -> bool:
+    return cfg.hash() in configs
+
+
+def only_variants(variants: tuple[str, ...], variant: str, cfg: Config) -> bool:
+    return variant in variants
 
 
 def profile_run(run: GpuRun, work: Path) -> GpuRun:
@@ -116,38 +147,74 @@ def profile_run(run: GpuRun, work: Path) -> GpuRun:
     return GpuRun("gpu-target-profiles", specs, run.only)
 
 
-def phases(work: Path, dry_run: bool) -> list[Phase]:
-    """The lending's phases in order (records in `work`), each with its H200 estimate."""
+def phases(work: Path, dry_run: bool, lending: str = "A") -> list[Phase]:
+    """The lending's phases in order (records in `work`), each with its H200 estimate (`LENDINGS`)."""
+    if lending not in LENDINGS:
+        raise UsageError(f"no lending {lending!r}: choose one of {', '.join(LENDINGS)}")
     runs = {run.study: run for run in gpu_grid.runs(work, dry_run)}
     targets = runs.pop(TARGETS_RUN)
     bf16 = with_repeats(targets._replace(only=partial(bf16_target, dry_run=dry_run)), 1)
     placements = runs.pop(PLACEMENTS_RUN)
-    h4, lfu = placements._replace(only=h4_placement), placements._replace(only=not_h4_placement)
-    sensitivity = next(study for study in runs if study.startswith(SENSITIVITY_RUN))
-    twins = partial(target_or_twin, dry_run=dry_run)
-    fp32 = with_repeats(targets._replace(only=partial(fp32_twin, dry_run=dry_run)), 1)
+    lfu = placements._replace(only=not_h4_placement, claims=())  # no rule reads LFU's cache
+    sensitivity = runs.pop(next(study for study in runs if study.startswith(SENSITIVITY_RUN)))
+    grid, *knobs = sensitivity.specs
+    if lending == "A":
+        h1 = verdict_run(sensitivity._replace(specs=knobs), dry_run, "A", partial(hashed, knob_ends(knobs)), ("H1",))
+        h4_only = partial(only_variants, (GPU_HBM, GPU_HOST, GPU_CACHED))
+        h4 = verdict_run(placements, dry_run, "A", h4_only, ("H4",))
+        uvm = placements._replace(only=partial(only_variants, (GPU_HBM, GPU_UVM)), claims=())  # shown, not judged
+        uvm = with_repeats(uvm, 1, runs=VERDICT_RUNS + 1)
+        fp32 = with_repeats(targets._replace(only=partial(fp32_twin, dry_run=dry_run)), 1)
+        head = [
+            Phase("targets-bf16", runs=[bf16], headline=True, retry=True),
+            Phase("targets-fp32", runs=[fp32], headline=True, retry=True),
+            *verdict_phases([h1, h4]),
+            Phase("uvm", runs=[uvm], slot=VERDICT_RUNS + 1),  # its own run: hbm beside it, apart from H4's
+            Phase("targets-repeats", runs=[targets._replace(only=partial(target_or_twin, dry_run=dry_run))]),
+        ]
+    else:
+        h23 = verdict_run(sensitivity._replace(specs=[grid]), dry_run, "B", partial(hashed, grid_read(grid)),
+                          ("H2", "H3"))  # fmt: skip
+        head = verdict_phases([h23])
     plan = [
-        Phase("targets-bf16", runs=[bf16], headline=True, retry=True),
-        Phase("targets-fp32", runs=[fp32], headline=True, retry=True),
-        Phase("placements", runs=[in_runs(h4, dry_run)], headline=True, whole=True),
-        Phase("targets-repeats", runs=[targets._replace(only=twins)], retry=True),
+        *head,
         Phase("gpu-tests", kind="tests"),
         Phase("profiles", kind="profiles", runs=[profile_run(bf16, work)]),
         Phase("embedding", kind="embedding"),
         Phase("same-host", runs=[gpu_grid.same_host(work, dry_run)]),
-        Phase("sensitivity", runs=[runs.pop(sensitivity)], whole=True),
-        Phase("rest", runs=[lfu, *runs.values()]),  # LFU's cache alone: H4's points are the placements phase's
+        Phase("rest", runs=[lfu, *runs.values()]),
     ]
     estimate(plan)
     return plan
 
 
+def verdict_phases(runs: list[GpuRun]) -> list[Phase]:
+    """One phase (a process) per run slot of the verdict runs: `VERDICT_RUNS` runs, each its own process."""
+    return [
+        Phase(f"verdict-run-{slot}", runs=runs, headline=True, whole=True, slot=slot)
+        for slot in range(1, VERDICT_RUNS + 1)
+    ]
+
+
+def claims_of(plan: list[Phase]) -> dict[str, list[int]]:
+    """Each claim the plan's verdict phases measure, with the run slots (one a phase) that measure it."""
+    found: dict[str, list[int]] = {}
+    for phase in plan:
+        for run in phase.runs:
+            for claim in run.claims:
+                found.setdefault(claim, []).append(phase.slot)
+    return found
+
+
 def estimate(plan: list[Phase]) -> None:
     """Each phase's `estimate_s` on an H200: its process's start, its runs' measurements less those an
-    earlier phase measured (by repeat, variant and config), each run's builds and profiled windows."""
-    counted: set[tuple[int, str, str]] = set()
+    earlier phase measured (by run slot, repeat, variant and config), each run's builds and profiled windows."""
+    counted: set[tuple[int, int, str, str]] = set()
+    at = 0.0
     for number, phase in enumerate(plan):
         seconds = PHASE_START_S + (TRITON_COLD_S if number == 0 else 0.0)
+        if any(v.startswith("host-") for run in phase.runs for spec in run.specs for v in spec.variants):
+            seconds += max(0.0, KERNEL_BUILD_S - at)  # the host's loops wait for the C++ kernels built from t = 0
         if phase.kind == "tests":
             seconds += GPU_TESTS_S
         elif phase.kind == "embedding":
@@ -155,19 +222,21 @@ def estimate(plan: list[Phase]) -> None:
         elif phase.kind == "profiles":
             seconds += gpu_budget.PROBES_S + runs_s(phase.runs, set(), profiled=True)
         else:
-            seconds += runs_s(phase.runs, counted, profiled=False)
+            seconds += runs_s(phase.runs, counted, profiled=False, slot=phase.slot)
         phase.estimate_s = seconds
+        at += seconds
 
 
-def runs_s(runs: list[GpuRun], counted: set, profiled: bool) -> float:
-    """Seconds of the runs' measurements not in `counted` (then added to it), in one process; a sweep of several
-    runs (slots) is charged once a slot, builds included: the runner builds a slot's points anew."""
+def runs_s(runs: list[GpuRun], counted: set, profiled: bool, slot: int = 0) -> float:
+    """Seconds of the runs' measurements not in `counted` (then added to it), in one process. A phase of one run
+    slot (`slot`) measures that slot only; otherwise a sweep of several runs is charged once a slot, builds
+    included: the runner builds a slot's points anew."""
     seconds = 0.0
     for run in runs:
         items, _ = gpu_budget.pending_items(run, set())
-        items = [(r, v, cfg) for r, v, cfg in items if (r, v, cfg.hash()) not in counted]
-        counted |= {(r, v, cfg.hash()) for r, v, cfg in items}
-        seconds += run.specs[0].runs * slot_s(items, profiled)
+        items = [(r, v, cfg) for r, v, cfg in items if (slot, r, v, cfg.hash()) not in counted]
+        counted |= {(slot, r, v, cfg.hash()) for r, v, cfg in items}
+        seconds += (1 if slot else run.specs[0].runs) * slot_s(items, profiled)
     return seconds
 
 
@@ -184,9 +253,11 @@ def headline_s(plan: list[Phase]) -> float:
     return sum(phase.estimate_s for phase in plan if phase.headline)
 
 
-def plan_lines(plan: list[Phase], budget_s: float) -> list[str]:
-    """The plan before anything runs: each phase's estimate and when it should end, against the budget."""
-    lines = [f"lending plan (estimated on an H200 from a cold start; budget {budget_s:.0f} s):"]
+def plan_lines(plan: list[Phase], budget_s: float, lending: str = "A") -> list[str]:
+    """The plan before anything runs: the claims it judges, each phase's estimate and when it should end."""
+    judged = ", ".join(f"{claim} in runs {', '.join(map(str, slots))}" for claim, slots in claims_of(plan).items())
+    lines = [f"lending {lending} ({judged}; each run a process), estimated on an H200 from a cold start; "
+             f"budget {budget_s:.0f} s:"]  # fmt: skip
     at = 0.0
     for phase in plan:
         at += phase.estimate_s
@@ -195,5 +266,5 @@ def plan_lines(plan: list[Phase], budget_s: float) -> list[str]:
         lines.append(
             f"  {phase.name} ({mark}{phase.kind}): about {phase.estimate_s:.0f} s, finishing near {at:.0f} s{past}"
         )
-    lines.append(f"  the headline phases: about {headline_s(plan):.0f} s (held under {HEADLINE_LIMIT_S:.0f} s)")
+    lines.append(f"  the verdict phases end near {headline_s(plan):.0f} s (held under {LENDING_LIMIT_S:.0f} s)")
     return lines

@@ -7,6 +7,7 @@ whose CUDA context dies (`runner.DeviceLost`) returns `isolated.CONTEXT_LOST`; t
 next phase in a new process.
 """
 
+import contextlib
 import dataclasses
 import subprocess
 import sys
@@ -32,14 +33,17 @@ def run_phase(phase: Phase, work: Path, dry_run: bool, deadline: float) -> int:
         graph_profiler.use(graph_profiler.NOT_PROFILED)
     try:
         if phase.kind == "tests":
-            print(run_tests(dry_run, timeout_s=min(GPU_TESTS_TIMEOUT_S, max(1.0, deadline - time.monotonic()))))
+            timeout_s = min(GPU_TESTS_TIMEOUT_S, max(1.0, deadline - time.monotonic()))
+            print(run_tests(dry_run, timeout_s=timeout_s, select=gpu_lending.SMOKE_TESTS))
         elif phase.kind == "embedding":
             embedding_records(work, dry_run)
         else:
             if phase.kind == "profiles":
                 print(choose_profiler(dry_run), flush=True)
-            for run in phase.runs:
-                print(measure_run(run, phase, dry_run, deadline), flush=True)
+            # A verdict phase measures one run slot: a run is a process (its own run id, order and warm-up).
+            with runner.one_run(phase.slot) if phase.slot else contextlib.nullcontext():
+                for run in phase.runs:
+                    print(measure_run(run, phase, dry_run, deadline), flush=True)
     except runner.DeviceLost as err:
         print(f"phase {phase.name}: the CUDA context is lost: {first_line(err)}", flush=True)
         return isolated.CONTEXT_LOST
@@ -100,13 +104,25 @@ def whole_runs(run: GpuRun, tasks: list[runner.Task], left_s: float) -> tuple[li
     return [dataclasses.replace(spec, runs=upto) for spec in run.specs], f" (runs up to {upto}, whole)"
 
 
-def run_tests(dry_run: bool, timeout_s: float | None = None) -> str:
-    """The tests marked `gpu` (on the CPU they skip): pytest's last line, failures and a timeout said loudly."""
+def run_tests(dry_run: bool, timeout_s: float | None = None, select: list[str] | None = None) -> str:
+    """The tests marked `gpu` (on the CPU they skip; `select`: pytest's `-k` of a smoke): pytest's last line,
+    failures and a timeout said loudly."""
     root = Path(__file__).resolve().parents[3]
     if not (root / "tests").is_dir():
         return "tests: not found beside the package, not run"
     # Only the files holding them: collecting the others would import packages a GPU machine lacks.
-    command = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", *TEST_FILES]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-m",
+        "gpu",
+        "-p",
+        "no:cacheprovider",
+        *(select or []),
+        *TEST_FILES,
+    ]
     try:
         done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
