@@ -320,6 +320,11 @@ def lending_main(args: argparse.Namespace) -> int:
         f"lending {part}: {why}",
         *gpu_lending.plan_lines(plan, args.budget_s, part),
     ]
+    if args.dry_run:  # what the call on an H200 would do, by the same estimate (the dry run's own are tiny sizes)
+        head += [
+            "on an H200:",
+            *gpu_lending.plan_lines(gpu_lending.phases(work / "h200-plan", False, part), 540.0, part),
+        ]
     isolated.say(log, *head)
     done: list[str] = []
     steps = [
