@@ -7,9 +7,11 @@ from dlrm_study.report import gate
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_reproduce_md_states_the_gate_the_rules_declare() -> None:
+def test_reproduce_md_states_the_gate_and_rules_the_rules_declare() -> None:
     doc = (REPO / "docs" / "reproduce.md").read_text()
-    assert f"{gate.BEGIN}\n{gate.text()}\n{gate.END}" in doc, "docs/reproduce.md's verdict gate is stale: make render"
+    assert gate.section(REPO) in doc, "docs/reproduce.md's verdict gate or rules are stale: make render"
+    rows = gate.rules_rows((REPO / "docs" / "claims.md").read_text())
+    assert [row.split(" | ")[0] for row in rows] == [f"| {c}" for c in ("H1", "H2", "H3", "H4", "S1", "S2", "S3", "S4")]
 
 
 def test_the_gate_reads_the_declared_runs(monkeypatch) -> None:
@@ -21,7 +23,11 @@ def test_the_gate_reads_the_declared_runs(monkeypatch) -> None:
 def test_a_stale_paragraph_is_rewritten(tmp_path: Path) -> None:
     doc = tmp_path / "docs" / "reproduce.md"
     doc.parent.mkdir()
+    claims = "### Rules\n\n| id | measured by | reproduced | not reproduced |\n| --- | --- | --- | --- |\n"
+    (tmp_path / "docs" / "claims.md").write_text(claims + "| S9 | a ratio | above 2x | below 2x |\n\nmore\n")
     doc.write_text(f"before\n{gate.BEGIN}\nat least 5 pairs\n{gate.END}\nafter\n")
     assert gate.write(tmp_path)
-    assert doc.read_text() == f"before\n{gate.BEGIN}\n{gate.text()}\n{gate.END}\nafter\n"
+    written = doc.read_text()
+    assert written.startswith(f"before\n{gate.BEGIN}\n{gate.text()}\n") and written.endswith(f"{gate.END}\nafter\n")
+    assert "| S9 | above 2x | below 2x |" in written and "a ratio" not in written
     assert not gate.write(tmp_path)

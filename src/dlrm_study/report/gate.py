@@ -1,8 +1,10 @@
-"""The verdict gate in words, from the declared rules: docs/reproduce.md's generated paragraph.
+"""The verdict gate in words, from the declared rules, and each claim's rule as docs/claims.md states it:
+docs/reproduce.md's generated section.
 
 Nothing here is typed by hand that a rule decides: the confidence and the runs a verdict word needs are read from
 the declared rules (`dlrm_study.rules`), a finding's pairs and its flagged-pairs check from the constants that
-decide them, so the page cannot state another gate than the code applies.
+decide them, and each claim's "reproduced" and "not reproduced" from docs/claims.md's rules table (itself held to
+the declared rules by tests/test_rules_id.py), so the page cannot state another gate than the code applies.
 """
 
 from pathlib import Path
@@ -32,6 +34,29 @@ def text() -> str:
     )
 
 
+RULES = "### Rules"  # docs/claims.md's table: | id | measured by | reproduced | not reproduced |
+
+
+def rules_rows(claims_md: str) -> list[str]:
+    """Each claim's row of docs/claims.md's rules table, without its "measured by" column."""
+    table = claims_md.split(RULES, 1)[1].strip().splitlines()
+    rows = []
+    for line in table[2:]:
+        if not line.startswith("|"):
+            break
+        claim, _, reproduced, refuted = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        rows.append(f"| {claim} | {reproduced} | {refuted} |")
+    return rows
+
+
+def section(repo: Path) -> str:
+    """The gate, then the rules of every claim as docs/claims.md states them."""
+    claims_md = (repo / "docs" / "claims.md").read_text()
+    head = ["| claim | reproduced | not reproduced |", "| --- | --- | --- |"]
+    said = "Each claim's rule, as docs/claims.md (Rules) states it (there beside what it is measured by):"
+    return "\n".join([BEGIN, text(), "", said, "", *head, *rules_rows(claims_md), END])
+
+
 def write(repo: Path, doc: Path = Path("docs") / "reproduce.md") -> bool:
-    """docs/reproduce.md's verdict gate rewritten from the rules; whether it changed."""
-    return rewrite(repo / doc, BEGIN, END, "\n".join([BEGIN, text(), END]))
+    """docs/reproduce.md's verdict gate and rules rewritten from the rules; whether it changed."""
+    return rewrite(repo / doc, BEGIN, END, section(repo))
