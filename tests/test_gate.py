@@ -31,3 +31,12 @@ def test_a_stale_paragraph_is_rewritten(tmp_path: Path) -> None:
     assert written.startswith(f"before\n{gate.BEGIN}\n{gate.text()}\n") and written.endswith(f"{gate.END}\nafter\n")
     assert "| S9 | above 2x | below 2x |" in written and "a ratio" not in written
     assert not gate.write(tmp_path)
+
+
+def test_reproduce_md_states_the_profiles_protocol() -> None:
+    from dlrm_study.studies import profiles
+
+    doc = (REPO / "docs" / "reproduce.md").read_text()
+    assert gate.protocol() in doc, "docs/reproduce.md's protocol is stale: make render"
+    assert f"Quick: {profiles.described('quick')}." in gate.protocol()
+    assert f"{profiles.CLAIM_RUNS['quick']} runs of the points the CPU claims' rules read" in gate.protocol()
