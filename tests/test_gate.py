@@ -25,10 +25,12 @@ def test_a_stale_paragraph_is_rewritten(tmp_path: Path) -> None:
     doc.parent.mkdir()
     claims = "### Rules\n\n| id | measured by | reproduced | not reproduced |\n| --- | --- | --- | --- |\n"
     (tmp_path / "docs" / "claims.md").write_text(claims + "| S9 | a ratio | above 2x | below 2x |\n\nmore\n")
-    doc.write_text(f"before\n{gate.BEGIN}\nat least 5 pairs\n{gate.END}\nafter\n")
+    protocol = f"{gate.PROTOCOL_BEGIN}\nquick: 2 runs\n{gate.PROTOCOL_END}\n"
+    doc.write_text(f"{protocol}before\n{gate.BEGIN}\nat least 5 pairs\n{gate.END}\nafter\n")
     assert gate.write(tmp_path)
     written = doc.read_text()
-    assert written.startswith(f"before\n{gate.BEGIN}\n{gate.text()}\n") and written.endswith(f"{gate.END}\nafter\n")
+    assert written.startswith(f"{gate.protocol()}\nbefore\n{gate.BEGIN}\n{gate.text()}\n")
+    assert written.endswith(f"{gate.END}\nafter\n")
     assert "| S9 | above 2x | below 2x |" in written and "a ratio" not in written
     assert not gate.write(tmp_path)
 
