@@ -691,3 +691,19 @@ def test_a_class_row_leaves_out_machines_without_records_of_it() -> None:
         {XEON: Judgement(Status.REPRODUCED), zen4: Judgement(Status.NOT_YET)}, "native bf16 without AMX"
     )
     assert status == Status.REPRODUCED and set(mine) == {XEON}
+
+
+def test_leave_one_out_leaves_out_a_run_of_every_frame_the_rule_reads() -> None:
+    """S3 pools the CPU loops study's runs with `dlrm-study compare`'s (`cpu_compare`): a run of either can be the
+    one whose removal turns the word. The sweep's two runs lie 3% apart and compare's run between them: without
+    either sweep run the two left agree, without compare's they do not (an interval over 2 runs, 1 degree of
+    freedom), so only a check that leaves out compare's run too finds the verdict fragile."""
+
+    def points(bf16: list[float], run: str) -> pd.DataFrame:
+        frame = pd.DataFrame(speed(XEON, bf16, ("dlrm-benchmark",), run=run))
+        return frame.assign(point=frame["config_name"], config_hash=frame["config_name"])
+
+    parts = {"cpu_loops": points([2.0, 2.06], "sweep"), "cpu_compare": points([2.03], "compare")}
+    assert verdict("S3", XEON, **parts, accuracy=aucs(XEON, SAME)).status == "reproduced"  # all three runs
+    found = judged("S3", XEON, **parts, accuracy=aucs(XEON, SAME))
+    assert found.status == "fragile" and "without run compare" in found.detail, found.detail

@@ -275,6 +275,10 @@ def s3_records() -> dict[str, Scenario]:
         frame = pd.DataFrame(speed(XEON, bf16, run=run))
         return frame.assign(point=frame["config_name"], config_hash=frame["config_name"])
 
+    def points_at(bf16: list[float], run: str) -> pd.DataFrame:  # dlrm-benchmark alone
+        frame = pd.DataFrame(speed(XEON, bf16, ("dlrm-benchmark",), run=run))
+        return frame.assign(point=frame["config_name"], config_hash=frame["config_name"])
+
     return {
         "s3 a first-use cost in repeat 0": of(first_use),
         "s3 runs of repeat 0 alone": of(loops.query("repeat == 0")),
@@ -285,6 +289,11 @@ def s3_records() -> dict[str, Scenario]:
         "s3 records without a fingerprint": of(pd.DataFrame(speed(XEON, reach)).assign(git_commit="4bf682c0")),
         "s3 the sweep and compare pooled": of(points(reach[:1], "sweep"), cpu_compare=points(reach[1:], "compare")),
         "s3 compare alone": ("S3", XEON, evidence(cpu_compare=points(reach[1:], "compare"), accuracy=accuracy)),
+        # fragile only without compare's run (tests/test_verdicts.py, leave_one_out ... every_frame)
+        "s3 fragile through compare's run": (
+            "S3", XEON, evidence(cpu_loops=points_at([2.0, 2.06], "sweep"), cpu_compare=points_at([2.03], "compare"),
+                                 accuracy=accuracy),
+        ),
         "s3 flagged slow runs": of(flagged(pd.DataFrame(speed(XEON, [r * (0.9 if i < 2 else 1.0)
                                                                     for i, r in enumerate(ratios(1.9, 1.8, n=7))])))),
     }  # fmt: skip
