@@ -118,6 +118,21 @@ M = [
         "between_a_knobs_ends",
     ),
     (A + "stats.py", "tuple(a) + tuple(b)", "tuple(a)", "tests/test_claims_points.py", "counts_each_once"),
+    # A record's identity without its thread count or its study: records alike but for it would count as one.
+    (
+        A + "identity.py",
+        "col.RUN_ID, col.THREADS, col.TIMESTAMP",
+        "col.RUN_ID, col.TIMESTAMP",
+        "tests/test_identity.py",
+        "every_field",
+    ),
+    (
+        A + "identity.py",
+        "IDENTITY = (col.STUDY, col.MACHINE,",
+        "IDENTITY = (col.MACHINE,",
+        "tests/test_identity.py",
+        "every_field",
+    ),
     # Leave-one-out reading the first frame only (the sweep's runs, never compare's): a fragile S3 read "reproduced".
     (
         A + "claims.py",

@@ -27,8 +27,14 @@ def test_a_record_pooled_with_a_newer_files_columns_keeps_its_identity():
 
 def test_identity_tells_records_apart_by_every_field():
     base = pd.DataFrame([RECORD])
-    for field, other in [(col.INVOCATION, "i1"), (col.REPEAT, 2), (col.KIND, "profile"), (col.STEP, 5)]:
+    changed = [(col.STUDY, "sensitivity-quick"), (col.MACHINE, "n"), (col.RUN_ID, "r2"), (col.THREADS, 1),
+               (col.TIMESTAMP, "t1"), (col.CONFIG_HASH, "def"), (col.VARIANT, "optimized-fp32"), (col.REPEAT, 2),
+               (col.INVOCATION, "i1"), (col.KIND, "profile"), (col.STEP, 5)]  # fmt: skip
+    for field, other in changed:  # (a record of 1 thread and one of 2 may be stamped in one second)
         assert record_ids(base.assign(**{field: other})).iloc[0] != record_ids(base).iloc[0], field
+    from dlrm_study.analysis.identity import IDENTITY
+
+    assert {field for field, _ in changed} == set(IDENTITY)  # every field, each alone
 
 
 def test_a_tally_is_shared_by_a_frames_copies_and_a_new_one_made_by_the_next_reader():
