@@ -57,4 +57,4 @@ def quantity_words(quantity: str) -> str:
     return QUANTITY_WORDS.get(quantity, quantity.replace("_", " "))
 
 
-QUANTITY_WORDS = {"gpu_over_cpu": "GPU / CPU", "samples_per_s": "samples/s", "over_hbm": "over GPU memory"}
+QUANTITY_WORDS = {"gpu_over_cpu": "GPU / CPU", col.SAMPLES_PER_S: "samples/s", "over_hbm": "over GPU memory"}
