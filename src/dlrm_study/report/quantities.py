@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
+from dlrm_study.config.presets import PRESETS
 from dlrm_study.report.readable import machine_words
 
 INTERVAL = re.compile(
@@ -23,13 +24,12 @@ INTERVAL = re.compile(
     r"\[(?P<low>-?\d[\d,]*(?:\.\d+)?)(?:x|%)?, (?P<high>-?\d[\d,]*(?:\.\d+)?)(?:x|%)?\]"
 )
 STATEMENT_ENDS = re.compile(r"<br>|\. (?=[A-Z])")
-PRESET = re.compile(r"\b(dlrm-benchmark|mlperf-scaled|kaggle|tiny|criteo-kaggle)\b")
+PRESET = re.compile(r"\b(" + "|".join(sorted(map(re.escape, PRESETS), key=len, reverse=True)) + r")\b")
 THREADS = re.compile(r"\bat (\d+) thread|\b(\d+)t\b|\b(\d+) threads?\b")
 COMMIT = re.compile(r"\b(?:commits?|code) ([0-9a-f]{7})[0-9a-f]{0,33}\b")
-TABLE_ROW = re.compile(r"^ +\S.* {2,}\S|\S {2,}\S.*\S {2,}\S")  # columns apart by spaces, or an indented row
-COUNTS = re.compile(
-    r"\((?:\d+|one) \w+(?:, (?:\d+|one) \w+)*\)"
-)  # `(96 pairs, 32 runs)`  # a row of a table printed as text (columns apart by spaces)
+# A row of a table printed as text: columns apart by spaces, or an indented row under its index's keys.
+TABLE_ROW = re.compile(r"^ +\S.* {2,}\S|\S {2,}\S.*\S {2,}\S")
+COUNTS = re.compile(r"\((?:\d+|one) \w+(?:, (?:\d+|one) \w+)*\)")  # `(96 pairs, 32 runs)`
 CLAIM = re.compile(r"\[?([SH][1-4])\b")  # a claim's row (docs/results.md) or line (`S2 on <machine>: ...`)
 CLAIM_QUANTITY = {
     "S2": "embedding backward + update, share of the reference's iteration",
@@ -95,9 +95,8 @@ def quantity(statement: str, start: int, scope: str) -> str:
         if pattern.search(clause):
             return name
     head = INTERVAL.sub("#", statement[:start]).lower()
-    if not PRESET.sub("", clause).strip(
-        " *"
-    ):  # `...; mlperf-scaled 8% [7%, 9%]`: the sentence's quantity, or the claim's
+    preset_only = not PRESET.sub("", clause).strip(" *")  # `...; mlperf-scaled 8% [7%, 9%]`
+    if preset_only:  # the sentence's quantity since the last number, or the claim's
         since = head.split("#")[-1]
         found = [(m.start(), name) for pattern, name in CANONICAL for m in pattern.finditer(since)]
         if found:
@@ -187,6 +186,7 @@ def published_conflicts(pages: Iterable[tuple[str, str]]) -> list[str]:
 
 
 def parses(key: str) -> bool:
+    """Whether `key` is a machine key (`records.machine.Machine.parse`), not a path that looks like one."""
     try:
         machine_words(key)
     except ValueError:
