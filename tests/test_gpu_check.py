@@ -94,10 +94,10 @@ def test_dry_run_writes_every_record(tmp_path):
     listed = [line for line in text.splitlines() if line.startswith("target ")]  # before measuring
     assert len(listed) == 3 and not any("NOT IN THE PLAN" in line for line in listed)
     assert "budget (estimated on an H200" in text
-    # Per claim, the pairs at its verdict points: a dry run measures 3 repeats of them, all paired.
+    # Per claim, the runs at its verdict points: this session measures one run of 3 repeats, all paired.
     for claim in ("H1", "H2", "H3", "H4"):
-        assert f"{claim}: 3 of the 5 pairs a verdict needs at " in text
-    assert text.count("this plan measures 3 repeats") == 4
+        assert f"{claim}: 1 run (3 pairs) at " in text and "of the 3 runs a verdict needs" in text
+    assert text.count("this plan measures 1 run") == 4
     for line in ("mlperf-scaled bf16 hbm captured, batch 65,536", "graph/eager", "dispatch-overhead floor, no claim",
                  "hbm lookup bytes / copy bandwidth"):  # fmt: skip
         assert line in text
@@ -260,12 +260,12 @@ def test_a_claim_line_says_its_runs_against_the_three_a_verdict_needs(tmp_path, 
     assert [line.split(":")[0] for line in lines] == ["H1", "H2", "H3", "H4"]
     assert lines[3] == (
         "H4: 0 runs (0 pairs) at host and cached with hbm (the fewer of the two), of the 3 runs a verdict needs: "
-        "this plan measures 1 run(s)"
+        "this plan measures 1 run"
     )
     lending = [run for phase in gpu_lending.phases(tmp_path, dry_run=False, lending="A") for run in phase.runs]
     lines = gpu_pairs.claim_lines(tmp_path, lending)
     assert lines[3].endswith(" measurements of gpu-placements left for a later call")
-    assert lines[1] == "H2: its verdict points are not in this plan (another lending's)"
+    assert lines[1] == "H2: its verdict points are not in this plan"
     monkeypatch.setattr(gpu_pairs, "claim_counts", lambda claim, out, run: (9, 3) if claim == "H4" else (4, 2))
     monkeypatch.setattr(gpu_pairs, "pending", lambda run: [])  # every run measured
     lines = gpu_pairs.claim_lines(tmp_path, lending)

@@ -10,6 +10,7 @@ from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.placement import placement_records
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
+from dlrm_study.analysis.wording import count
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST
 from dlrm_study.measure import runner, sweep
 from dlrm_study.records import columns as col
@@ -44,7 +45,7 @@ def claim_lines(out: Path, runs: list[GpuRun]) -> list[str]:
     for claim, what in CLAIM_POINTS.items():
         run = by_claim.get(claim)
         if run is None:
-            lines.append(f"{claim}: its verdict points are not in this plan (another lending's)")
+            lines.append(f"{claim}: its verdict points are not in this plan")
             continue
         try:
             pairs, found = claim_counts(claim, out, run)
@@ -54,13 +55,13 @@ def claim_lines(out: Path, runs: list[GpuRun]) -> list[str]:
             text = str(err).strip().splitlines()
             lines.append(f"{claim}: its runs not counted: {type(err).__name__}: {text[0][:300] if text else ''}")
             continue
-        counted = f"{found} runs ({pairs} pairs) at {what}"
+        counted = f"{count(found, 'run')} ({count(pairs, 'pair')}) at {what}"
         if found >= clusters.MIN_RUNS:
             lines.append(f"{claim}: {counted}: enough for a verdict ({clusters.MIN_RUNS} runs needed)")
             continue
         planned = run.specs[0].runs
         if planned < clusters.MIN_RUNS:
-            why = f"this plan measures {planned} run(s)"
+            why = f"this plan measures {count(planned, 'run')}"
         elif left[run.study]:
             why = f"{left[run.study]} measurements of {run.study} left for a later call"
         else:
