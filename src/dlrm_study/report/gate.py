@@ -71,5 +71,7 @@ def protocol() -> str:
 def write(repo: Path, doc: Path = Path("docs") / "reproduce.md") -> bool:
     """docs/reproduce.md's verdict gate, rules and protocol rewritten from the rules and profiles; whether it
     changed."""
+    if not (repo / doc).exists():  # a scratch render's tree: nothing to rewrite
+        return False
     gate_changed = rewrite(repo / doc, BEGIN, END, section(repo))
     return rewrite(repo / doc, PROTOCOL_BEGIN, PROTOCOL_END, protocol()) or gate_changed
