@@ -108,6 +108,17 @@ def build_parser() -> Parser:
     roof.add_argument("--quick", action="store_true", help="a rough measurement in a few seconds")
     roof.add_argument("--out", default="results/roofline.csv", help="CSV the record is appended to")
 
+    bound = commands.add_parser(
+        "bound", help="probe this CPU's peaks and memory lines and write a config's physical bound (a record)"
+    )
+    bound.add_argument("--config", help="preset or YAML file (default: tiny)")
+    bound.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    bound.add_argument("--precision", help=", ".join(config.PRECISIONS))
+    bound.add_argument("--loop", default="optimized", help=argparse.SUPPRESS)  # any loop's bound: bf16's loop validates
+    bound.add_argument("--threads", type=int, help="threads the probes use (default: torch's)")
+    bound.add_argument("--quick", action="store_true", help="fewer steps of ids probed")
+    bound.add_argument("--out", default="results/bounds.csv", help="CSV the record is appended to")
+
     compare = commands.add_parser("compare", help="reference vs optimized fp32/bf16 vs torchrec, side by side")
     compare.add_argument("--configs", default="dlrm-benchmark,mlperf-scaled,kaggle", help="comma-separated presets")
     compare.add_argument("--variants", default=",".join(CPU_LOOPS), help="comma-separated variants")
@@ -321,6 +332,20 @@ def cmd_roofline(args: argparse.Namespace) -> None:
         print(f"record appended to {args.out}")
 
 
+def cmd_bound(args: argparse.Namespace) -> None:
+    import torch
+
+    from dlrm_study.measure import physical
+
+    check_setup(args)
+    cfg = load_config(args)  # --threads checked there (train.threads)
+    fields = physical.measure_bound(cfg, cfg.train.threads or torch.get_num_threads(), args.quick)
+    print(physical.report(cfg, fields))
+    if args.out:
+        store.append(Path(args.out), make_record("bound", fields, cfg))
+        print(f"record appended to {args.out}")
+
+
 def cmd_compare(args: argparse.Namespace) -> None:
     from dlrm_study.analysis.compare import report
     from dlrm_study.config.variants import REGISTRY
@@ -416,6 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "train": cmd_train,
             "bench": cmd_bench,
             "roofline": cmd_roofline,
+            "bound": cmd_bound,
             "compare": cmd_compare,
             "sweep": cmd_sweep,
             "readme": cmd_readme,

@@ -1,0 +1,215 @@
+"""This CPU's physical limits, probed (`probes.cpp`), and a config's physical bound (`perfmodel.physical`).
+
+- **Peaks**, per precision, on `threads` threads: fp32 from an FMA probe (AVX-512, else AVX2), bf16 from
+  VDPBF16PS and AMX tiles where the CPU has them (the faster counts). Each probe runs long enough to time
+  (`PEAK_S`), best of `REPEATS`. Beside them, the best library GEMM rate measured at the model's layer
+  shapes (`measure.limits`): the bound charges the faster, so no GEMM of any library can beat it.
+- **Lines**: the unique rows each table's ids touch in a step, drawn as the config draws them (the loops'
+  own batches, `data.SyntheticData`, over STEPS steps), in tables stacked as the loops stack them, walked
+  by the line probes: gathered (the bytes the forward reads of each row) and read-modified-written (the
+  update's whole row), at every prefetch distance of `membench.DISTANCES` and every hint, ROUNDS rounds
+  interleaved, fewest seconds kept. Little's law from the pointer-chase latency at the same footprint:
+  misses in flight = lines/s x latency.
+
+A probe's time is a floor, not a kernel's: each is the fewest seconds seen, on a quiet machine's terms
+(another job only adds time).
+"""
+
+import functools
+import hashlib
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from dlrm_study import platform
+from dlrm_study.config import Config, Precision
+from dlrm_study.data import SyntheticData
+from dlrm_study.errors import UsageError
+from dlrm_study.measure import membench
+from dlrm_study.measure.limits import measure_limits
+from dlrm_study.measure.timing import best_s
+from dlrm_study.model import kernels
+from dlrm_study.model.tables import hugepages
+from dlrm_study.perfmodel import physical
+from dlrm_study.perfmodel.physical import Lines, Peaks
+from dlrm_study.perfmodel.roofline import Access, layer_key, layer_shapes
+from dlrm_study.records import columns as col
+
+SOURCE = Path(__file__).with_name("probes.cpp")
+PEAK_S = 0.05  # seconds a timed peak call runs at least
+REPEATS = 5  # timed calls per probe, the fewest seconds kept
+ROUNDS = 3  # interleaved rounds of the line probes
+STEPS = 4  # steps of the config's ids a line probe walks
+GATHER_HINTS = {"t0": 0, "t1": 1, "t2": 2, "nta": 3}
+UPDATE_HINTS = {"t0": 0, "w": 4}
+# FLOPs one iteration of a peak probe does on one thread (its chains x lanes x FLOPs a lane).
+FLOPS_PER_ITERATION = {
+    "fma_avx512": 16 * 16 * 2,
+    "fma_avx2": 12 * 8 * 2,
+    "dpbf16_avx512": 16 * 16 * 4,
+    "amx_bf16": 4 * 16 * 16 * 32 * 2,
+}
+NEEDS = {  # the CPU flags a probe's instructions need
+    "fma_avx512": ("avx512f",),
+    "fma_avx2": ("avx2", "fma"),
+    "dpbf16_avx512": ("avx512f", "avx512_bf16"),
+    "amx_bf16": ("amx_tile", "amx_bf16"),
+}
+PROBES = {"fp32": ("fma_avx512", "fma_avx2"), "bf16": ("amx_bf16", "dpbf16_avx512")}
+
+
+@functools.cache
+def load() -> ModuleType:
+    """The compiled probes (built once per CPU kind and checkout, under torch's extension cache)."""
+    from torch.utils import cpp_extension
+
+    checkout = hashlib.sha256(str(SOURCE.resolve()).encode()).hexdigest()[:6]
+    name = f"dlrm_study_probes_{kernels.cpu_fingerprint()}_{checkout}"
+    folder = Path(cpp_extension._get_build_directory(name, verbose=False))
+    print("dlrm-study: loading the hardware probes (compiled once, then cached)", file=sys.stderr)
+    try:
+        with kernels.build_lock(folder, kernels.wait_s()):
+            kernels.clear_dead_build(folder, kernels.wait_s())
+            flags = ["-O3", "-march=native", "-fopenmp"]  # per CPU kind, as the kernels (the name says which)
+            return cpp_extension.load(
+                name=name, sources=[str(SOURCE)], extra_cflags=flags, extra_ldflags=["-fopenmp"],
+                build_directory=str(folder), verbose=False,
+            )  # fmt: skip
+    except (OSError, RuntimeError, ImportError) as err:
+        raise UsageError(f"the hardware probes do not build here ({type(err).__name__}): a physical bound needs "
+                         "a C++ compiler") from None  # fmt: skip
+
+
+def probes_here(precision: str) -> list[str]:
+    """The peak probes this CPU's flags allow for a precision, fastest kind first."""
+    flags = platform.cpu_flags()
+    return [name for name in PROBES[precision] if all(flag in flags for flag in NEEDS[name])]
+
+
+def peak_gflops(probe: str, threads: int) -> float:
+    """GFLOP/s of one peak probe on `threads` threads (0.0 where the OS refuses its instructions)."""
+    run = getattr(load(), probe)
+    iterations = 1 << 12
+    while (seconds := run(iterations, threads)) < PEAK_S:  # long enough to time; a refusal returns < 0
+        if seconds < 0:
+            return 0.0
+        iterations *= 2
+    fewest = min([seconds] + [run(iterations, threads) for _ in range(REPEATS)])
+    return FLOPS_PER_ITERATION[probe] * iterations * threads / fewest / 1e9
+
+
+def peaks(threads: int) -> dict[str, object]:
+    """`peak_<precision>_gflops` and the probe that gave it, fp32 always, bf16 where the CPU has bf16
+    instructions (none: the bf16 loops run on fp32 arithmetic, so their peak is fp32's)."""
+    fields: dict[str, object] = {}
+    for precision in ("fp32", "bf16"):
+        rates = {probe: peak_gflops(probe, threads) for probe in probes_here(precision)}
+        rates = {probe: rate for probe, rate in rates.items() if rate > 0}
+        for probe, rate in rates.items():
+            fields[f"probe_{probe}_gflops"] = rate
+        if rates:
+            best = max(rates, key=rates.get)
+            fields[f"peak_{precision}_gflops"], fields[f"peak_{precision}_probe"] = rates[best], best
+    if "peak_bf16_gflops" not in fields:
+        fields["peak_bf16_gflops"], fields["peak_bf16_probe"] = fields["peak_fp32_gflops"], "fp32 (no bf16 here)"
+    return fields
+
+
+def library_gflops(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
+    """`library_<precision>_gflops`: the best rate torch and oneDNN reached at any of the model's GEMMs."""
+    fields = {}
+    for precision in ("fp32", "bf16"):
+        rates = [limits[key] for shape in layer_shapes(cfg) for g in ("forward", "grad_input", "grad_weight")
+                 if (key := layer_key(precision, shape, g)) in limits]  # fmt: skip
+        if rates:
+            fields[f"library_{precision}_gflops"] = max(rates)
+    return fields
+
+
+def step_rows(cfg: Config, steps: int = STEPS) -> list[torch.Tensor]:
+    """Per step, the unique rows its ids touch in the stacked tables (each table's sorted: a loop may walk
+    them in order), drawn by the loops' own data (`SyntheticData`, the training stream)."""
+    data, starts = SyntheticData(cfg), torch.tensor([0, *cfg.model.table_rows[:-1]]).cumsum(0)
+    found = []
+    for index in range(steps):
+        batch = data.batch(index)
+        found.append(torch.cat([torch.unique(ids) + start for ids, start in zip(batch.indices, starts, strict=True)]))
+    return found
+
+
+def gather_bytes(cfg: Config) -> int:
+    """Bytes the forward reads of each row: the whole fp32 row, or the upper half of a [hi | lo] bf16 row."""
+    dim = cfg.model.embedding_dim
+    return 4 * dim if cfg.train.precision == Precision.FP32 else -(-2 * dim // 4) * 4
+
+
+def line_probes(cfg: Config, threads: int, steps: int = STEPS) -> dict[str, object]:
+    """ms a step's unique rows take, gathered and updated, at the best distance and hint; the lines and
+    Little's law beside them."""
+    rows = step_rows(cfg, steps)
+    ids = torch.cat(rows)
+    stride, read = 4 * cfg.model.embedding_dim, gather_bytes(cfg)
+    buffer = hugepages.empty(sum(cfg.model.table_rows) * stride // 4, dtype=torch.int32)
+    buffer.fill_(membench.ONES)  # touched here, not in a timed call
+    ops = load()
+    gather, update = ops.lines_gather, ops.lines_update
+    calls = {("gather", hint, ahead): (lambda h=h, a=ahead: gather(buffer, ids, stride, read, a, h, threads))
+             for hint, h in GATHER_HINTS.items() for ahead in membench.DISTANCES}  # fmt: skip
+    calls |= {("update", hint, ahead): (lambda h=h, a=ahead: update(buffer, ids, stride, stride, a, h, threads))
+              for hint, h in UPDATE_HINTS.items() for ahead in membench.DISTANCES}  # fmt: skip
+    seconds = dict.fromkeys(calls, float("inf"))
+    for _ in range(ROUNDS):
+        for key, call in calls.items():
+            seconds[key] = min(seconds[key], best_s(call, 2))
+    fields: dict[str, object] = {"unique_rows_per_step": len(ids) / steps, "steps_probed": steps}
+    for kind, bytes_ in (("gather", read), ("update", stride)):
+        (_, hint, ahead), fewest = min(((k, s) for k, s in seconds.items() if k[0] == kind), key=lambda ks: ks[1])
+        lines = len(ids) * -(-bytes_ // 64)
+        fields |= {f"{kind}_ms": fewest / steps * 1e3, f"{kind}_hint": hint, f"{kind}_ahead_rows": ahead,
+                   f"{kind}_lines_per_step": lines / steps, f"{kind}_mlines_per_s": lines / fewest / 1e6}  # fmt: skip
+    if kernels.load() is not None:  # the walk is the fused kernels' (membench_chase)
+        access = Access("gather", read, stride, sum(cfg.model.table_rows))
+        latency = membench.latency_ns(buffer, access, access.rows, torch.Generator().manual_seed(0))
+        fields |= {"chase_ns": latency, "misses_in_flight": fields["gather_mlines_per_s"] * 1e6 * latency * 1e-9}
+    return fields
+
+
+def lines_of(fields: dict[str, object]) -> Lines:
+    return Lines(float(fields["gather_ms"]), float(fields["update_ms"]))  # type: ignore[arg-type]
+
+
+def measure_bound(cfg: Config, threads: int, quick: bool = False) -> dict[str, object]:
+    """A bound record's fields for `cfg` on `threads` threads: the peaks, the library's best, the line probes
+    (fewer steps when `quick`) and the bound they give (`perfmodel.physical.bound_fields`)."""
+    torch.set_num_threads(threads)
+    say = functools.partial(print, file=sys.stderr)
+    say(f"dlrm-study: physical bound of {cfg.name} {cfg.train.precision} on {threads} threads: the peak probes")
+    fields: dict[str, object] = {col.THREADS: threads, "quick": quick, **peaks(threads)}
+    say("dlrm-study: the library's GEMMs at the model's layer shapes")
+    fields |= library_gflops(cfg, measure_limits(layers=layer_shapes(cfg), quick=quick))
+    say("dlrm-study: the line probes over the config's own ids (every prefetch distance and hint; about a minute)")
+    fields |= line_probes(cfg, threads, 2 if quick else STEPS)
+    precision = physical.compute_precision(cfg)
+    return fields | physical.bound_fields(cfg, Peaks.of(fields, precision), lines_of(fields))  # type: ignore[arg-type]
+
+
+def report(cfg: Config, fields: dict[str, object]) -> str:
+    """A few lines: the peaks, the lines and Little's law, each operator's bound and the two step bounds."""
+    precision = physical.compute_precision(cfg)
+    peak = Peaks.of(fields, precision)  # type: ignore[arg-type]
+    lines = [
+        f"{cfg.name}, {precision}, {fields[col.THREADS]} threads: peak {peak.gflops:,.0f} GFLOP/s "
+        f"({fields[f'peak_{precision}_probe']} {peak.probe:,.0f}, best library GEMM {peak.library:,.0f})",
+        f"{fields['unique_rows_per_step']:,.0f} unique rows a step: gather {fields['gather_ms']:.2f} ms "
+        f"({fields['gather_mlines_per_s']:.0f} M lines/s, {fields['gather_hint']} {fields['gather_ahead_rows']} rows "
+        f"ahead), update {fields['update_ms']:.2f} ms ({fields['update_mlines_per_s']:.0f} M lines/s, "
+        f"{fields['update_hint']} {fields['update_ahead_rows']} rows ahead)",
+    ]
+    if "chase_ns" in fields:
+        lines.append(f"Little's law: {fields['misses_in_flight']:.1f} misses in flight at {fields['chase_ns']:.0f} ns")
+    lines += [f"  {name:<26} {fields[physical.op_column(name)]:9.3f} ms" for name in physical.OPERATORS]
+    sequential, overlapped = fields[physical.SEQUENTIAL], fields[physical.OVERLAPPED]
+    lines.append(f"step: {sequential:.2f} ms in sequence, {overlapped:.2f} ms overlapped")
+    return "\n".join(lines)
