@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dlrm_study import config
-from dlrm_study.analysis import clusters, stats, wording
+from dlrm_study.analysis import clusters, physical, stats, wording
 from dlrm_study.config.variants import (
     BF16_PAIR,
     OPTIMIZED_BF16,
@@ -20,6 +20,7 @@ from dlrm_study.config.variants import (
     TORCHREC,
     Variant,
 )
+from dlrm_study.perfmodel import physical as perfmodel_physical
 from dlrm_study.records import columns as col
 
 # (name, numerator, denominator, target): the samples/s ratios this study set itself as the optimized loop's targets.
@@ -113,8 +114,10 @@ def bf16_lines(records: pd.DataFrame) -> list[str]:
 CODE = "invocation_code"
 
 
-def upstream_report(records: pd.DataFrame) -> str:
-    """Our loops over facebookresearch/dlrm's own script, per machine and per code, at dlrm-benchmark.
+def upstream_report(records: pd.DataFrame, bounds: pd.DataFrame | None = None) -> str:
+    """Our loops over facebookresearch/dlrm's own script, per machine and per code, at dlrm-benchmark; what the
+    machine allows from its physical bound where `bounds` (records of `dlrm-study bound`) has one, else from
+    the roofline the records carry.
 
     `make compare-upstream` alternates them as separate processes under one invocation id (`invocation`, set
     for every process it starts), so runs pair by order within one invocation: the i-th run of a loop with
@@ -122,6 +125,8 @@ def upstream_report(records: pd.DataFrame) -> str:
     apart, newest first, never pooled; records without an invocation (older) are counted, not paired.
     """
     here = records[records[col.STUDY].isin(UPSTREAM_STUDIES) & (records[col.CONFIG_NAME] == "dlrm-benchmark")].copy()
+    if bounds is not None:
+        here = physical.beside(here, bounds)
     older = here[col.LOOP].where(here[col.LOOP].isin(["reference", UPSTREAM]))  # records from before variants
     here[col.VARIANT] = here[col.VARIANT].fillna(older) if col.VARIANT in here else older
     here = here.sort_values(col.TIMESTAMP) if col.TIMESTAMP in here else here
@@ -170,21 +175,36 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
 
 
 def ceiling(runs: pd.DataFrame, variant: str, target: float | None = None) -> str:
-    """What this machine allows the variant: upstream's ms/it over the variant's roofline bound (the
-    medians of their runs), so a missed target reads against what the hardware could give; with a target,
-    the share of the bound it needs beside the share the step reaches (bound over ms, per run)."""
+    """What this machine allows the variant: upstream's ms/it over the variant's bound (the medians of their
+    runs), so a missed target reads against what the hardware could give; with a target, the share of the bound
+    it needs beside the share the step reaches (bound over ms, per run). The physical bound in sequence where the
+    machine has one (and, beside it, the overlapped one), else the roofline of library rates the records carry."""
     ours = runs[runs[col.VARIANT] == variant]
-    if col.ROOFLINE_MS not in ours or ours[col.ROOFLINE_MS].isna().all():
+    column, name = bound_of(ours)
+    if not column:
         return ""
     upstream_ms = runs[runs[col.VARIANT] == UPSTREAM][col.MS_MEDIAN].median()
-    allowed = upstream_ms / ours[col.ROOFLINE_MS].median()
-    said = f"; at most {allowed:.2f}x by this machine's roofline"
+    allowed = upstream_ms / ours[column].median()
+    said = f"; at most {allowed:.2f}x by this machine's {name}"
+    if column == OVERLAPPABLE[0]:
+        said += f" ({upstream_ms / ours[OVERLAPPABLE[1]].median():.2f}x overlapped)"
     if not target:
         return said
-    reached = wording.describe(*stats.interval(ours[col.ROOFLINE_MS] / ours[col.MS_MEDIAN]), percent=True)
+    reached = wording.describe(*stats.interval(ours[column] / ours[col.MS_MEDIAN]), percent=True)
     if target > allowed:
         return f"{said}: the target is beyond this machine's bound; the step runs at {reached} of it"
     return f"{said}: the target needs {target / allowed:.0%} of the bound, the step runs at {reached} of it"
+
+
+OVERLAPPABLE = (perfmodel_physical.SEQUENTIAL, perfmodel_physical.OVERLAPPED)
+
+
+def bound_of(records: pd.DataFrame) -> tuple[str, str]:
+    """The step bound a variant's records are read against, and its name ("" where they have none)."""
+    for column, name in ((OVERLAPPABLE[0], "physical bound in sequence"), (col.ROOFLINE_MS, "roofline")):
+        if column in records and records[column].notna().any():
+            return column, name
+    return "", ""
 
 
 def verdict(low: float, high: float, target: float) -> str:

@@ -17,6 +17,8 @@ limit has it measured again (`measure.limits`), so the records measured against 
 carry a bound that is no longer the machine's. Both kinds are left out and counted under the table.
 """
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +26,7 @@ import pandas as pd
 from dlrm_study.analysis import clusters, wording
 from dlrm_study.analysis.current import newest_code_only
 from dlrm_study.analysis.readers import LEFT_OUT, leave_out
+from dlrm_study.perfmodel import physical
 from dlrm_study.perfmodel.operator_bounds import BOUNDED
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -37,6 +40,29 @@ TARGET = 0.85  # the study's target: each half of the step within 85% of its bou
 COLUMNS = [*GROUP, "part", "ms", "bound_ms", "of_bound", "low", "high", "n", "beaten"]
 INVALID = "bound invalid here"
 SUPERSEDED = "measured against limits since re-measured"
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """Which bound a table reads: each operator's column, the step's rows (label, column), whether the records
+    carry the limits it was computed from (then only each config's newest limits count), and what a part
+    faster than it says."""
+
+    name: str
+    operator: Callable[[str], str]
+    steps: tuple[tuple[str, str], ...]
+    limits_in_records: bool
+    beaten: str
+
+
+ROOFLINE = Bound("bound", col.bound_column, (("step (timed)", col.ROOFLINE_MS),), True, "not this machine's limit")
+PHYSICAL = Bound(
+    "physical bound",
+    physical.op_column,
+    (("step (timed), in sequence", physical.SEQUENTIAL), ("step (timed), overlapped", physical.OVERLAPPED)),
+    False,
+    "the probe fell short here",
+)
 
 
 def rates_of(records: pd.DataFrame) -> list[str]:
@@ -60,25 +86,28 @@ def newest_limits(records: pd.DataFrame) -> pd.DataFrame:
     return leave_out(records, signature == newest, SUPERSEDED)
 
 
-def judged(records: pd.DataFrame) -> pd.DataFrame:
-    """What the table reads: each machine's newest code, then each machine and config's newest limits."""
-    return newest_limits(newest_code_only(records))
+def judged(records: pd.DataFrame, bound: Bound = ROOFLINE) -> pd.DataFrame:
+    """What the table reads: each machine's newest code, then (a bound the records carry) each machine and
+    config's newest limits."""
+    newest = newest_code_only(records)
+    return newest_limits(newest) if bound.limits_in_records else newest
 
 
-def table(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per machine, config, variant and part (each bounded operator, each half, the step)."""
+def table(records: pd.DataFrame, bound: Bound = ROOFLINE) -> pd.DataFrame:
+    """One row per machine, config, variant and part (each bounded operator, each half, the step's rows)."""
     parts = {name: (name,) for name in BOUNDED} | HALVES
     need = [col.op_column(n) for names in parts.values() for n in names]
-    need += [col.bound_column(n) for names in parts.values() for n in names]
+    need += [bound.operator(n) for names in parts.values() for n in names] + [c for _, c in bound.steps]
     if records.empty or any(c not in records for c in need):
         return pd.DataFrame(columns=COLUMNS)
-    rows, records = [], judged(records.dropna(subset=need))
+    rows, records = [], judged(records.dropna(subset=need), bound)
     for key, runs in records.groupby(GROUP, sort=True):
         for part, names in parts.items():
             ms = runs[[col.op_column(n) for n in names]].sum(axis=1)
-            bound = runs[[col.bound_column(n) for n in names]].sum(axis=1)
-            rows.append(row(key, part, ms, bound, runs))
-        rows.append(row(key, "step (timed)", runs[col.MS_MEDIAN], runs[col.ROOFLINE_MS], runs))
+            least = runs[[bound.operator(n) for n in names]].sum(axis=1)
+            rows.append(row(key, part, ms, least, runs))
+        for label, column in bound.steps:
+            rows.append(row(key, label, runs[col.MS_MEDIAN], runs[column], runs))
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame.attrs[LEFT_OUT] = records.attrs.get(LEFT_OUT, {})
     return frame
@@ -94,22 +123,30 @@ def row(key: tuple, part: str, ms: pd.Series, bound: pd.Series, records: pd.Data
     return [*key, part, ms.median(), bound.median(), center, low, high, len(ms), beaten]
 
 
-def report(records: pd.DataFrame) -> str:
-    """The table as text, a block per machine, config and variant, the halves judged against TARGET."""
-    frame = table(records)
+def report(
+    records: pd.DataFrame,
+    bound: Bound = ROOFLINE,
+    targets: Callable[[tuple, str], tuple[float, str] | None] | None = None,
+) -> str:
+    """The table as text, a block per machine, config and variant. `targets(key, part)` gives a part's target
+    (share, its name) or None; by default the halves are judged against TARGET."""
+    frame = table(records, bound)
     if frame.empty:
-        return "no records carry both a per-operator breakdown and the roofline bound (dlrm-study bench writes both)"
+        return f"no records carry both a per-operator breakdown and the {bound.name}"
+    targets = targets or halves_target
     emulated = emulated_bf16(records)
     lines = []
     for key, rows in frame.groupby(GROUP, sort=True):
-        lines.append(" / ".join(map(str, key)) + f" ({rows['n'].max()} repeats): ms per step, bound, share of bound")
+        head = f" ({rows['n'].max()} repeats): ms per step, {bound.name}, share of {bound.name}"
+        lines.append(" / ".join(map(str, key)) + head)
         for r in rows.itertuples():
             if r.beaten:
-                lines.append(f"  {r.part:<28}{r.ms:9.2f}{r.bound_ms:9.2f}   {INVALID}: faster than its bound in "
-                             f"{r.beaten} of {r.n} repeats: not this machine's limit")  # fmt: skip
+                lines.append(f"  {r.part:<28}{r.ms:9.2f}{r.bound_ms:9.2f}   {INVALID}: faster than its {bound.name} "
+                             f"in {r.beaten} of {r.n} repeats: {bound.beaten}")  # fmt: skip
                 continue
             share = wording.describe(r.of_bound, r.low, r.high, percent=True, digits=2)
-            judged = f"   target >= {TARGET:.0%}: {judge(r.low, r.high)}" if r.part in HALVES else ""
+            target = targets(key, r.part)
+            judged = f"   target >= {target[0]:.0%}{target[1]}: {judge(r.low, r.high, target[0])}" if target else ""
             if judged and key in emulated:
                 judged = "   bf16 emulated here: not judged"
             lines.append(f"  {r.part:<28}{r.ms:9.2f}{r.bound_ms:9.2f}   {share}{judged}")
@@ -127,11 +164,16 @@ def emulated_bf16(records: pd.DataFrame) -> set[tuple]:
     return {tuple(key) for key in slow[GROUP].drop_duplicates().itertuples(index=False)}
 
 
-def judge(low: float, high: float) -> str:
-    """The verdict on a half against TARGET from its interval (`low` is NaN for one repeat)."""
+def halves_target(key: tuple, part: str) -> tuple[float, str] | None:
+    """The roofline table's targets: each half of the step within TARGET of its bound."""
+    return (TARGET, "") if part in HALVES else None
+
+
+def judge(low: float, high: float, target: float = TARGET) -> str:
+    """The verdict on a share against `target` from its interval (`low` is NaN for one repeat)."""
     if low != low:
         return "one repeat: no verdict"
-    return "meets" if low >= TARGET else "misses" if high < TARGET else "inconclusive"
+    return "meets" if low >= target else "misses" if high < target else "inconclusive"
 
 
 def stored_report(folder: Path) -> str:

@@ -186,12 +186,12 @@ def measure_bound(cfg: Config, threads: int, quick: bool = False) -> dict[str, o
     torch.set_num_threads(threads)
     say = functools.partial(print, file=sys.stderr)
     say(f"dlrm-study: physical bound of {cfg.name} {cfg.train.precision} on {threads} threads: the peak probes")
-    fields: dict[str, object] = {col.THREADS: threads, "quick": quick, **peaks(threads)}
+    precision = physical.compute_precision(cfg)
+    fields: dict[str, object] = {col.THREADS: threads, col.PRECISION: precision, "quick": quick, **peaks(threads)}
     say("dlrm-study: the library's GEMMs at the model's layer shapes")
     fields |= library_gflops(cfg, measure_limits(layers=layer_shapes(cfg), quick=quick))
     say("dlrm-study: the line probes over the config's own ids (every prefetch distance and hint; about a minute)")
     fields |= line_probes(cfg, threads, 2 if quick else STEPS)
-    precision = physical.compute_precision(cfg)
     return fields | physical.bound_fields(cfg, Peaks.of(fields, precision), lines_of(fields))  # type: ignore[arg-type]
 
 
