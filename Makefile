@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STACK  := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP  := $(VENV)/.installed-$(STACK)
 
-.PHONY: env test lint notebooks lab reproduce render check-render readme bench baseline-2020 compare-upstream upstream-env gpu-check gpu-lending gpu-wheels triton36-check lock clean
+.PHONY: env test lint notebooks lab reproduce render check-render readme bench bounds baseline-2020 compare-upstream upstream-env gpu-check gpu-lending gpu-wheels triton36-check lock clean
 
 env: $(STAMP)
 
@@ -143,6 +143,13 @@ $(UPSTREAM_VENV)/.installed: requirements/upstream.txt
 	test -x $(UPSTREAM_VENV)/bin/python || $(PYTHON) -m venv $(UPSTREAM_VENV)
 	$(UPSTREAM_VENV)/bin/python -m pip install -q -r requirements/upstream.txt
 	touch $@
+
+# The physical bound of dlrm-benchmark in bf16 and fp32 at 1 thread and at torch's default: peak and line probes
+# (measure/probes.cpp), a record each in results/bounds.csv, read by notebook 02 beside compare-upstream's records.
+bounds: env
+	for threads in 1 0; do for precision in bf16 fp32; do \
+	  $(BIN)/dlrm-study bound --config dlrm-benchmark --precision $$precision --threads $$threads || exit 1; \
+	done; done
 
 compare-upstream: env $(if $(filter $(UPSTREAM_VENV)/bin/python,$(DLRM_PYTHON)),upstream-env)
 	test -n "$(DLRM_DIR)" || { echo "set DLRM_DIR=path/to/facebookresearch/dlrm"; exit 2; }

@@ -15,6 +15,7 @@ for torch, which the kernels themselves never touch. Prints `compiled N kernels 
 """
 
 import importlib.util
+import itertools
 import os
 import sys
 import types
@@ -68,6 +69,10 @@ def kernels_module() -> types.ModuleType:
 
 # The integer arguments that are multiples of 16 at the targets (batch 2,048 to 65,536; rows of 64 or 128).
 ALIGNED_SIZES = ("bags", "batch", "dim", "count")
+# Every BLOCK_D a launch can ask for (`triton_ops.block`: the power of two at least the row width; the plan's widths
+# run from 16 to 128), and the interaction's feature tiles (`triton_interaction.tile`: up to 32 tables).
+BLOCK_DS = (16, 32, 64, 128)
+FEATURE_TILES = (16, 32, 64)
 
 
 def launch_hints(fn, signature: dict[str, str]) -> dict[tuple[int], list]:
@@ -92,8 +97,9 @@ def build(fn, signature: dict[str, str], constexprs: dict[str, object]) -> None:
 
 
 def interaction_kernels(triton_ops: types.ModuleType) -> int:
-    """The GPU interaction's two kernels (`model.kernels.triton_interaction`), fp32 and bf16 dense, at the presets'
-    tiles (mlperf-scaled: 27 features of 128; dlrm-benchmark's fit 16 x 64)."""
+    """The GPU interaction's two kernels (`model.kernels.triton_interaction`), fp32 and bf16 dense, at every tile a
+    launch can ask for: up to 64 features (32 tables and the dense vector; mlperf-scaled's 27 take 32,
+    dlrm-benchmark's 9 take 16) by every row width of BLOCK_DS."""
     if not isinstance(sys.modules.get("torch"), Anything):
         from dlrm_study.model.kernels import triton_interaction as k
     else:  # torch missing: the file itself, beside the stand-ins `kernels_module` left
@@ -106,7 +112,7 @@ def interaction_kernels(triton_ops: types.ModuleType) -> int:
     built = 0
     sizes = {"F": "i32", "D": "i32", "P": "i32"}
     for dense, bf16 in (("*fp32", False), ("*bf16", True)):
-        for fp, dp in ((32, 128), (16, 64)):
+        for fp, dp in itertools.product(FEATURE_TILES, BLOCK_DS):
             constexprs = {"FP": fp, "DP": dp, "BF16": bf16}
             build(k._forward_kernel, {"dense": dense, "pooled": "*fp32", "out": dense, **sizes}, constexprs)
             build(k._backward_kernel, {"dense": dense, "pooled": "*fp32", "grad": dense, "grad_dense": dense,
@@ -119,19 +125,21 @@ def main() -> int:
     t = kernels_module()
     sizes = {"bags": "i32", "batch": "i32", "tables": "i32", "dim": "i32"}
     built = 0
-    for ids in ("*i32", "*i64"):  # staged batches (int32), per-table bags and cache slots (int64)
+    # staged batches (int32), per-table bags and cache slots (int64); every row width a launch asks for
+    for ids, block_d in itertools.product(("*i32", "*i64"), BLOCK_DS):
         build(t._pool_kernel, {"weight": "*fp32", "ids": ids, "bag_starts": "*i64", "out": "*fp32", **sizes},
-              {"BLOCK_BAGS": t.BLOCK_BAGS, "BLOCK_D": t.BLOCK_COLS})  # fmt: skip
+              {"BLOCK_BAGS": t.BLOCK_BAGS, "BLOCK_D": min(block_d, t.BLOCK_COLS)})  # fmt: skip
         sorted_ = {"rows": ids, "id_bag": "*i64", "grad": "*fp32"}
         build(t._chunk_head_kernel, {**sorted_, "heads": "*fp32", "count": "i32", **sizes},
-              {"CHUNK": t.CHUNK, "BLOCK_D": 128})  # fmt: skip
-        for adagrad in (True, False):
+              {"CHUNK": t.CHUNK, "BLOCK_D": block_d})  # fmt: skip
+        for adagrad in (True, False):  # row-wise Adagrad and SGD
             build(t._segment_update_kernel,
                   {"weight": "*fp32", "momentum": "*fp32", **sorted_, "heads": "*fp32", "lr": "fp32", "eps": "fp32",
                    "count": "i32", "table_rows": "i32", **sizes},
-                  {"ADAGRAD": adagrad, "CHUNK": t.CHUNK, "BLOCK_CHUNKS": t.BLOCK_CHUNKS, "BLOCK_D": 64})  # fmt: skip
+                  {"ADAGRAD": adagrad, "CHUNK": t.CHUNK, "BLOCK_CHUNKS": t.BLOCK_CHUNKS,
+                   "BLOCK_D": block_d})  # fmt: skip
         build(t._copy_rows_kernel, {"src": "*fp32", "src_rows": ids, "dst": "*fp32", "dst_rows": ids, "dim": "i32"},
-              {"BLOCK_D": 64})  # fmt: skip
+              {"BLOCK_D": block_d})  # fmt: skip
         built += 5
     built += interaction_kernels(t)
     print(f"compiled {built} kernels under triton {triton.__version__}")

@@ -1,5 +1,6 @@
 """The GPU script runs end to end on the CPU (dry run), and refuses a real run without a GPU."""
 
+import json
 import os
 import re
 import subprocess
@@ -17,6 +18,7 @@ from dlrm_study.analysis import sensitivity as knobs
 from dlrm_study.analysis.evidence import H1_KNOBS
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM
+from dlrm_study.measure import gpu as gpu_measure
 from dlrm_study.measure import sweep
 from dlrm_study.records import store
 from dlrm_study.report import plots
@@ -294,6 +296,44 @@ def test_a_target_is_met_at_its_least_and_missed_below_it(rate, word):
     frame = pd.DataFrame({"config_name": ["mlperf-scaled"], "batch_size": [2048], "variant": ["gpu-hbm"],
                           "samples_per_s": [rate], "error": [None]})  # fmt: skip
     assert gpu_targets.verdicts(frame, dry_run=False, plan=[])[0].endswith(f"(target 1,500,000: {word})")
+
+
+def test_a_target_is_judged_on_its_own_device_scaled_by_hbm_bandwidth_off_the_h200():
+    """Issue 52: on an H100 each target is the H200's times 3.35/4.8 (1,046,875 for 1.5M), said so; an H200 and an
+    H100 are never pooled; a GPU the model lacks gets no target."""
+    host = "intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/16cpu/"
+    frame = pd.DataFrame({
+        "machine": [host + "nvidia-h200", host + "nvidia-h100-80gb-hbm3", host + "nvidia-b200"],
+        "config_name": ["mlperf-scaled"] * 3, "batch_size": [2048] * 3, "variant": ["gpu-hbm"] * 3,
+        "samples_per_s": [1.4e6, 1.1e6, 9e6], "error": [None] * 3,
+    })  # fmt: skip
+    lines = gpu_targets.verdicts(frame, dry_run=False, plan=[])[:3]
+    assert lines == [
+        "mlperf-scaled bf16 hbm captured, batch 2,048 on an NVIDIA H100 SXM: 1,100,000 samples/s (target 1,046,875 "
+        "(1,500,000 on an H200, scaled by HBM bandwidth 3.35/4.8 TB/s): met)",
+        "mlperf-scaled bf16 hbm captured, batch 2,048 on an NVIDIA H200 SXM: 1,400,000 samples/s (target "
+        "1,500,000: missed)",
+        "mlperf-scaled bf16 hbm captured, batch 2,048 on nvidia-b200: 9,000,000 samples/s (target none on "
+        "nvidia-b200 (its HBM bandwidth is not in perfmodel.gpu.DEVICES): not judged)",
+    ]
+
+
+def test_a_missed_target_is_explained_from_its_profile_and_the_model_s_work():
+    """Issue 52: a miss reads against the bytes and FLOPs the GPU model says its step needs, and its slowest
+    kernels by device time (`measure.gpu.top_kernels`); a met target says nothing more."""
+    top = gpu_measure.top_kernels([("pool", 100.0), ("gemm", 30.0), ("pool", 50.0), ("copy", 1.0)], steps=2)
+    assert json.loads(top) == [["pool", 1.0, 75.0], ["gemm", 0.5, 15.0], ["copy", 0.5, 0.5]]
+    frame = pd.DataFrame({
+        "machine": ["h/isa/16cpu/nvidia-h200"] * 2, "config_name": ["mlperf-scaled"] * 2, "batch_size": [2048, 65536],
+        "variant": ["gpu-hbm"] * 2, "samples_per_s": [2.048e6, 2.048e6], "error": [None] * 2,
+        "model_embedding_bytes": [4.8e6, 4.8e9], "model_flops": [1e9, 1e12], "top_kernels": [top, top],
+    })  # fmt: skip
+    met, missed, why, kernels = gpu_targets.verdicts(frame, dry_run=False, plan=[])[:4]
+    assert met.endswith(": met)") and missed.endswith(": missed)")
+    # 65,536 samples at 2,048,000/s: 32 ms a step; 4.8 GB in it: 150 GB/s of the H200's 4,800; 1 TFLOP: 31.2 TFLOP/s
+    assert why == ("  the model's step: 4,800 MB of embedding traffic, 1,000.0 GFLOP; at the measured 32.00 ms a "
+                   "step, 150 GB/s and 31.2 TFLOP/s (3% of its HBM bandwidth, 3% of its bf16 peak)")  # fmt: skip
+    assert kernels == "  slowest kernels: pool (1 a step, 75 µs); gemm (0.5 a step, 15 µs); copy (0.5 a step, 0 µs)"
 
 
 def test_a_target_is_read_from_its_own_study_not_from_another_at_the_same_preset_and_batch():

@@ -225,11 +225,11 @@ def test_the_triton_kernels_compile_for_an_h200():
     """The interpreter runs what a GPU compiler may refuse (its control flow, its types): compile each
     kernel for sm_90 with Triton's own ptxas, no GPU needed (under this environment's Triton)."""
     done = compile_check(sys.executable)
-    assert done.returncode == 0 and done.stdout.startswith("compiled 18 kernels under triton"), done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout.startswith("compiled 88 kernels under triton"), done.stderr[-3000:]
 
 
 @pytest.mark.skipif(not TRITON36, reason="DLRM_STUDY_TRITON36_PYTHON unset (make triton36-check sets it)")
 def test_the_triton_kernels_compile_under_the_gpu_machines_triton():
     """The same under the GPU machine's Triton 3.6 (this environment's is newer), without torch."""
     done = compile_check(TRITON36)
-    assert done.returncode == 0 and done.stdout.strip() == "compiled 18 kernels under triton 3.6.0", done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout.strip() == "compiled 88 kernels under triton 3.6.0", done.stderr[-3000:]

@@ -17,6 +17,7 @@ On the CPU (the GPU script's dry run) the same code times with the wall clock, a
 window's "kernels" are the step's top-level aten operations.
 """
 
+import json
 import math
 import statistics
 import time
@@ -33,6 +34,7 @@ from dlrm_study.measure.timing import elapsed_ms, peak_memory, quiet_stderr, res
 from dlrm_study.model.kernels import torch_ops, triton_ops
 from dlrm_study.model.tables import make_sparse_arch
 from dlrm_study.model.tables.base import counters
+from dlrm_study.perfmodel.gpu import gpu_work
 from dlrm_study.records import columns as col
 from dlrm_study.train.gpu import GpuStep, make_ring, ring_size, takes_staged
 from dlrm_study.train.run import resolve_device
@@ -125,6 +127,7 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         col.INPUT_MS_MEDIAN: math.nan,  # batches come from the ring on the device: input is not timed
         **judged(profiled, times[col.MS_MEDIAN], enqueue, run.device),
         "profile_reused": reused,
+        **model_work(cfg),
         **counts,
         **peak_memory(run.device),
         KERNEL_FALLBACK: FALLBACKS.get(id(prepared), ""),
@@ -134,6 +137,13 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
 KERNEL_FALLBACK = "kernel_fallback"  # why a point's Triton kernels gave way to their torch twins ('' where not)
 # By prepared run (its id): a fallback holds for the run's later repeats, which the same record field says.
 FALLBACKS: dict[int, str] = {}
+
+
+def model_work(cfg: Config) -> dict[str, float]:
+    """What the GPU model says one step must move and compute (`perfmodel.gpu.gpu_work`): a miss reads against it."""
+    work = gpu_work(cfg)
+    return {"model_embedding_bytes": work["embedding_bytes"], "model_pooled_bytes": work["pooled_bytes"],
+            "model_flops": work["flops"]}  # fmt: skip
 
 
 def fall_back(prepared: Prepared, err: Exception) -> bool:
@@ -229,18 +239,18 @@ def profile_window(one: Callable[[], None], steps: int, device: torch.device) ->
         return unprofiled("the profiler recorded no window")
     window = (windows[0].time_range.start, windows[0].time_range.end)
     if device.type == "cuda":
-        on_device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
-        spans = [(e.time_range.start, e.time_range.end) for e in on_device]
+        kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
     else:
-        spans = [
-            (e.time_range.start, e.time_range.end)
-            for e in events
+        kernels = [
+            e for e in events
             if e.name.startswith("aten::") and not (e.cpu_parent and e.cpu_parent.name.startswith("aten::"))
-        ]
+        ]  # fmt: skip
+    spans = [(e.time_range.start, e.time_range.end) for e in kernels]
     if not spans:
         return unprofiled("the profiler saw no kernel in the window")
     inside, anywhere = covered_us(spans, window), covered_us(spans, (-math.inf, math.inf))
     return {
+        TOP_KERNELS: top_kernels([(e.name, e.time_range.end - e.time_range.start) for e in kernels], steps),
         "kernels_per_step": len(spans) / steps,
         "kernel_ms_per_step": inside / 1e3 / steps,
         # Device time stamped outside the window (clocks apart, or a bogus stamp): large, and busy is doubtful.
@@ -250,8 +260,25 @@ def profile_window(one: Callable[[], None], steps: int, device: torch.device) ->
     }
 
 
+TOP_KERNELS = "top_kernels"  # a record's field: the window's kernels by device time, per step (`top_kernels`)
+TOP = 10  # kernels a record keeps
+NAME_CHARS = 120  # of a kernel's name (Triton's and cuBLAS's run long)
+
+
+def top_kernels(timed: list[tuple[str, float]], steps: int, top: int = TOP) -> str:
+    """The `top` kernels by device time in a window, as JSON: [name, launches per step, µs per step], slowest
+    first (one name: every launch of it). A miss is read from these beside the model's bytes and FLOPs."""
+    total: dict[str, list[float]] = {}
+    for name, us in timed:
+        count_us = total.setdefault(name[:NAME_CHARS], [0.0, 0.0])
+        count_us[0], count_us[1] = count_us[0] + 1, count_us[1] + us
+    ranked = sorted(total.items(), key=lambda item: -item[1][1])[:top]
+    return json.dumps([[name, count / steps, round(us / steps, 3)] for name, (count, us) in ranked])
+
+
 def unprofiled(why: str) -> dict[str, object]:
     return {
+        TOP_KERNELS: "[]",
         "kernels_per_step": math.nan,
         "kernel_ms_per_step": math.nan,
         "profile_clipped_share": math.nan,

@@ -77,6 +77,10 @@ DEVICES = {
     # 989 TFLOPS *with sparsity* (halved here), FP32 67 TFLOPS; PCIe Gen5 x16, 128 GB/s both ways.
     # https://www.nvidia.com/en-us/data-center/h200/
     "h200": Device("NVIDIA H200 SXM", 4800.0, 989.0, 494.5, 67.0, 64.0, 20.0, "nvidia.com/en-us/data-center/h200"),
+    # NVIDIA H100 Tensor Core GPU datasheet (SXM): 80 GB HBM3 at 3.35 TB/s; the H200's compute (BF16 1,979 and
+    # TF32 989 TFLOPS with sparsity, halved here; FP32 67 TFLOPS) and its PCIe Gen5 x16.
+    # https://www.nvidia.com/en-us/data-center/h100/
+    "h100": Device("NVIDIA H100 SXM", 3350.0, 989.0, 494.5, 67.0, 64.0, 20.0, "nvidia.com/en-us/data-center/h100"),
     # NVIDIA A100 datasheet (80GB SXM): HBM2e 2,039 GB/s; BF16 312, TF32 156 (dense), FP32 19.5
     # TFLOPS; PCIe Gen4 x16, 64 GB/s both ways.
     # https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf

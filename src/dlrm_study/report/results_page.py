@@ -239,13 +239,14 @@ def target_lines(records: pd.DataFrame) -> list[str]:
         if at.empty:
             lines.append(f"{t.preset} at batch {t.batch:,}: target {t.least:,.0f} samples/s, not measured")
             continue
-        got = gpu_targets.rate(at)
-        word = "met" if got >= t.least else f"missed by {t.least / got:.1f}x"
-        over = "1 repeat" if len(at) == 1 else f"median of {len(at)} repeats"
-        lines.append(
-            f"{t.preset} at batch {t.batch:,}: {got:,.0f} samples/s ({over}) against today's target "
-            f"{t.least:,.0f}: {word}"
-        )
+        for device, on in gpu_targets.devices(at):  # each GPU against its own device's target
+            got, least = gpu_targets.rate(on), t.least_on(device)
+            word = "not judged" if least != least else "met" if got >= least else f"missed by {least / got:.1f}x"
+            over = "1 repeat" if len(on) == 1 else f"median of {len(on)} repeats"
+            lines.append(
+                f"{t.preset} at batch {t.batch:,}: {got:,.0f} samples/s ({over}) against today's target "
+                f"{gpu_targets.target_words(t, device)}: {word}"
+            )
     return lines
 
 

@@ -1,12 +1,16 @@
 """The GPU session's throughput targets: which points they are, measured first, and said missing with why.
 
 A target is a preset at a batch, bf16 on tables in HBM with the step captured (`gpu-hbm`), and the
-samples/s it should reach on an H200 (this study's targets for the GPU loop). Its fp32 twin (`gpu-hbm-fp32`) runs in the
+samples/s it should reach on an H200 (this study's targets for the GPU loop). On another GPU the
+model knows (`perfmodel.gpu.DEVICES`: an H100) it is scaled by HBM bandwidth (3.35 / 4.8 TB/s on an
+H100: the embedding traffic bounds these points), and said so; each device's records are judged against
+their own device's target, never pooled with another's. Its fp32 twin (`gpu-hbm-fp32`) runs in the
 same run, so bf16 pairs with fp32 within each repeat; at the presets' own batch (2,048) the eager step
 (`gpu-eager`) too, graph against eager. A dry run stands small YAML configs in for the presets
 (`dry_configs`), one per preset, so its plan has two bases and a batch grid as the real one does.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +18,7 @@ import pandas as pd
 
 from dlrm_study.config import Config
 from dlrm_study.config.variants import GPU_EAGER, GPU_HBM, GPU_HBM_FP32
+from dlrm_study.perfmodel.gpu import DEVICES
 from dlrm_study.records import columns as col
 
 
@@ -25,6 +30,40 @@ class Target:
 
     def name(self) -> str:
         return f"{self.preset} bf16 hbm captured, batch {self.batch:,}"
+
+    def least_on(self, device: str) -> float:
+        """samples/s on `device` (a `DEVICES` key; "" or the H200: as set): scaled by HBM bandwidth."""
+        return self.least * hbm_scale(device)
+
+
+SET_FOR = "h200"  # the device the targets are set for
+
+
+def device_of(machine: object) -> str:
+    """The `perfmodel.gpu.DEVICES` key of the GPU a machine key names: "" for none (a dry run on the CPU), the
+    GPU's own name where the model lacks it."""
+    parts = str(machine).split("/")
+    gpu = parts[3] if len(parts) == 4 else ""
+    return next((key for key in DEVICES if gpu.startswith(f"nvidia-{key}")), gpu)
+
+
+def hbm_scale(device: str) -> float:
+    """A target's factor on `device`: its HBM bandwidth over the H200's (1 on the H200 and with no GPU; NaN on a
+    GPU the model lacks: no target there)."""
+    if device not in DEVICES:
+        return 1.0 if not device else float("nan")
+    return DEVICES[device].hbm_gbps / DEVICES[SET_FOR].hbm_gbps
+
+
+def target_words(target: "Target", device: str) -> str:
+    """The least samples/s on `device`, with how it was scaled where it was."""
+    if device in ("", SET_FOR):
+        return f"{target.least:,.0f}"
+    if device not in DEVICES:
+        return f"none on {device} (its HBM bandwidth is not in perfmodel.gpu.DEVICES)"
+    have, base = DEVICES[device], DEVICES[SET_FOR]
+    return (f"{target.least_on(device):,.0f} ({target.least:,.0f} on an {base.name.split()[1]}, scaled by HBM "
+            f"bandwidth {have.hbm_gbps / 1e3:.2f}/{base.hbm_gbps / 1e3:.1f} TB/s)")  # fmt: skip
 
 
 TARGETS = [
@@ -96,14 +135,14 @@ def planned(plan: Plan, dry_run: bool) -> list[str]:
             lines.append(f"target {target.name()}: NOT IN THE PLAN (it will not be measured)")
             continue
         label, variants = next(item for item in found if VARIANT in item[1])
-        least = f"{target.least:,.0f}"
+        least = f"{target.least:,.0f} on an H200, {target.least_on('h100'):,.0f} on an H100"
         lines.append(f"target {target.name()} (>= {least} samples/s): point {label!r}, {', '.join(variants)}")
     return lines
 
 
 def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None) -> list[str]:
-    """One line per target: its samples/s against its least, or that it is missing and why (its error, or
-    not measured: past the budget, or not in the plan)."""
+    """One line per target and GPU: its samples/s against that device's least (`Target.least_on`), or that it is
+    missing and why (its error, or not measured: past the budget, or not in the plan)."""
     lines = []
     frame = frame if frame is not None else pd.DataFrame()
     for target in TARGETS:
@@ -111,9 +150,14 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
         mine = measured(frame, target, dry_run)
         ok = mine[mine[col.ERROR].isna()] if col.ERROR in mine else mine
         if not ok.empty:
-            got = rate(ok)
-            verdict = "met" if got >= target.least else "missed"
-            lines.append(f"{target.name()}: {got:,.0f} samples/s (target {target.least:,.0f}: {verdict})")
+            for device, on in devices(ok):
+                got, least = rate(on), target.least_on(device)
+                verdict = "not judged" if least != least else "met" if got >= least else "missed"
+                where = f" on an {DEVICES[device].name}" if device in DEVICES else f" on {device}" if device else ""
+                lines.append(f"{target.name()}{where}: {got:,.0f} samples/s (target {target_words(target, device)}: "
+                             f"{verdict})")  # fmt: skip
+                if verdict == "missed":
+                    lines += [f"  {line}" for line in explained(on, device)]
         elif not mine.empty:
             lines.append(f"{target.name()}: MISSING: failed: {mine[col.ERROR].dropna().iloc[0]}")
         elif plan is not None and not any(
@@ -123,6 +167,39 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
         else:
             lines.append(f"{target.name()}: MISSING: not measured yet (past the time budget: the next session resumes)")
     return lines
+
+
+TOP_KERNELS = "top_kernels"  # a profiled record's slowest kernels (`measure.gpu.top_kernels`: JSON)
+SHOWN = 3  # kernels named where a miss is explained
+
+
+def explained(records: pd.DataFrame, device: str) -> list[str]:
+    """Where a missed target's step went, from its records: the bytes and FLOPs the GPU model says a step needs,
+    at the measured step, against the device's bandwidth and peak; and its slowest kernels per step."""
+    step_s = float((records[col.BATCH_SIZE] / records[col.SAMPLES_PER_S]).median())
+    lines = []
+    if "model_embedding_bytes" in records and step_s > 0:
+        moved, flops = records["model_embedding_bytes"].median(), records["model_flops"].median()
+        gbps, tflops = moved / step_s / 1e9, flops / step_s / 1e12
+        said = f"the model's step: {moved / 1e6:,.0f} MB of embedding traffic, {flops / 1e9:,.1f} GFLOP; at the "
+        said += f"measured {step_s * 1e3:.2f} ms a step, {gbps:,.0f} GB/s and {tflops:.1f} TFLOP/s"
+        if device in DEVICES:
+            d = DEVICES[device]
+            said += f" ({gbps / d.hbm_gbps:.0%} of its HBM bandwidth, {tflops / d.bf16_tflops:.0%} of its bf16 peak)"
+        lines.append(said)
+    profiles = [json.loads(text) for text in records.get(TOP_KERNELS, pd.Series(dtype=object)).dropna() if text != "[]"]
+    if profiles:
+        named = [f"{name} ({count:g} a step, {us:,.0f} µs)" for name, count, us in profiles[0][:SHOWN]]
+        lines.append("slowest kernels: " + "; ".join(named))
+    return lines
+
+
+def devices(records: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The records split by the GPU their machine names (`device_of`): a target is judged on its own device only."""
+    if col.MACHINE not in records:
+        return [("", records)]
+    keys = records[col.MACHINE].map(device_of)
+    return [(device, records[keys == device]) for device in sorted(set(keys))]
 
 
 def measured(frame: pd.DataFrame, target: Target, dry_run: bool = False) -> pd.DataFrame:
