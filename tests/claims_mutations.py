@@ -9,6 +9,7 @@ the fixture's evidence reaches, such as the readers of results files or the rend
 """
 
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -339,20 +340,34 @@ def pytest_verdict(test: str, k: str) -> str:
     return f"{VERDICT.get(r.returncode, f'ERROR {r.returncode}')} [{test} -k {k!r}] {last}"
 
 
-golden = judgements_digest() if RULES_ID else ""
-for i, (path, old, new, test, k) in enumerate(M):
-    if only and str(i) not in only:
-        continue
-    p = pathlib.Path(path)
-    text = p.read_text()
-    assert text.count(old) >= 1, (path, old)
-    p.write_text(text.replace(old, new, 1))
-    try:
-        if RULES_ID:
-            halves = [h for h, moved in (("values", path == T), ("judgements", judgements_digest() != golden)) if moved]
-            said = f"MOVES ({' and '.join(halves)})" if halves else "KEPT"
-        else:
-            said = pytest_verdict(test, k)
-        print(f"{i:2d} {said} {path}: {old.strip()!r} -> {new.strip()!r}", flush=True)
-    finally:
-        p.write_text(text)
+def stop_on_term(*_: object) -> None:
+    """`timeout` and `kill` send SIGTERM: end through the `finally` below, so the mutated file is restored."""
+    raise SystemExit(143)
+
+
+def main() -> None:
+    """Apply each mutation (or those named), say what became of it, and restore the file, however the run ends
+    (short of kill -9). Only as a script: importing this module (to count M) mutates nothing."""
+    signal.signal(signal.SIGTERM, stop_on_term)
+    golden = judgements_digest() if RULES_ID else ""
+    for i, (path, old, new, test, k) in enumerate(M):
+        if only and str(i) not in only:
+            continue
+        p = pathlib.Path(path)
+        text = p.read_text()
+        assert text.count(old) >= 1, (path, old)
+        p.write_text(text.replace(old, new, 1))
+        try:
+            if RULES_ID:
+                moved = (("values", path == T), ("judgements", judgements_digest() != golden))
+                halves = [h for h, did in moved if did]
+                said = f"MOVES ({' and '.join(halves)})" if halves else "KEPT"
+            else:
+                said = pytest_verdict(test, k)
+            print(f"{i:2d} {said} {path}: {old.strip()!r} -> {new.strip()!r}", flush=True)
+        finally:
+            p.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
