@@ -118,7 +118,7 @@ CASES = [
     ("compare-variant", ["compare", "--variants", "reference,turbo"], "unknown variant 'turbo'"),
     ("compare-preset", ["compare", "--configs", "huge"], "unknown preset 'huge'"),
     ("compare-repeats", ["compare", "--repeats", "0"], "--repeats and --steps must be positive"),
-    ("predict-device", ["predict", "--device", "h100"], "--device 'h100': no description"),
+    ("predict-device", ["predict", "--device", "b200"], "--device 'b200': no description"),
     ("readme-missing", ["readme", "--readme", "nope.md", "--results", "folder"], "--readme file not found: nope.md"),
     ("readme-results", ["readme", "--results", "nope"], "--results nope: not a folder"),
     ("baseline-python", ["baseline-2020", "--results", "folder", "--python", "no/such/python"], "no/such/python"),
