@@ -45,13 +45,12 @@ def with_bounds(bench: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     the same names, none today, give way)."""
     if bench.empty or any(c not in bench for c in KEYS):
         return bench.iloc[0:0]
-    ours = keyed(bench.drop(columns=[c for c in COLUMNS if c in bench]))
-    return ours.merge(newest_bounds(bounds), on=KEYS, how="inner")
+    return beside(bench, bounds).dropna(subset=[physical.SEQUENTIAL])
 
 
 def beside(records: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     """Every record (its keys as `keyed` writes them), with the physical bound's columns where its machine,
-    config, precision and threads have one, empty elsewhere: `with_bounds` that keeps the records without."""
+    config, precision and threads have one, empty elsewhere."""
     if records.empty or any(c not in records for c in KEYS):
         return records
     ours = keyed(records.drop(columns=[c for c in COLUMNS if c in records]))

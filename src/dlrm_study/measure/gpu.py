@@ -250,7 +250,7 @@ def profile_window(one: Callable[[], None], steps: int, device: torch.device) ->
         return unprofiled("the profiler saw no kernel in the window")
     inside, anywhere = covered_us(spans, window), covered_us(spans, (-math.inf, math.inf))
     return {
-        TOP_KERNELS: top_kernels([(e.name, e.time_range.end - e.time_range.start) for e in kernels], steps),
+        col.TOP_KERNELS: top_kernels([(e.name, e.time_range.end - e.time_range.start) for e in kernels], steps),
         "kernels_per_step": len(spans) / steps,
         "kernel_ms_per_step": inside / 1e3 / steps,
         # Device time stamped outside the window (clocks apart, or a bogus stamp): large, and busy is doubtful.
@@ -260,7 +260,6 @@ def profile_window(one: Callable[[], None], steps: int, device: torch.device) ->
     }
 
 
-TOP_KERNELS = "top_kernels"  # a record's field: the window's kernels by device time, per step (`top_kernels`)
 TOP = 10  # kernels a record keeps
 NAME_CHARS = 120  # of a kernel's name (Triton's and cuBLAS's run long)
 
@@ -278,7 +277,7 @@ def top_kernels(timed: list[tuple[str, float]], steps: int, top: int = TOP) -> s
 
 def unprofiled(why: str) -> dict[str, object]:
     return {
-        TOP_KERNELS: "[]",
+        col.TOP_KERNELS: "[]",
         "kernels_per_step": math.nan,
         "kernel_ms_per_step": math.nan,
         "profile_clipped_share": math.nan,

@@ -31,6 +31,7 @@ MS_MEDIAN, MS_P10, MS_P90, SAMPLES_PER_S = "ms_median", "ms_p10", "ms_p90", "sam
 INPUT_MS_MEDIAN, COMPUTE_MS_MEDIAN, ROOFLINE_MS = "input_ms_median", "compute_ms_median", "roofline_ms"
 # What ran: the loop and its settings, as the measurement recorded them (not the config's columns).
 LOOP, PRECISION, PRECISION_LABEL, NATIVE_BF16 = "loop", "precision", "precision_label", "native_bf16"
+TOP_KERNELS = "top_kernels"  # a GPU profile's slowest kernels: JSON [name, launches, µs] per step
 TRAIN_LOOP = "train.loop"  # the config's loop: what a record's code fingerprint is of (`records.code_identity`)
 SPARSE_ARCH, PLACEMENT, KERNEL_PATH, CAPTURE = "sparse_arch", "placement", "kernel_path", "capture"
 BATCH_SIZE, STEPS, WARMUP, BUILDS = "batch_size", "steps", "warmup", "builds"

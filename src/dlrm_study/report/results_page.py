@@ -240,8 +240,9 @@ def target_lines(records: pd.DataFrame) -> list[str]:
             lines.append(f"{t.preset} at batch {t.batch:,}: target {t.least:,.0f} samples/s, not measured")
             continue
         for device, on in gpu_targets.devices(at):  # each GPU against its own device's target
-            got, least = gpu_targets.rate(on), t.least_on(device)
-            word = "not judged" if least != least else "met" if got >= least else f"missed by {least / got:.1f}x"
+            got = gpu_targets.rate(on)
+            word = gpu_targets.judged(t, device, got)
+            word = f"missed by {t.least_on(device) / got:.1f}x" if word == "missed" else word
             over = "1 repeat" if len(on) == 1 else f"median of {len(on)} repeats"
             lines.append(
                 f"{t.preset} at batch {t.batch:,}: {got:,.0f} samples/s ({over}) against today's target "

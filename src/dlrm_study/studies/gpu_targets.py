@@ -55,6 +55,12 @@ def hbm_scale(device: str) -> float:
     return DEVICES[device].hbm_gbps / DEVICES[SET_FOR].hbm_gbps
 
 
+def judged(target: "Target", device: str, got: float) -> str:
+    """`met`, `missed`, or `not judged` (a GPU with no target): `got` samples/s against the device's least."""
+    least = target.least_on(device)
+    return "not judged" if least != least else "met" if got >= least else "missed"
+
+
 def target_words(target: "Target", device: str) -> str:
     """The least samples/s on `device`, with how it was scaled where it was."""
     if device in ("", SET_FOR):
@@ -151,8 +157,8 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
         ok = mine[mine[col.ERROR].isna()] if col.ERROR in mine else mine
         if not ok.empty:
             for device, on in devices(ok):
-                got, least = rate(on), target.least_on(device)
-                verdict = "not judged" if least != least else "met" if got >= least else "missed"
+                got = rate(on)
+                verdict = judged(target, device, got)
                 where = f" on an {DEVICES[device].name}" if device in DEVICES else f" on {device}" if device else ""
                 lines.append(f"{target.name()}{where}: {got:,.0f} samples/s (target {target_words(target, device)}: "
                              f"{verdict})")  # fmt: skip
@@ -169,7 +175,6 @@ def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None
     return lines
 
 
-TOP_KERNELS = "top_kernels"  # a profiled record's slowest kernels (`measure.gpu.top_kernels`: JSON)
 SHOWN = 3  # kernels named where a miss is explained
 
 
@@ -187,7 +192,8 @@ def explained(records: pd.DataFrame, device: str) -> list[str]:
             d = DEVICES[device]
             said += f" ({gbps / d.hbm_gbps:.0%} of its HBM bandwidth, {tflops / d.bf16_tflops:.0%} of its bf16 peak)"
         lines.append(said)
-    profiles = [json.loads(text) for text in records.get(TOP_KERNELS, pd.Series(dtype=object)).dropna() if text != "[]"]
+    kept = records.get(col.TOP_KERNELS, pd.Series(dtype=object)).dropna()
+    profiles = [json.loads(text) for text in kept if text != "[]"]
     if profiles:
         named = [f"{name} ({count:g} a step, {us:,.0f} µs)" for name, count, us in profiles[0][:SHOWN]]
         lines.append("slowest kernels: " + "; ".join(named))
