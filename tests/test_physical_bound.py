@@ -67,6 +67,18 @@ def test_the_line_probes_walk_each_step_s_unique_rows_of_the_config_s_ids():
     assert len(probes.step_rows(zipf, 1)[0]) < len(probes.step_rows(uniform, 1)[0]) <= ids
 
 
+def test_the_peak_on_n_threads_is_the_best_of_any_count_up_to_n(monkeypatch):
+    # Measured on an AMX core: one thread 2,313 GFLOP/s, two threads together 1,851. A loop on two threads may
+    # keep one idle, so the peak charged at two must be the one thread's.
+    rates = {("fma", 1): 300.0, ("fma", 2): 500.0, ("amx", 1): 2313.0, ("amx", 2): 1851.0}
+    monkeypatch.setattr(probes, "probes_here", lambda precision: ["fma"] if precision == "fp32" else ["amx"])
+    monkeypatch.setattr(probes, "peak_gflops", lambda probe, threads: rates[(probe, threads)])
+    fields = probes.peaks(threads=2)
+    assert (fields["peak_bf16_gflops"], fields["peak_bf16_probe"], fields["peak_bf16_threads"]) == (2313.0, "amx", 1)
+    assert (fields["peak_fp32_gflops"], fields["peak_fp32_threads"]) == (500.0, 2)
+    assert list(probes.thread_counts(3)) == [1, 2, 3]
+
+
 @pytest.mark.slow
 def test_the_probes_run_on_this_cpu():
     fields = probes.peaks(threads=1)
