@@ -129,6 +129,20 @@ def test_a_loop_faster_than_the_probe_is_flagged_not_read_as_a_share():
     assert shares and max(shares) <= 100
 
 
+def test_the_bound_read_is_the_fastest_of_the_records_at_as_many_threads_or_fewer():
+    quiet = bound_record(gather_ms=4.0, update_ms=4.0)
+    loaded = bound_record(gather_ms=6.0, update_ms=3.0) | {col.TIMESTAMP: "2026-12-06T00:00:00"}  # newer, gather slower
+    one_thread = bound_record(gather_ms=3.5, update_ms=9.0) | {col.THREADS: 1}
+    got = judged.tightest_bounds(pd.DataFrame([quiet, loaded, one_thread])).set_index(col.THREADS)
+    forward, update = physical.op_column("embedding_forward"), physical.op_column("embedding_backward_update")
+    assert (got.loc[2, forward], got.loc[2, update]) == (3.5, 3.0)  # one thread's gather, the loaded record's update
+    assert got.loc[2, physical.SEQUENTIAL] == pytest.approx(
+        sum(got.loc[2, physical.op_column(n)] for n in physical.OPERATORS)
+    )
+    assert got.loc[2, physical.OVERLAPPED] <= got.loc[2, physical.SEQUENTIAL]
+    assert (got.loc[1, forward], got.loc[1, update]) == (3.5, 9.0)  # records of two threads do not bound one
+
+
 def test_a_machine_without_a_bound_record_is_named():
     text = judged.report(bench_records([4.5] * 3), pd.DataFrame([bound_record() | {col.THREADS: 1}]))
     named = "m: no physical bound measured at its bench records' config, precision and threads (dlrm-study bound)"

@@ -1,8 +1,8 @@
 """Each loop against this machine's physical bound (notebook 02, `make compare-upstream`): how far from the hardware.
 
 The bound is a record of its own (`dlrm-study bound`, results/bounds.csv: `perfmodel.physical`), measured by
-probes no loop runs, per machine, config, precision and threads. A bench record is read against the newest
-bound of its machine, config, precision and threads (`with_bounds`), operator by operator and as a step, in
+probes no loop runs, per machine, config, precision and threads. A bench record is read against the tightest
+bound of its machine, config, precision and threads (`tightest_bounds`), operator by operator and as a step, in
 sequence and overlapped (`operators.PHYSICAL`). A part faster than its bound says the probe fell short, never a
 share over 100%. The step's target: the optimized loop at its fastest native precision (bf16 where the CPU has
 it, else fp32) within STEP_TARGET of the sequential bound.
@@ -24,12 +24,23 @@ STEP_TARGET = 0.9  # the optimized step within 90% of its sequential physical bo
 STEP = operators.PHYSICAL.steps[0][0]
 
 
-def newest_bounds(bounds: pd.DataFrame) -> pd.DataFrame:
-    """The newest bound record of each machine, config, precision and threads: its keys and bounds."""
+def tightest_bounds(bounds: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, config, precision and threads n: each operator's bound the fastest any bound record of that
+    machine, config and precision reached on n threads or fewer, and the two step bounds of those parts.
+
+    Every probe's rate was reached, so each is a bound; the fastest is the tightest. A probe on a loaded machine
+    only slows, and a newer record would otherwise loosen the bound. Fewer threads count too: a loop on n
+    threads may leave some idle (`measure.physical.thread_counts`)."""
     if bounds.empty or any(c not in bounds for c in KEYS + COLUMNS):
         return pd.DataFrame(columns=KEYS + COLUMNS)
-    order = bounds.sort_values(col.TIMESTAMP) if col.TIMESTAMP in bounds else bounds
-    return keyed(order.drop_duplicates(KEYS, keep="last"))[KEYS + COLUMNS]
+    records, rows = keyed(bounds), []
+    for key, mine in records.groupby(KEYS[:-1]):
+        for threads in sorted(set(mine[col.THREADS])):
+            fewer = mine[mine[col.THREADS] <= threads]
+            fastest = {name: float(fewer[physical.op_column(name)].min()) for name in physical.OPERATORS}
+            parts = {physical.op_column(name): ms for name, ms in fastest.items()}
+            rows.append(dict(zip(KEYS, (*key, threads), strict=True)) | parts | physical.step_bounds(fastest))
+    return pd.DataFrame(rows, columns=KEYS + COLUMNS)
 
 
 def keyed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -54,14 +65,14 @@ def beside(records: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     if records.empty or any(c not in records for c in KEYS):
         return records
     ours = keyed(records.drop(columns=[c for c in COLUMNS if c in records]))
-    return ours.merge(newest_bounds(bounds), on=KEYS, how="left").set_axis(ours.index)  # a left merge keeps order
+    return ours.merge(tightest_bounds(bounds), on=KEYS, how="left").set_axis(ours.index)  # a left merge keeps order
 
 
 def unbounded(bench: pd.DataFrame, bounds: pd.DataFrame) -> list[str]:
     """The machines with bench records and no bound record of their config, precision and threads."""
     if bench.empty or any(c not in bench for c in KEYS):
         return []
-    have = set(map(tuple, newest_bounds(bounds)[KEYS].itertuples(index=False)))
+    have = set(map(tuple, tightest_bounds(bounds)[KEYS].itertuples(index=False)))
     keys = keyed(bench)[KEYS].drop_duplicates()
     return sorted({k[0] for k in map(tuple, keys.itertuples(index=False)) if k not in have})
 
