@@ -47,7 +47,7 @@ lab: env
 # gone), the README's generated section, and results/manifest.json (the commit, the records' digest and
 # the rules' hash it came from). `make reproduce` measures this machine first, every run of every study
 # a process of its own (`dlrm_study.studies.runs`: a line per process, a line per measurement): the
-# claims' points in CLAIM_RUNS runs, the rest in RUNS (studies/profiles.py), only what this machine has
+# claims' points in CLAIM_RUNS runs, the rest in RUNS (plans/profiles.py), only what this machine has
 # no record of at this code (the timed code's fingerprint), so run again at the same code it measures
 # nothing and says so in one line; `make render` renders from the records as they are (minutes).
 # `make check-render` renders again into a scratch folder and compares every printed number and word

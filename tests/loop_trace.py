@@ -25,18 +25,20 @@ def main(loops: list[str]) -> None:
         if module.name.split(".")[1] not in ("cli", "report", "analysis", "studies", "__main__"):
             importlib.import_module(module.name)
     from dlrm_study.config.variants import REGISTRY
-    from dlrm_study.measure import sweep
 
     root = Path(dlrm_study.__file__).parent
     found = {}
     for loop in loops:
-        ran = trace(loop, root, sweep, REGISTRY)
+        ran = trace(loop, root, REGISTRY)
         found[loop] = {f: sorted(names) for f, names in sorted(ran.items())}
     print(json.dumps(found))
 
 
-def trace(loop: str, root: Path, sweep, registry) -> dict[str, set[str]]:
+def trace(loop: str, root: Path, registry) -> dict[str, set[str]]:
     """The package files whose functions ran in a tiny sweep of the loop's variants, with their names."""
+    from dlrm_study.measure import sweep
+    from dlrm_study.plans.sweep import Sweep
+
     ran: dict[str, set[str]] = {}
 
     def tracer(frame, event, arg):
@@ -46,8 +48,8 @@ def trace(loop: str, root: Path, sweep, registry) -> dict[str, set[str]]:
     variants = [v for v in VARIANTS[loop] if v in registry]
     extra = ["train.device=cpu"] if loop == "gpu" else []
     out = Path(tempfile.mkdtemp()) / "trace.csv"
-    spec = sweep.Sweep(name="trace", config="tiny", set=extra, variants=variants, repeats=1, steps=2, warmup=1,
-                       profile_steps=1, out=str(out))  # fmt: skip
+    spec = Sweep(name="trace", config="tiny", set=extra, variants=variants, repeats=1, steps=2, warmup=1,
+                 profile_steps=1, out=str(out))  # fmt: skip
     sys.setprofile(tracer)
     threading.setprofile(tracer)
     try:

@@ -10,10 +10,11 @@ from dlrm_study.config.variants import ACCURACY_PRECISIONS, OPTIMIZED_BF16, OPTI
 from dlrm_study.data import SyntheticData
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner
+from dlrm_study.plans.convergence import ACCURACY_IDS, accuracy_configs
+from dlrm_study.plans.profiles import ACCURACY_SEEDS
 from dlrm_study.records import store
 from dlrm_study.records.machine import machine_key
-from dlrm_study.studies.convergence import ACCURACY_IDS, accuracy_configs, run_accuracy, train_and_record
-from dlrm_study.studies.profiles import ACCURACY_SEEDS
+from dlrm_study.studies.convergence import run_accuracy, train_and_record
 from dlrm_study.train import build
 from dlrm_study.train.run import precision_label
 

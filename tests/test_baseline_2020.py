@@ -13,6 +13,7 @@ from dlrm_study.cli import main as cli
 from dlrm_study.data import make_data
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import baseline_2020
+from dlrm_study.plans.baseline import OLD
 from dlrm_study.studies import baseline
 from dlrm_study.train import run as loop
 
@@ -93,4 +94,4 @@ def test_a_second_run_resumes_the_2020_records(tmp_path, monkeypatch) -> None:
     again = baseline.run("smoke", tmp_path, tmp_path / "python", progress=False)
     assert again.ran == 0 and again.skipped == first.ran
     frame = baseline_records("smoke", tmp_path)
-    assert set(frame[frame["variant"] == baseline.OLD]["torch_version"]) == {"1.5.1"}
+    assert set(frame[frame["variant"] == OLD]["torch_version"]) == {"1.5.1"}

@@ -6,15 +6,16 @@ import pandas as pd
 
 from dlrm_study.analysis import findings
 from dlrm_study.analysis.placement import cache_hit_rates
+from dlrm_study.plans.placement import cache_configs
+from dlrm_study.plans.profiles import CACHE_BATCHES
 from dlrm_study.studies import placement
-from dlrm_study.studies.profiles import CACHE_BATCHES
 
 
 def test_each_cache_is_counted_once_it_evicts(tmp_path):
     placement.measure_cache("smoke", tmp_path)
     rates = cache_hit_rates("smoke", tmp_path)
     most, timed = CACHE_BATCHES["smoke"]
-    assert len(rates) == len(placement.cache_configs("smoke")) and (rates["batches"] == timed).all()
+    assert len(rates) == len(cache_configs("smoke")) and (rates["batches"] == timed).all()
     for r in rates.itertuples():
         if math.isnan(r.first_eviction_batch):  # never filled while warming: warmed as long as allowed
             assert r.warm_batches == most
@@ -30,7 +31,7 @@ def test_each_cache_is_counted_once_it_evicts(tmp_path):
 
 def test_one_id_stream_gives_the_same_counts_as_each_cache_alone():
     """Feeding several caches one stream is the same as feeding each its own (the stream is the config's)."""
-    cfgs = [c for c in placement.cache_configs("smoke") if c.data.zipf_alpha == 0.8]
+    cfgs = [c for c in cache_configs("smoke") if c.data.zipf_alpha == 0.8]
     together = placement.steady_hit_rates(cfgs, 20, 4)
     alone = [placement.steady_hit_rates([cfg], 20, 4)[0] for cfg in cfgs]
     assert together == alone

@@ -9,8 +9,9 @@ from dlrm_study.config.variants import CPU_LOOPS, REGISTRY
 from dlrm_study.measure import limits as machine_limits
 from dlrm_study.measure import sweep
 from dlrm_study.measure.bench import bench
-from dlrm_study.measure.sweep import runnable
 from dlrm_study.perfmodel import roofline
+from dlrm_study.plans import sweep as sweep_plan
+from dlrm_study.plans.sweep import runnable
 from dlrm_study.records import store
 from dlrm_study.studies.compare import compare
 from dlrm_study.train import run as loop
@@ -196,7 +197,7 @@ def test_precision_label_says_whether_bf16_was_emulated(flags, label, monkeypatc
 def test_studies_skip_cpu_bf16_variants_without_native_bf16(tmp_path, monkeypatch, capsys):
     no_native_bf16(monkeypatch)
     assert runnable(["reference", "optimized-bf16", "gpu-hbm"]) == (["reference", "gpu-hbm"], ["optimized-bf16"])
-    spec = sweep.Sweep(name="s", variants=["reference", "optimized-bf16"], repeats=1, steps=1, warmup=0,
+    spec = sweep_plan.Sweep(name="s", variants=["reference", "optimized-bf16"], repeats=1, steps=1, warmup=0,
                        out=str(tmp_path / "s.csv"))  # fmt: skip
     sweep.run(spec, progress=False)
     err = capsys.readouterr().err

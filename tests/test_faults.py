@@ -24,6 +24,7 @@ from tests.conftest import ROOT
 from dlrm_study import config
 from dlrm_study.measure import sweep
 from dlrm_study.model import kernels
+from dlrm_study.plans import sweep as sweep_plan
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
 from dlrm_study.train import build
@@ -372,7 +373,7 @@ def test_corrupt_records_are_named_counted_and_left_out(tmp_path, capsys):
 
 
 def test_a_cell_whose_record_is_unreadable_is_measured_again(tmp_path):
-    spec = sweep.load(write_sweep(tmp_path, repeats=1))
+    spec = sweep_plan.load(write_sweep(tmp_path, repeats=1))
     sweep.run(spec, progress=False, limit=1)
     out = Path(spec.out)
     text = out.read_text().splitlines(keepends=True)

@@ -36,7 +36,7 @@ def test_a_stale_paragraph_is_rewritten(tmp_path: Path) -> None:
 
 
 def test_reproduce_md_states_the_profiles_protocol() -> None:
-    from dlrm_study.studies import profiles
+    from dlrm_study.plans import profiles
 
     doc = (REPO / "docs" / "reproduce.md").read_text()
     assert gate.protocol() in doc, "docs/reproduce.md's protocol is stale: make render"

@@ -20,12 +20,14 @@ from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM
 from dlrm_study.measure import gpu as gpu_measure
 from dlrm_study.measure import sweep
+from dlrm_study.plans import gpu as gpu_grid
+from dlrm_study.plans import sensitivity as sensitivity_study
+from dlrm_study.plans import sweep as sweep_plan
+from dlrm_study.plans.gpu import sweeps
+from dlrm_study.plans.gpu_targets import TARGETS
 from dlrm_study.records import store
 from dlrm_study.report import plots
-from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import gpu_budget, gpu_targets
-from dlrm_study.studies import sensitivity as sensitivity_study
-from dlrm_study.studies.gpu import sweeps
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 
@@ -85,7 +87,7 @@ def test_dry_run_writes_every_record(tmp_path):
     assert set(grid[grid["repeat"] == 1]["profile_reused"]) == {True}
     host_loops = store.load(tmp_path / "sweeps.csv")  # last: the CPU loops on the GPU machine's CPU (S1, S3)
     assert set(host_loops["study"]) == {"cpu-loops-smoke"} and (host_loops["device"] == "cpu").all()
-    assert set(host_loops["variant"]) == set(sweep.runnable(gpu_grid.HOST_LOOPS)[0])  # (bf16 where native)
+    assert set(host_loops["variant"]) == set(sweep_plan.runnable(gpu_grid.HOST_LOOPS)[0])  # (bf16 where native)
     embedding = store.load(tmp_path / "gpu_embedding.csv")
     assert sorted(set(embedding["placement"])) == ["cached", "hbm", "host", "uvm"]
     assert sorted(set(embedding["repeat"])) == [0, 1]
@@ -169,14 +171,14 @@ def test_the_plan_measures_every_target_first_and_lists_them(tmp_path):
 
 
 def test_the_targets_run_fits_the_first_calls_budget():
-    """studies.gpu's docstring: the targets' run, three repeats, ends inside gpu_check's 290 s budget, after the
+    """plans.gpu's docstring: the targets' run, three repeats, ends inside gpu_check's 290 s budget, after the
     tests, the profiler's probes and the embedding benchmark, by the plan's own estimate (studies.gpu_budget)."""
     assert gpu_budget.targets_end_s() < gpu_budget.BUDGET_S
     assert "The targets' run ends inside the first call's budget" in " ".join(gpu_grid.__doc__.split())
 
 
 def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path, monkeypatch):
-    """studies.gpu's docstring: the calls of 290 s (the tests in each) that H4's and H1-H3's runs end in, and
+    """plans.gpu's docstring: the calls of 290 s (the tests in each) that H4's and H1-H3's runs end in, and
     the whole plan's, are the estimate's (studies.gpu_budget); and each call begins with its fixed costs.
     Planned as on the GPU machine, whose AMX host measures the CPU loops' bf16 variants (a CPU without native
     bf16 skips them, and its plan is shorter)."""
@@ -187,7 +189,7 @@ def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path, monkeypatch):
     doc = " ".join(gpu_grid.__doc__.split())
     found = re.search(r"placements \(H4\) end in call (\d+) and the sensitivity run \(H1-H3\) in call (\d+), "
                       r"and the whole plan needs (\d+) calls of 290 s", doc)  # fmt: skip
-    assert found, "studies.gpu's docstring no longer states the calls"
+    assert found, "plans.gpu's docstring no longer states the calls"
     stated = tuple(map(int, found.groups()))
     assert stated == (costs["gpu-placements"].call, costs["gpu-sensitivity-quick"].call,
                       gpu_budget.calls(list(costs.values())))  # fmt: skip
@@ -205,7 +207,7 @@ def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
     assert not any(run.claims for run in runs[3:])
 
     def measured(run) -> set:  # (config hash, variant): every variant, whatever this CPU runs
-        return {(p.cfg.hash(), p.variant) for spec in run.specs for p in sweep.points(spec)}
+        return {(p.cfg.hash(), p.variant) for spec in run.specs for p in sweep_plan.points(spec)}
 
     read = {"H4": set(), "H1": set(), "H2/H3": set()}
     (placements,) = runs[1].specs
@@ -214,11 +216,11 @@ def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
     assert {v for _, v in read["H4"]} == {GPU_HBM, GPU_HOST, GPU_UVM, GPU_CACHED}
     for knob in H1_KNOBS:  # as analysis.evidence reads them: the CPU study's sweep on the GPU, each end
         spec = sensitivity_study.on_gpu(sensitivity_study.sensitivity(knob, "quick", tmp_path))
-        points = [p for p in sweep.points(spec) if p.variant == GPU_HBM]
+        points = [p for p in sweep_plan.points(spec) if p.variant == GPU_HBM]
         xs = {knobs.knob_value(knob, " ".join(p.grid)): p for p in points}
         read["H1"] |= {(xs[x].cfg.hash(), GPU_HBM) for x in (min(xs), max(xs))}
     grid = sensitivity_study.on_gpu(sensitivity_study.dense_sparse_grid("quick", tmp_path), host=True)
-    read["H2/H3"] = {(p.cfg.hash(), p.variant) for p in sweep.points(grid)}
+    read["H2/H3"] = {(p.cfg.hash(), p.variant) for p in sweep_plan.points(grid)}
     # (the base is the larger end of both rows and the MLP width: one point)
     assert len(read["H1"]) == 2 * len(H1_KNOBS) - 1 and len(read["H2/H3"]) == 9 * 3
     mine = {"H4": runs[1], "H1": runs[2], "H2/H3": runs[2]}
@@ -254,8 +256,7 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path, 
 
 
 def test_a_claim_line_says_its_runs_against_the_three_a_verdict_needs(tmp_path, monkeypatch):
-    from dlrm_study.analysis import gpu_pairs
-    from dlrm_study.studies import gpu_lending
+    from dlrm_study.studies import gpu_lending, gpu_pairs
 
     runs = gpu_grid.runs(tmp_path, dry_run=False)  # the grid's: one run of each
     lines = gpu_pairs.claim_lines(tmp_path, runs)  # nothing measured yet
@@ -346,7 +347,7 @@ def test_a_target_is_read_from_its_own_study_not_from_another_at_the_same_preset
         "error": [None] * 4,
     })  # fmt: skip
     # The same-host run's repeat of the target's own config counts (the runner measures a point once a repeat).
-    assert list(gpu_targets.measured(frame, gpu_targets.TARGETS[0])["study"]) == ["gpu-targets", "gpu-same-host"]
+    assert list(gpu_targets.measured(frame, TARGETS[0])["study"]) == ["gpu-targets", "gpu-same-host"]
     assert gpu_targets.verdicts(frame, dry_run=False)[0].startswith(
         "mlperf-scaled bf16 hbm captured, batch 2,048: 1,600,000 samples/s (target 1,500,000: met)"
     )

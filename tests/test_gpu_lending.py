@@ -34,7 +34,7 @@ def test_a_phase_that_raises_hangs_or_loses_its_context_leaves_the_others_whole(
         "import sys, pathlib\n"
         "from dlrm_study.measure import runner, sweep\n"
         "from dlrm_study.studies import gpu_phases, gpu_lending\n"
-        "from dlrm_study.studies.gpu import GpuRun\n"
+        "from dlrm_study.plans.gpu import GpuRun\n"
         "def dead(*args, **kwargs): raise runner.DeviceLost('simulated')\n"
         "sweep.run_together = dead\n"
         "phase = gpu_lending.Phase('lost', runs=[GpuRun('x', [])])\n"
@@ -259,7 +259,7 @@ def test_dry_run_of_the_lending_writes_every_phase_and_the_summary(tmp_path):
 def test_lending_b_alone_gives_h2_and_h3_their_runs(tmp_path):
     """Lending B's verdict phases, each a process as the lending starts them (dry, on the CPU): the grid's records
     they write give H2 and H3, counted as their rule pairs them, the runs a verdict needs, with no record of A."""
-    from dlrm_study.analysis import gpu_pairs
+    from dlrm_study.studies import gpu_pairs
 
     work = tmp_path / "w"
     work.mkdir()

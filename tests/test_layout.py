@@ -13,8 +13,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "dlrm_study"
 # The order data flows in (README's Layout): config -> batches -> model -> training -> records -> ... -> figures.
 PIPELINE = (
-    "errors", "rules", "config", "platform", "data", "model", "train", "distributed", "records", "perfmodel", "measure",
-    "studies", "analysis", "report", "cli", "__main__",
+    "errors", "rules", "config", "platform", "data", "model", "train", "distributed", "records", "plans", "perfmodel",
+    "measure", "analysis", "studies", "report", "cli", "__main__",
 )  # fmt: skip
 
 
@@ -59,6 +59,21 @@ MODULES = sorted(p for p in SRC.rglob("*.py") if p != SRC / "__init__.py")
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_run_down_the_pipeline(path: Path) -> None:
     assert not backward(path), f"{path.relative_to(SRC)} imports from a later folder: {backward(path)}"
+
+
+# Rooms a room may not import though the pipeline allows it: plans are data (what is measured, never how), and
+# analysis reads records by those plans, never by the code that measured them.
+NARROWER = {
+    "plans": {"errors", "rules", "config", "platform", "records", "plans"},
+    "analysis": set(PIPELINE[: PIPELINE.index("analysis") + 1]) - {"measure", "studies"},
+}
+
+
+@pytest.mark.parametrize("folder", sorted(NARROWER))
+def test_plans_are_data_and_analysis_reads_no_measuring_code(folder: str) -> None:
+    wrong = [f"{p.relative_to(SRC)} line {line}: {target}" for p in MODULES if room(module_of(p)) == folder
+             for line, target in imports(p) if room(target) not in NARROWER[folder]]  # fmt: skip
+    assert not wrong, wrong
 
 
 def test_every_folder_is_a_room_of_the_pipeline() -> None:

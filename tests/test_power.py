@@ -1,5 +1,5 @@
 """The design of the claims' deciding points (analysis/power.py) against its targets, its literals against the
-records and `studies.profiles`, its simulation against the rule's own interval, and docs/claims.md's table
+records and `plans.profiles`, its simulation against the rule's own interval, and docs/claims.md's table
 against `power_markdown()`."""
 
 import math
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from dlrm_study.analysis import clusters, power
+from dlrm_study.plans import profiles
 from dlrm_study.records import columns as col
-from dlrm_study.studies import profiles
 
 CLAIMS_DOC = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
 CPU_DESIGNS = [d for d in power.DESIGNS if not d.claim.startswith("H")]  # the GPU claims': one lending's runs

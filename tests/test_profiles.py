@@ -2,9 +2,9 @@
 
 from tests.conftest import ROOT
 
+from dlrm_study.plans import profiles
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import session
-from dlrm_study.studies import profiles
 
 
 def test_results_dir_is_the_repositorys_wherever_it_runs(tmp_path, monkeypatch):

@@ -36,7 +36,7 @@ def test_the_citation_names_the_readmes_repository_url_and_an_entity_author():
 
 def test_the_readmes_profile_line_is_the_profiles_own_words():
     """The quick profile's design in the README is `profiles.described("quick")`: a changed literal changes it."""
-    from dlrm_study.studies import profiles
+    from dlrm_study.plans import profiles
 
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert profiles.described("quick") in readme

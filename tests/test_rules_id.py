@@ -97,8 +97,8 @@ def test_docs_claims_says_each_declared_literal(words: str) -> None:
 
 
 def test_s2s_presets_are_the_cpu_studys_timed_presets_and_h1s_knobs_are_swept() -> None:
-    from dlrm_study.studies.cpu import CPU_PRESETS
-    from dlrm_study.studies.sensitivity import KNOBS
+    from dlrm_study.plans.cpu import CPU_PRESETS
+    from dlrm_study.plans.sensitivity import KNOBS
 
     assert tuple(literal("S2", "presets")) == tuple(CPU_PRESETS)
     assert set(literal("H1", "knobs")) <= set(KNOBS)

@@ -11,7 +11,8 @@ from tests.test_runner import point
 
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, settle
-from dlrm_study.studies import cpu, runs
+from dlrm_study.plans import cpu
+from dlrm_study.studies import runs
 
 
 def test_the_deciding_points_get_the_claim_runs_and_the_rest_the_study_runs():

@@ -9,6 +9,7 @@ from dlrm_study import config, platform
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
+from dlrm_study.plans import sweep as sweep_plan
 from dlrm_study.records import machine as records_machine
 from dlrm_study.records import store
 
@@ -87,7 +88,7 @@ def test_two_machines_records_stay_apart(tmp_path):
 
 
 def test_sweep_records_select_one_machine(tmp_path):
-    spec = sweep.Sweep(name="m", variants=["reference"], repeats=2, steps=1, warmup=0, out=str(tmp_path / "s.csv"))
+    spec = sweep_plan.Sweep(name="m", variants=["reference"], repeats=2, steps=1, warmup=0, out=str(tmp_path / "s.csv"))
     sweep.run(spec, progress=False)
     other = [{**row, "machine": "amd-epyc-7b13/avx2/2cpu"} for row in store.read_rows(tmp_path / "s.csv")[1]]
     store.append_many(tmp_path / "s.csv", other)

@@ -9,7 +9,7 @@ import pytest
 from dlrm_study.analysis import clusters, stats, wording
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis import sensitivity as knobs
-from dlrm_study.measure import selfcheck
+from dlrm_study.records import selfcheck
 
 
 def lognormal_repeats(rng: random.Random, median: float, sigma: float, n: int) -> list[float]:

@@ -13,17 +13,18 @@ from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import FAILED, config_key, left_out, point_key, sweep_records
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep, training
+from dlrm_study.plans import sweep as sweep_plan
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.train import build
 from dlrm_study.train import checkpoint as ckpt
 
 
-def measured_sweep(tmp_path: Path, fail: str = "") -> sweep.Sweep:
+def measured_sweep(tmp_path: Path, fail: str = "") -> sweep_plan.Sweep:
     """A sweep of 2 points x 2 variants x 2 repeats, its records made by a fake measurement (no training)."""
-    spec = sweep.Sweep(name="s", config="tiny", set=["train.batch_size=16"], grid={"data.lookups_per_table": [1, 2]},
-                       variants=["reference", "optimized-fp32"], repeats=2, steps=2, warmup=1,
-                       out=str(tmp_path / "sweeps.csv"))  # fmt: skip
+    spec = sweep_plan.Sweep(name="s", config="tiny", set=["train.batch_size=16"],
+                            grid={"data.lookups_per_table": [1, 2]}, variants=["reference", "optimized-fp32"],
+                            repeats=2, steps=2, warmup=1, out=str(tmp_path / "sweeps.csv"))  # fmt: skip
     runner.run(sweep.tasks(spec), fake_measure(fail=fail), Path(spec.out), "s", progress=False)
     return spec
 

@@ -13,6 +13,7 @@ from dlrm_study.analysis.readers import GONE, left_out, sweep_records
 from dlrm_study.cli.main import main
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
+from dlrm_study.plans import sweep as sweep_plan
 from dlrm_study.records import store
 
 SPEC = """
@@ -38,9 +39,9 @@ def write_spec(tmp_path: Path, name: str = "s", dims: str = "[8, 16]") -> Path:
 
 
 def test_points_cover_the_grid_and_variants(tmp_path):
-    spec = sweep.load(write_spec(tmp_path))
+    spec = sweep_plan.load(write_spec(tmp_path))
     spec.set.append("data.lookups_per_table=9")  # a base value of a gridded field is not part of the grid
-    points = sweep.points(spec)
+    points = sweep_plan.points(spec)
     assert points[0].grid == ["data.lookups_per_table=1", "model.embedding_dim=8"]
     assert len(points) == 3 * 2 * 2
     assert points[0].overrides[-2:] == ["train.loop=reference", "train.steps=2"]
@@ -49,7 +50,7 @@ def test_points_cover_the_grid_and_variants(tmp_path):
 
 
 def test_failed_points_are_recorded_and_the_sweep_goes_on(tmp_path):
-    spec = sweep.load(write_spec(tmp_path))
+    spec = sweep_plan.load(write_spec(tmp_path))
     counts = sweep.run(spec, progress=False)
     # 24 measurements: the 6 failing (point, variant) pairs fail once each, their second repeat is not tried.
     assert (counts.tasks, counts.ran, counts.failed) == (24, 18, 12)
@@ -63,7 +64,7 @@ def test_failed_points_are_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
-    spec = sweep.load(write_spec(tmp_path, dims="[8]"))
+    spec = sweep_plan.load(write_spec(tmp_path, dims="[8]"))
     assert sweep.run(spec, progress=False, limit=5).ran == 5
     counts = sweep.run(spec, progress=False)
     assert counts.skipped == 5 and counts.ran == 7
@@ -72,8 +73,8 @@ def test_interrupted_sweep_resumes_without_duplicates(tmp_path):
 
 
 def test_a_point_two_sweeps_share_is_measured_once(tmp_path):
-    one = sweep.load(write_spec(tmp_path, "one", dims="[8]"))
-    other = sweep.Sweep(**{**vars(one), "name": "other", "grid": {"data.lookups_per_table": [3, 4]}})
+    one = sweep_plan.load(write_spec(tmp_path, "one", dims="[8]"))
+    other = sweep_plan.Sweep(**{**vars(one), "name": "other", "grid": {"data.lookups_per_table": [3, 4]}})
     sweep.run(one, progress=False)
     assert sweep.run(other, progress=False).skipped == 4  # lookups 3: both variants, both repeats
     assert set(sweep_records(other)["point"]) == {"data.lookups_per_table=3", "data.lookups_per_table=4"}
@@ -114,7 +115,7 @@ def test_bad_sweep_files(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(UsageError, match=message):
-        sweep.load(path)
+        sweep_plan.load(path)
 
 
 def test_cli_dry_run_and_missing_file(tmp_path, capsys):
@@ -125,12 +126,12 @@ def test_cli_dry_run_and_missing_file(tmp_path, capsys):
 
 
 def test_coupled_grid_keys_set_fields_together(tmp_path):
-    spec = sweep.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [[8, "16-8"], [16, "16-16"]]})
-    points = sweep.points(spec)
+    spec = sweep_plan.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [[8, "16-8"], [16, "16-16"]]})
+    points = sweep_plan.points(spec)
     assert [(p.cfg.model.embedding_dim, p.cfg.model.bottom_mlp) for p in points] == [(8, [16, 8]), (16, [16, 16])]
     assert points[1].grid == ["model.embedding_dim=16", "model.bottom_mlp=16-16"]
     with pytest.raises(UsageError, match="one value per field"):
-        sweep.points(sweep.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [8]}))
+        sweep_plan.points(sweep_plan.Sweep(name="c", grid={"model.embedding_dim+model.bottom_mlp": [8]}))
 
 
 def test_knob_values_for_the_axis():
@@ -143,7 +144,7 @@ def test_knob_values_for_the_axis():
 
 def test_records_hold_only_the_current_points(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "arranged", lambda tasks, seed: list(tasks))  # as scheduled: dim 8 first, which runs
-    spec = sweep.load(write_spec(tmp_path))
+    spec = sweep_plan.load(write_spec(tmp_path))
     sweep.run(spec, progress=False, limit=2)
     first = store.read_rows(Path(spec.out))[1][0]
     stale = {**first, "config_hash": "0123456789ab", "model.dense_features": "99"}  # a config since changed
@@ -153,11 +154,11 @@ def test_records_hold_only_the_current_points(tmp_path, monkeypatch):
     assert left_out(frame) == {GONE: 1}  # left out, and said
 
 
-def knob_sweeps(tmp_path: Path) -> tuple[sweep.Sweep, sweep.Sweep]:
+def knob_sweeps(tmp_path: Path) -> tuple[sweep_plan.Sweep, sweep_plan.Sweep]:
     """Two one-knob sweeps around one base (lookups 2, dim 8): they share the base point."""
-    base = sweep.load(write_spec(tmp_path, "knobs", dims="[8]"))
-    lookups = sweep.Sweep(**{**vars(base), "name": "lookups", "grid": {"data.lookups_per_table": [1, 2]}})
-    dims = sweep.Sweep(**{**vars(base), "name": "dims", "set": [*base.set, "data.lookups_per_table=2"]})
+    base = sweep_plan.load(write_spec(tmp_path, "knobs", dims="[8]"))
+    lookups = sweep_plan.Sweep(**{**vars(base), "name": "lookups", "grid": {"data.lookups_per_table": [1, 2]}})
+    dims = sweep_plan.Sweep(**{**vars(base), "name": "dims", "set": [*base.set, "data.lookups_per_table=2"]})
     dims.grid = {"model.embedding_dim+model.bottom_mlp": [[8, "16-8"], [4, "16-4"]]}
     return lookups, dims
 
@@ -191,7 +192,7 @@ def test_sweeps_run_together_need_one_protocol(tmp_path):
 
 def test_a_label_two_sweeps_give_to_different_configs_is_told_apart(tmp_path):
     lookups, _ = knob_sweeps(tmp_path)
-    wider = sweep.Sweep(**{**vars(lookups), "name": "wider", "set": [*lookups.set, "model.embedding_dim=16"]})
+    wider = sweep_plan.Sweep(**{**vars(lookups), "name": "wider", "set": [*lookups.set, "model.embedding_dim=16"]})
     wider.set.append("model.bottom_mlp=16-16")
     labels = [label for label, _ in sweep.merged_plan([lookups, wider])[0]]
     assert labels == [
@@ -205,30 +206,30 @@ def test_a_label_two_sweeps_give_to_different_configs_is_told_apart(tmp_path):
 def test_two_bases_and_a_grid_keep_every_point():
     """A point is named by its base and its grid values: with two bases, the same grid values are two points
     (before, the second base's configs took the first's label and replaced them in the plan)."""
-    spec = sweep.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
+    spec = sweep_plan.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
                        variants=["reference", "optimized-fp32"])  # fmt: skip
-    plan, _ = sweep.plan(spec, here=False)
+    plan, _ = sweep_plan.plan(spec, here=False)
     labels = [label for label, _ in plan]
     assert labels == [f"{base} train.batch_size={b}" for base in ("tiny", "kaggle") for b in (16, 32)]
     configs = {(cfg.name, cfg.train.batch_size) for _, cfgs in plan for cfg in cfgs.values()}
     assert configs == {(name, b) for name in ("tiny", "kaggle") for b in (16, 32)}
     assert all(len(cfgs) == 2 for _, cfgs in plan)
-    one = sweep.Sweep(name="one", config=["tiny"], grid={"train.batch_size": [16]})  # one base: the grid alone
-    assert [label for label, _ in sweep.plan(one, here=False)[0]] == ["train.batch_size=16"]
+    one = sweep_plan.Sweep(name="one", config=["tiny"], grid={"train.batch_size": [16]})  # one base: the grid alone
+    assert [label for label, _ in sweep_plan.plan(one, here=False)[0]] == ["train.batch_size=16"]
 
 
 def test_a_plan_refuses_two_configs_under_one_label(tmp_path):
     """Two bases of one name (a preset and a YAML file named after it) cannot share labels silently."""
     (tmp_path / "tiny.yaml").write_text("base: tiny\ntrain:\n  seed: 5\n")
-    spec = sweep.Sweep(name="twice", config=["tiny", str(tmp_path / "tiny.yaml")], grid={"train.batch_size": [16]})
+    spec = sweep_plan.Sweep(name="twice", config=["tiny", str(tmp_path / "tiny.yaml")], grid={"train.batch_size": [16]})
     with pytest.raises(UsageError, match=r"twice: 'tiny train.batch_size=16' names two configs"):
-        sweep.plan(spec, here=False)
+        sweep_plan.plan(spec, here=False)
 
 
 def test_a_run_of_some_points_first_then_the_rest_builds_only_what_is_left(tmp_path, monkeypatch):
     """A GPU session measures its targets first (`only`), under the sweep's own labels; the sweep's own run
     then skips them, and its memory check counts only the runs it still has to build."""
-    spec = sweep.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
+    spec = sweep_plan.Sweep(name="two", config=["tiny", "kaggle"], grid={"train.batch_size": [16, 32]},
                        set=["model.table_rows=4x100"], variants=["reference"], repeats=2, steps=1, warmup=0,
                        out=str(tmp_path / "s.csv"))  # fmt: skip
     asked = []

@@ -7,10 +7,10 @@ import pandas as pd
 from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis.readers import FAILED, leave_out
+from dlrm_study.plans.baseline import OLD, STEPS
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
-from dlrm_study.studies.baseline import OLD, STEPS
 
 OTHER_PROFILE = "of another profile's run"
 

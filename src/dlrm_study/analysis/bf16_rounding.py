@@ -9,10 +9,7 @@ import pandas as pd
 from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
 from dlrm_study.analysis.readers import config_key, labelled
 from dlrm_study.config.variants import OPTIMIZED_FP32
-from dlrm_study.records import columns as col
-from dlrm_study.records import store
-from dlrm_study.records.machine import select
-from dlrm_study.studies.bf16_rounding import (
+from dlrm_study.plans.bf16_rounding import (
     GROUP,
     KEPT_STEPS,
     MEDIAN_OVER_HALF,
@@ -22,6 +19,9 @@ from dlrm_study.studies.bf16_rounding import (
     fp32_configs,
     study,
 )
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.machine import select
 
 WORDS = {"embeddings": "embedding tables'", "mlp": "MLPs'"}
 

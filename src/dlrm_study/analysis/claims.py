@@ -22,9 +22,9 @@ from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.analysis.readers import left_out, left_out_records
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
+from dlrm_study.plans.baseline import OLD
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
-from dlrm_study.studies.baseline import OLD
 
 Rule = Callable[[Evidence, str, rules.Lens], Judgement]
 NOT_PAIRED = "read, in no deciding pair (shown beside, unpaired, or between a knob's ends)"

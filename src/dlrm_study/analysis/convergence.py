@@ -10,12 +10,12 @@ import pandas as pd
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
 from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REFERENCE
+from dlrm_study.plans.convergence import RECORDS, accuracy_configs, variant_config
+from dlrm_study.plans.profiles import CONVERGENCE_SEEDS
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
 from dlrm_study.rules import literal
-from dlrm_study.studies.convergence import RECORDS, accuracy_configs, variant_config
-from dlrm_study.studies.profiles import CONVERGENCE_SEEDS
 
 
 def convergence_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:

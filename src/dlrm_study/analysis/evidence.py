@@ -17,11 +17,11 @@ from dlrm_study.analysis.placement import cache_hit_rates, placement_records, re
 from dlrm_study.analysis.readers import NoRecords, point_records, sweep_records
 from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
+from dlrm_study.plans import cpu
+from dlrm_study.plans.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
 from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
 from dlrm_study.rules import literal
-from dlrm_study.studies import cpu
-from dlrm_study.studies.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
 
 UNTIMED = ("convergence", "accuracy", "cache")  # frames of trained seeds or hit rates: no warm-up to drop
 COMPARE_RECORDS, COMPARE_STUDIES = "bench.csv", ("cpu-compare",)  # `dlrm-study compare`: the CPU loops' points

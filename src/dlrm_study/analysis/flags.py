@@ -1,6 +1,6 @@
 """Flags: diagnostics printed beside a number, never filters. Every repeat counts.
 
-- **self-checks**, written into each record when it is measured (`measure.selfcheck`): its profiled
+- **self-checks**, written into each record when it is measured (`records.selfcheck`): its profiled
   operators sum to more than 15% away from its timed median (`profile-vs-timed`), or its p90/p10
   over the timed steps exceeds 1.5 (`spread`);
 - **outliers**, computed when records are read, within each run so that adding a run never
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dlrm_study.analysis.stats import RUN
-from dlrm_study.measure.selfcheck import flags as selfcheck_flags
 from dlrm_study.records import columns as col
+from dlrm_study.records.selfcheck import flags as selfcheck_flags
 
 OUTLIER_Z = 3.0  # robust z-score beyond which a repeat or a pair is an outlier of its run
 MAD_TO_SD = 1.4826  # the MAD of normal data times this is its standard deviation

@@ -5,10 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.readers import FAILED, NoRecords, check_cells, config_key, labelled, leave_out
-from dlrm_study.records import columns as col
-from dlrm_study.records import store
-from dlrm_study.records.machine import select
-from dlrm_study.studies.placement import (
+from dlrm_study.plans.placement import (
     CACHE_RECORDS,
     REMOTE_RECORDS,
     TABLES,
@@ -16,7 +13,10 @@ from dlrm_study.studies.placement import (
     remote_config,
     steady_variant,
 )
-from dlrm_study.studies.sensitivity import GPU_RECORDS
+from dlrm_study.plans.sensitivity import GPU_RECORDS
+from dlrm_study.records import columns as col
+from dlrm_study.records import store
+from dlrm_study.records.machine import select
 
 
 def failed_only(out: Path, study: str, machine: str) -> dict[str, int]:

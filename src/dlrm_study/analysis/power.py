@@ -7,7 +7,7 @@ recovery): the spread of a repeat's pair around its run's mean (within run) and 
 what their repeats explain (between runs). `variance_components` measures both from committed records;
 `simulate` draws designs from them and applies the rule as `over_runs` does; `DESIGNS` holds the committed
 design, each claim's assumptions and where every number came from, and `power_table` the powers it gives.
-tests/test_power.py holds the design to its targets and the literals to the records and to `studies.profiles`.
+tests/test_power.py holds the design to its targets and the literals to the records and to `plans.profiles`.
 """
 
 import dataclasses
@@ -22,10 +22,10 @@ import pandas as pd
 from dlrm_study.analysis import clusters, current, stats
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
+from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.rules import literal
-from dlrm_study.studies.profiles import REPO
 
 # The committed design, declared with the rules (src/dlrm_study/rules/rules.toml, [design]; tests/test_power.py
 # checks it equals profiles.CLAIM_RUNS["quick"] and PRESETS["quick"]): a change to either must run this analysis

@@ -1,6 +1,6 @@
 """Pre-registered GPU predictions (H1-H4): written before a GPU measures them, then scored.
 
-`predict` writes one row per GPU point of the GPU grid (`studies.gpu.sweeps`): the predicted
+`predict` writes one row per GPU point of the GPU grid (`plans.gpu.sweeps`): the predicted
 range of samples/s (H1, and the presets' throughput target), of GPU over this machine's
 measured CPU samples/s on the dense x sparse grid (H2, H3), and of each placement over `hbm`
 (H4). Rows are appended to `gpu_predictions.csv`, never rewritten: a later model adds rows
@@ -19,13 +19,12 @@ from dlrm_study.analysis.sensitivity import with_knob
 from dlrm_study.config import Config, Loop, Placement
 from dlrm_study.config.variants import GPU_HBM, REGISTRY, Variant
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import sweep
 from dlrm_study.perfmodel import gpu as gpu_model
+from dlrm_study.plans import gpu, sweep
+from dlrm_study.plans.sensitivity import GPU_RECORDS, on_gpu
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, store
 from dlrm_study.records.record import make_record
-from dlrm_study.studies import gpu
-from dlrm_study.studies.sensitivity import GPU_RECORDS, on_gpu
 
 PREDICTIONS = "gpu_predictions.csv"
 STUDY = "gpu-predictions"

@@ -18,7 +18,7 @@ import pandas as pd
 from dlrm_study.analysis.identity import record_ids
 from dlrm_study.config import LATER_FIELDS, Config
 from dlrm_study.errors import UsageError
-from dlrm_study.measure.sweep import Sweep, plan
+from dlrm_study.plans.sweep import Sweep, plan
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select

@@ -1,6 +1,6 @@
 """The same-host pair, measured and not judged: on a GPU machine, the GPU loop over its own host's optimized bf16
 CPU loop, and that loop over the host's reference, per preset, paired within the repeats of its run
-(`studies.gpu.same_host`). No rule reads them (H2 and H3 read the grid); the results page shows them beside the
+(`plans.gpu.same_host`). No rule reads them (H2 and H3 read the grid); the results page shows them beside the
 same comparison on the 2-core machine of the same CPU model, each with where it came from."""
 
 from dataclasses import dataclass
@@ -14,8 +14,8 @@ from dlrm_study.config.variants import GPU_HBM, HOST_OPTIMIZED_BF16, HOST_REFERE
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
 
-STUDY = "gpu-same-host"  # `studies.gpu.SAME_HOST_RUN`
-CPU_STUDY = "cpu-loops-quick"  # the 2-core machines' CPU loops (`studies.cpu`)
+STUDY = "gpu-same-host"  # `plans.gpu.SAME_HOST_RUN`
+CPU_STUDY = "cpu-loops-quick"  # the 2-core machines' CPU loops (`plans.cpu`)
 COMPARISONS = (  # (variant, baseline, what it says)
     (GPU_HBM, HOST_OPTIMIZED_BF16, "the GPU over its host's optimized bf16 loop"),
     (HOST_OPTIMIZED_BF16, HOST_REFERENCE, "the host's optimized bf16 loop over its reference"),

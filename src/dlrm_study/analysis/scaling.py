@@ -9,10 +9,10 @@ from dlrm_study.analysis import clusters
 from dlrm_study.analysis import flags as flagging
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
 from dlrm_study.perfmodel import scaling as scaling_model
+from dlrm_study.plans.scaling import plan
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.machine import select
-from dlrm_study.studies.scaling import plan
 
 
 def scaling_records(profile: str, out: Path, machine: str | None = "this") -> pd.DataFrame:

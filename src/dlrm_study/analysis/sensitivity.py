@@ -11,11 +11,11 @@ from dlrm_study.analysis.readers import check_cells, sweep_records
 from dlrm_study.analysis.wording import variant_words
 from dlrm_study.config.variants import ALIASES, BF16_PAIR, GPU_HBM, ORDER
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import sweep
-from dlrm_study.measure.sweep import Sweep
+from dlrm_study.plans import sweep
+from dlrm_study.plans.sensitivity import GPU_RECORDS, KNOBS, SMOKE_KNOBS
+from dlrm_study.plans.sweep import Sweep
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
-from dlrm_study.studies.sensitivity import GPU_RECORDS, KNOBS, SMOKE_KNOBS
 
 
 def knob_value(knob: str, grid: str) -> float:

@@ -40,11 +40,11 @@ from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
 from dlrm_study.analysis.views import side
 from dlrm_study.analysis.wording import Share, amount, describe, variant_words
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
+from dlrm_study.plans.baseline import OLD
+from dlrm_study.plans.sensitivity import KNOBS
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
 from dlrm_study.rules import literal
-from dlrm_study.studies.baseline import OLD
-from dlrm_study.studies.sensitivity import KNOBS
 
 # The declared literals (src/dlrm_study/rules/rules.toml says what each means).
 H1_FACTOR = literal("H1", "factor")

@@ -10,7 +10,7 @@ The rest of this docstring is the older session's, in calls of 290 s:
 
 In order: the tests marked `gpu`; the profiler's probes (how it meets CUDA graphs on this
 machine, `measure.graph_profiler`); the GPU's copy bandwidths; the embedding-only benchmark of
-each placement (the kernels' bandwidth targets); then the grid of `studies.gpu`, most valuable
+each placement (the kernels' bandwidth targets); then the grid of `plans.gpu`, most valuable
 first: the three throughput targets with their fp32 twins (listed, with the plan's estimated
 cost call by call, before anything is measured), then the points the H1-H4 rules read, in the
 repeats a verdict needs: the placements (H4), the sensitivity sweeps and the dense x sparse grid
@@ -40,19 +40,21 @@ from pathlib import Path
 import torch
 
 from dlrm_study.analysis import clusters, findings, predictions, wording
-from dlrm_study.analysis.gpu_pairs import claim_lines, pending
 from dlrm_study.analysis.judgement import Status
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import gpu, isolated, runner, sweep
+from dlrm_study.plans import gpu as gpu_grid
+from dlrm_study.plans import sweep as sweep_plan
+from dlrm_study.plans.gpu import DISPATCH_FLOOR, TARGETS_RUN, GpuRun
+from dlrm_study.plans.gpu_targets import DRY_BATCHES
+from dlrm_study.plans.sensitivity import GPU_RECORDS
 from dlrm_study.records import Machine, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.report import ledger, reading
-from dlrm_study.studies import gpu as gpu_grid
 from dlrm_study.studies import gpu_budget, gpu_lending, gpu_phases, gpu_targets
-from dlrm_study.studies.gpu import DISPATCH_FLOOR, TARGETS_RUN, GpuRun
+from dlrm_study.studies.gpu_pairs import claim_lines, pending
 from dlrm_study.studies.gpu_phases import choose_profiler, embedding_records, first_line, run_tests
-from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 # The throughput targets are studies.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
 PRESET_STUDIES = [TARGETS_RUN, "gpu-presets", "gpu-presets-large"]
@@ -61,7 +63,7 @@ TARGET_FORWARD_FRACTION = 0.5  # embedding lookup bytes / copy bandwidth (dlrm-b
 TARGET_COPY_FRACTION = 0.3  # lookup + backward + update bytes / copy bandwidth
 
 
-Gate = Callable[[GpuRun], tuple[list[sweep.Sweep] | None, str]]
+Gate = Callable[[GpuRun], tuple[list[sweep_plan.Sweep] | None, str]]
 
 
 def run_sweeps(run: GpuRun, deadline: float, gate: Gate | None = None) -> str:
@@ -83,7 +85,7 @@ def run_sweeps(run: GpuRun, deadline: float, gate: Gate | None = None) -> str:
     return f"{run.study}: {counts}{note}"
 
 
-def whole(run: GpuRun, start: float, budget_s: float, tests: bool) -> tuple[list[sweep.Sweep] | None, str]:
+def whole(run: GpuRun, start: float, budget_s: float, tests: bool) -> tuple[list[sweep_plan.Sweep] | None, str]:
     """A verdict run's sweeps cut to the whole repeats the H200 estimate fits in what is left of the budget
     (`gpu_budget.whole_repeats`), and a note; None where not one fits (a later call measures them whole).
 
@@ -162,7 +164,7 @@ def verdict(ok: bool) -> str:
 def throughput_lines(ok, dry_run: bool) -> list[str]:
     """bf16 against fp32, graph against eager, busy share and bound per preset and batch; placements."""
     lines = []
-    large_batch = gpu_targets.DRY_BATCHES[16384] if dry_run else 16384
+    large_batch = DRY_BATCHES[16384] if dry_run else 16384
     presets = ok[ok[col.STUDY].isin(PRESET_STUDIES)]
     if col.CAPTURE in presets:
         for (cfg, batch), group in presets.groupby([col.CONFIG_NAME, col.BATCH_SIZE]):

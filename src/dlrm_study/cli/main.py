@@ -369,8 +369,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 
 def cmd_readme(args: argparse.Namespace) -> None:
+    from dlrm_study.plans.profiles import profile
     from dlrm_study.report.ledger import write_readme
-    from dlrm_study.studies.profiles import profile
 
     if not args.results.is_dir():
         raise UsageError(f"--results {args.results}: not a folder")
@@ -412,8 +412,8 @@ def cmd_predict(args: argparse.Namespace) -> None:
 
 
 def cmd_baseline(args: argparse.Namespace) -> None:
+    from dlrm_study.plans.profiles import profile
     from dlrm_study.studies import baseline
-    from dlrm_study.studies.profiles import profile
 
     if not args.results.is_dir():
         raise UsageError(f"--results {args.results}: not a folder")
@@ -424,10 +424,11 @@ def cmd_baseline(args: argparse.Namespace) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> None:
     from dlrm_study.measure import sweep as sweeps
+    from dlrm_study.plans import sweep as sweep_plan
 
-    spec = sweeps.load(args.file)
+    spec = sweep_plan.load(args.file)
     if args.dry_run:
-        for point in sweeps.points(spec):
+        for point in sweep_plan.points(spec):
             print(f"{point.variant:<16} {' '.join(point.overrides)}")
         return
     counts = sweeps.run(spec, retry_errors=args.retry_errors, progress=not args.no_progress)

@@ -50,7 +50,7 @@ REGISTRY: dict[str, list[str]] = {
 # Aliases: the CPU loops on the host of a GPU, in the GPU grid's own sweep (whose device is the GPU's, so
 # they set device=cpu back). Their configs are the plain loops'; the name says where they were measured,
 # and `Variant.of` gives the plain name.
-# (The reference loop too: the same-host pair, studies.gpu.same_host; the sensitivity grid's host loops
+# (The reference loop too: the same-host pair, plans.gpu.same_host; the sensitivity grid's host loops
 # are the optimized ones, so it does not gain one.)
 ALIASES = {f"{HOST}{name}": name for name in (REFERENCE, OPTIMIZED_FP32, OPTIMIZED_BF16)}
 REGISTRY |= {alias: [*REGISTRY[name], "train.device=cpu"] for alias, name in ALIASES.items()}

@@ -2,7 +2,7 @@
 
 Every timed study goes through `run`: `dlrm-study bench` and `compare`, sweeps, the studies
 behind the notebooks, distributed bench and the GPU script. A study has `runs` runs (its profile's
-RUNS, `studies.profiles`), and the points a claim's rule reads may have more (`claim_runs`, the
+RUNS, `plans.profiles`), and the points a claim's rule reads may have more (`claim_runs`, the
 claim's design). A run is a process: `studies.runs` starts one process per run of each study, and
 that process measures its slot alone (`one_run`, `this_run`) under its own `run_id`, so the runs a
 verdict treats as clusters share no interpreter, allocator, page cache or kernel build. Outside
@@ -47,9 +47,9 @@ from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 from dlrm_study import config
 from dlrm_study.config import Config, Loop
 from dlrm_study.errors import Fault, UsageError
-from dlrm_study.measure import selfcheck
+from dlrm_study.plans.sweep import Planned
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance, store
+from dlrm_study.records import provenance, selfcheck, store
 from dlrm_study.records.machine import machine_key
 from dlrm_study.records.record import make_record
 
@@ -90,8 +90,7 @@ R = TypeVar("R")
 # measurement then prints a line there as it is recorded, in place of a bar.
 PROGRESS_LINES = "DLRM_STUDY_PROGRESS_LINES"
 
-# A point: its label and its variants' configs, in the order of the first repeat.
-Point = tuple[str, dict[str, Config]]
+Point = Planned  # a point: its label and its variants' configs, in the order of the first repeat
 Measure = Callable[[Task], dict[str, object]]
 
 

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from dlrm_study.config.variants import ABLATION, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, TORCHREC
-from dlrm_study.measure.sweep import Sweep
-from dlrm_study.studies.profiles import CLAIM_RUNS, PRESETS, RUNS, SWEEP
+from dlrm_study.plans.profiles import CLAIM_RUNS, PRESETS, RUNS, SWEEP
+from dlrm_study.plans.sweep import Sweep
 
 CPU_PRESETS = ["dlrm-benchmark", "mlperf-scaled", "kaggle"]
 CPU_LOOPS = [REFERENCE, TORCHREC, OPTIMIZED_FP32, OPTIMIZED_BF16]

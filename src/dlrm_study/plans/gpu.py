@@ -1,6 +1,6 @@
 """The GPU grid: what one GPU session measures, most valuable first (`scripts/gpu_check.sh` runs it).
 
-1. `gpu-targets`: the three throughput targets (`studies.gpu_targets`: mlperf-scaled bf16 hbm
+1. `gpu-targets`: the three throughput targets (`plans.gpu_targets`: mlperf-scaled bf16 hbm
    captured at 2,048 and 65,536, dlrm-benchmark at 16,384) with their fp32 twins, and the eager
    step at 2,048, in 3 repeats: the points of item 4 that judge the targets, first.
 2. `gpu-placements` (H4): mlperf-scaled with Zipf(1.05) ids and 10% of rows cached, its tables in
@@ -58,10 +58,10 @@ from dlrm_study.config.variants import (
     OPTIMIZED_FP32,
     REFERENCE,
 )
-from dlrm_study.measure.sweep import Sweep
-from dlrm_study.studies import gpu_targets
-from dlrm_study.studies.cpu import cpu_loops
-from dlrm_study.studies.sensitivity import GPU_RECORDS, gpu_mirrors
+from dlrm_study.plans import gpu_targets
+from dlrm_study.plans.cpu import cpu_loops
+from dlrm_study.plans.sensitivity import GPU_RECORDS, gpu_mirrors
+from dlrm_study.plans.sweep import Sweep
 
 PLACEMENT_VARIANTS = list(GPU_PLACEMENTS)
 PRESET_VARIANTS = list(GPU_PRESETS)

@@ -73,10 +73,11 @@ LOCKED_FROM = 2  # records of an earlier protocol hash the procedure's source in
 # d37d777ef35b the physical bound's probes (measure/physical.py, probes.cpp: records of their own, no loop's step
 # timed otherwise); 9bf8a8869ad6 the GPU profile keeps its top kernels and the model's work beside them (fields added);
 # 475601ee6749 the top kernels' field name from records/columns; 72938caf04f5 the bound's probes at every thread
-# count up to the record's (bound records only).
+# count up to the record's (bound records only); 075b7734ce1d a sweep's plan moved to plans/sweep.py and the
+# self-checks to records/selfcheck.py (measure/ keeps how a sweep is measured).
 PROCEDURE_LOCK = {
     2: ("80f0ab6a591f", "5afb86919c8b", "1f6b16d44f18", "53233377ec15", "d37d777ef35b", "9bf8a8869ad6", "475601ee6749",
-        "72938caf04f5")
+        "72938caf04f5", "075b7734ce1d")
 }  # fmt: skip
 
 Read = Callable[[str], str | None]  # a package-relative path -> its text (None: no such file)

@@ -25,10 +25,10 @@ from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.wording import judgement_text
 from dlrm_study.errors import UsageError
+from dlrm_study.plans import cpu
+from dlrm_study.plans.sensitivity import sensitivity
 from dlrm_study.report import reading
 from dlrm_study.report.readable import machine_words, words
-from dlrm_study.studies import cpu
-from dlrm_study.studies.sensitivity import sensitivity
 
 NB01, NB02, NB03 = "01_cpu_reference_breakdown", "02_cpu_optimizations", "03_dense_sparse_sensitivity"
 NB04, NB05, NB06, NB07 = "04_model_shape_sensitivity", "05_embedding_placement", "06_scaling", "07_convergence"

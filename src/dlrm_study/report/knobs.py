@@ -9,11 +9,11 @@ import pandas as pd
 from dlrm_study.analysis.gpu_loop import label as loop_label
 from dlrm_study.analysis.predictions import knob_bands
 from dlrm_study.analysis.sensitivity import gpu_records, rates_table, sensitivity_records, with_knob
+from dlrm_study.plans.sensitivity import KNOBS, dropped, on_gpu, sensitivity
 from dlrm_study.records import columns as col
 from dlrm_study.report import plots
 from dlrm_study.report.readable import for_readers, machine_words
 from dlrm_study.report.session import timed
-from dlrm_study.studies.sensitivity import KNOBS, dropped, on_gpu, sensitivity
 
 
 def knob_section(knob: str, profile: str, out: Path, machine: str | None, figures: Path | None, notebook: str) -> None:

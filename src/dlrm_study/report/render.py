@@ -25,13 +25,13 @@ from pathlib import Path
 import nbformat
 
 from dlrm_study import config
+from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
 from dlrm_study.report import gate, ledger, manifest, results_page, run_times
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies import runs
-from dlrm_study.studies.profiles import REPO
 
 PROVENANCE = "provenance"  # a cell that says where and when it ran
 TEXT = ("text/plain", "text/markdown")  # of a displayed value, the richer one is compared

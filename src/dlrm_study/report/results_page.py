@@ -30,12 +30,12 @@ from dlrm_study.analysis.verdicts import (
 )
 from dlrm_study.analysis.wording import amount
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
+from dlrm_study.plans.gpu_targets import TARGETS
 from dlrm_study.records import Machine, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.report import gallery, ledger, manifest, reading
 from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import gpu_targets
-from dlrm_study.studies.gpu_targets import TARGETS
 
 PAGE = "docs/results.md"
 CLAIMS_DOC = Path(__file__).resolve().parents[3] / "docs" / "claims.md"  # its table: each claim's words and source
@@ -242,7 +242,7 @@ def target_lines(records: pd.DataFrame) -> list[str]:
         for device, on in gpu_targets.devices(at):  # each GPU against its own device's target
             got = gpu_targets.rate(on)
             word = gpu_targets.judged(t, device, got)
-            word = f"missed by {t.least_on(device) / got:.1f}x" if word == "missed" else word
+            word = f"missed by {gpu_targets.least_on(t, device) / got:.1f}x" if word == "missed" else word
             over = "1 repeat" if len(on) == 1 else f"median of {len(on)} repeats"
             lines.append(
                 f"{t.preset} at batch {t.batch:,}: {got:,.0f} samples/s ({over}) against today's target "
@@ -339,7 +339,7 @@ def measured_not_judged(out: Path) -> list[str]:
     gpu_path, cpu_path = out / "gpu_sweeps.csv", out / "sweeps.csv"
     found = same_host.same_host(store.load(gpu_path)) if gpu_path.exists() else []
     if not found:
-        return ["No GPU machine has measured the same-host pair yet (`studies.gpu.same_host`)."]
+        return ["No GPU machine has measured the same-host pair yet (`plans.gpu.same_host`)."]
     lines = [
         "The same-host pair: on a GPU machine, the GPU loop with its tables in GPU memory beside its own host's CPU "
         "loops, each preset at "

@@ -10,13 +10,13 @@ from dlrm_study.analysis.evidence import published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
 from dlrm_study.measure import runner
+from dlrm_study.plans import profiles
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest, reading
 from dlrm_study.report.gallery import gpu_note, plain
 from dlrm_study.report.readable import for_readers, machine_words, words
-from dlrm_study.studies import profiles
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
 

@@ -14,32 +14,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dlrm_study import config
 from dlrm_study.config import Config
-from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE, REGISTRY, TORCHREC
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import baseline_2020, runner
 from dlrm_study.measure.bench import measure_prepared
 from dlrm_study.measure.prepared import prepare
-from dlrm_study.measure.sweep import runnable
 from dlrm_study.measure.timing import step_times
+from dlrm_study.plans.baseline import OLD, OLD_TODAY, points
+from dlrm_study.plans.profiles import BASELINE, RUNS, shown
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
-from dlrm_study.studies.profiles import BASELINE, RUNS, shown
 
 PYTHON_2020 = Path(__file__).resolve().parents[3] / ".venv-2020" / "bin" / "python"
-OLD, OLD_TODAY = "reference-2020", "reference-2020-today"
-STEPS = {  # variant -> what the decomposition calls it, in order
-    OLD: "2020 reference step, torch 1.5.1",
-    OLD_TODAY: "the same step, today's torch",
-    REFERENCE: "today's reference loop",
-    TORCHREC: "torchrec",
-    OPTIMIZED_FP32: "optimized fp32",
-    OPTIMIZED_BF16: "optimized bf16",
-}
-CONFIGS = {"smoke": ["tiny"], "quick": ["dlrm-benchmark", "mlperf-scaled"], "full": ["dlrm-benchmark", "mlperf-scaled"]}
-THREADS = {"smoke": [1], "quick": [1, 2], "full": [1, 2]}
-SMOKE_SET = ["train.batch_size=32", "data.pooling=fixed"]
 
 
 def step_config(cfg: Config) -> dict[str, object]:
@@ -100,22 +86,6 @@ def in_process_fields(cfg: Config, steps: int, warmup: int) -> dict[str, object]
         return {**measure_prepared(prepared, steps, warmup, 0, progress=False), col.BUILDS: "every repeat"}
     finally:
         prepared.close()
-
-
-def points(profile: str) -> list[runner.Point]:
-    """(label, {variant: config}) per config and thread count: the six steps side by side."""
-    kept, _ = runnable(list(STEPS))
-    out = []
-    for name in CONFIGS[profile]:
-        for threads in THREADS[profile]:
-            base = [*SMOKE_SET] if profile == "smoke" else []
-            base.append(f"train.threads={threads}")
-            configs = {
-                variant: config.load(name, [*base, *REGISTRY.get(variant, ["train.loop=reference"])])
-                for variant in kept
-            }
-            out.append((f"{name} {threads}t", configs))
-    return out
 
 
 def run(profile: str, out: Path, python: Path = PYTHON_2020, progress: bool = True) -> runner.Counts:

@@ -30,25 +30,23 @@ from dlrm_study.config import Config
 from dlrm_study.config.variants import OPTIMIZED_FP32
 from dlrm_study.data import make_data
 from dlrm_study.measure import runner
+from dlrm_study.plans.bf16_rounding import (
+    GROUP,
+    GROUPS,
+    KEPT_STEPS,
+    MEDIAN_OVER_HALF,
+    MOVED,
+    MOVEMENT_KEPT,
+    RECORDS,
+    ROUNDED_AWAY,
+    fp32_configs,
+    study,
+)
+from dlrm_study.plans.profiles import LOSS_WINDOW
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
-from dlrm_study.studies.convergence import ACCURACY_PRESETS, accuracy_config
-from dlrm_study.studies.profiles import LOSS_WINDOW
 from dlrm_study.train import Run, build, train
-
-RECORDS = "bf16_rounding.csv"
-GROUP, MOVED, ROUNDED_AWAY, MEDIAN_OVER_HALF = "group", "moved", "rounded_away", "median_update_over_half_spacing"
-MOVEMENT_KEPT = "movement_kept"
-GROUPS = ("embeddings", "mlp")
-# Steps at the end of each window over which plain bf16's weights follow fp32's updates (`movement_kept`): a
-# fifth of the quick profile's window, enough for noise to scatter a weight's updates, and few copies of the
-# weights (mlperf-scaled's tables are 150 MB).
-KEPT_STEPS = 10
-
-
-def study(profile: str) -> str:
-    return f"bf16-rounding-{profile}"
 
 
 def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
@@ -66,12 +64,6 @@ def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
             path, [make_record(study(profile), r, cfg, variant=OPTIMIZED_FP32, repeat=seed) for r in rows]
         )
     bar.close()
-
-
-def fp32_configs(profile: str, seed: int = 0) -> list[Config]:
-    """The fp32 run the probe trains for each accuracy preset (smoke: the first preset's reduction, of tiny)."""
-    presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
-    return [accuracy_config(profile, preset, OPTIMIZED_FP32, seed) for preset in presets]
 
 
 def rounding_rows(cfg: Config, window: int, bar: tqdm) -> list[dict[str, object]]:

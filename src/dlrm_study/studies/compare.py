@@ -15,8 +15,8 @@ from dlrm_study.measure import limits as machine_limits
 from dlrm_study.measure import runner
 from dlrm_study.measure.bench import measure_prepared
 from dlrm_study.measure.prepared import Prepared, prepare
-from dlrm_study.measure.sweep import runnable, skip_note
 from dlrm_study.perfmodel import roofline
+from dlrm_study.plans.sweep import runnable, skip_note
 
 
 def compare(

@@ -1,6 +1,6 @@
 """What a GPU session's plan should cost on an H200, and in which call of the budget each run ends.
 
-`estimate` walks the plan (`studies.gpu.runs`) as the calls will, one budget (gpu_check's 290 s) each:
+`estimate` walks the plan (`plans.gpu.runs`) as the calls will, one budget (gpu_check's 290 s) each:
 a call first pays the tests and the profiler's probes (the first call the embedding benchmark too),
 then takes the runs in order. A run's measurements are its points x variants x repeats; its builds
 one per point in each call that measures it where its points fit in half the GPU's memory together
@@ -22,7 +22,7 @@ from dlrm_study.config.memory import ring_batches
 from dlrm_study.config.variants import REGISTRY, Variant
 from dlrm_study.measure import gpu, sweep
 from dlrm_study.perfmodel import gpu as gpu_model
-from dlrm_study.studies import gpu as gpu_grid
+from dlrm_study.plans import gpu as gpu_grid
 
 # Measured on the H200 (results/gpu-session/run1-log.txt, the session at 577ad01).
 TESTS_S = 29.0  # the tests marked gpu
@@ -163,7 +163,7 @@ def whole_repeats(items: list[Item], kept: bool, call: Call, budget_s: float, te
 
 
 def pending_items(run, done: set) -> tuple[list[Item], bool]:
-    """A run's measurements (`studies.gpu.GpuRun`), less the (config hash, variant) pairs earlier runs measured
+    """A run's measurements (`plans.gpu.GpuRun`), less the (config hash, variant) pairs earlier runs measured
     (added to `done`), and whether its points are kept across its repeats."""
     plan, _ = sweep.merged_plan(run.specs, run.only)
     new = [(variant, cfg) for _, cfgs in plan for variant, cfg in cfgs.items() if (cfg.hash(), variant) not in done]

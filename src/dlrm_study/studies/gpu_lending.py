@@ -5,7 +5,7 @@ A lending is one call of at most 10 minutes (`scripts/gpu_lending.sh`, `--budget
 do not fit one call by this estimate (about 920 s), so there are two (`LENDINGS`), each judging its own claims
 from its own records only:
 
-- **A** (H1, H4, and the targets): `targets-bf16` and `targets-fp32` (the three targets, `studies.gpu_targets`,
+- **A** (H1, H4, and the targets): `targets-bf16` and `targets-fp32` (the three targets, `plans.gpu_targets`,
   and their fp32 twins, one repeat each); then `verdict-run-1` to `-3`, each one run (a run slot, `measure.runner
   .one_run`) of H1's points (gpu-hbm at each model-shape knob's two ends, not batch size) and H4's (hbm, host and
   cached on mlperf-scaled, Zipf 1.05, 10% cached) in `REPEATS_OF["A"]` whole repeats; then `uvm` (hbm beside uvm
@@ -34,10 +34,10 @@ from pathlib import Path
 from dlrm_study.config import Config
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_HBM, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import sweep
-from dlrm_study.studies import gpu as gpu_grid
-from dlrm_study.studies import gpu_budget, gpu_targets
-from dlrm_study.studies.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN, GpuRun
+from dlrm_study.plans import gpu as gpu_grid
+from dlrm_study.plans import gpu_targets, sweep
+from dlrm_study.plans.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN, GpuRun
+from dlrm_study.studies import gpu_budget
 
 # Leads (not measured on the H200 yet): a phase process's start (Python, torch, the CUDA context: importing
 # the phase's modules took about 3 s on a 2-core development machine), and the first phase's Triton

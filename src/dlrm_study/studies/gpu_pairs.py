@@ -13,10 +13,10 @@ from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.wording import count
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST
 from dlrm_study.measure import runner, sweep
+from dlrm_study.plans.gpu import PLACEMENTS_RUN, GpuRun
+from dlrm_study.plans.sensitivity import GPU_RECORDS
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
-from dlrm_study.studies.gpu import PLACEMENTS_RUN, GpuRun
-from dlrm_study.studies.sensitivity import GPU_RECORDS
 
 
 def pending(run: GpuRun) -> list[runner.Task]:

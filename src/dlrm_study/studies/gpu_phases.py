@@ -19,9 +19,10 @@ import torch
 from dlrm_study import config
 from dlrm_study.config import Placement
 from dlrm_study.measure import gpu, graph_profiler, isolated, runner, sweep
+from dlrm_study.plans import sweep as sweep_plan
+from dlrm_study.plans.gpu import REPEATS, GpuRun
 from dlrm_study.records import columns as col
 from dlrm_study.studies import gpu_budget, gpu_lending
-from dlrm_study.studies.gpu import REPEATS, GpuRun
 from dlrm_study.studies.gpu_lending import GPU_TESTS_TIMEOUT_S, Phase
 
 TEST_FILES = ["tests/test_gpu_step.py", "tests/test_placements.py"]  # the files holding the tests marked gpu
@@ -68,7 +69,7 @@ def measure_run(run: GpuRun, phase: Phase, dry_run: bool, deadline: float) -> st
     return line
 
 
-def whole(run: GpuRun, deadline: float) -> tuple[list[sweep.Sweep] | None, str]:
+def whole(run: GpuRun, deadline: float) -> tuple[list[sweep_plan.Sweep] | None, str]:
     """The run's sweeps cut to the whole repeats the H200 estimate fits before `deadline` (a repeat split
     between two processes is two runs, whose halves never pair), and a note; None where none fits."""
     plan, _ = sweep.merged_plan(run.specs, run.only)
@@ -88,7 +89,7 @@ def whole(run: GpuRun, deadline: float) -> tuple[list[sweep.Sweep] | None, str]:
     return [dataclasses.replace(spec, repeats=upto) for spec in run.specs], f" (up to repeat {upto - 1}, whole)"
 
 
-def whole_runs(run: GpuRun, tasks: list[runner.Task], left_s: float) -> tuple[list[sweep.Sweep] | None, str]:
+def whole_runs(run: GpuRun, tasks: list[runner.Task], left_s: float) -> tuple[list[sweep_plan.Sweep] | None, str]:
     """A sweep of several runs cut to the whole runs (slots) the H200 estimate fits in `left_s`: a run's repeats
     are never split (the repeats of a run cut short and resumed would be a run of their own, without its warm-up,
     and a fragment counted as a run), and a slot's points are built anew (`gpu_lending.slot_s` charges them)."""

@@ -1,42 +1,18 @@
-"""The GPU session's throughput targets: which points they are, measured first, and said missing with why.
+"""The GPU session's throughput targets judged: each device's records against its own least samples/s, and a
+miss said with why.
 
-A target is a preset at a batch, bf16 on tables in HBM with the step captured (`gpu-hbm`), and the
-samples/s it should reach on an H200 (this study's targets for the GPU loop). On another GPU the
-model knows (`perfmodel.gpu.DEVICES`: an H100) it is scaled by HBM bandwidth (3.35 / 4.8 TB/s on an
-H100: the embedding traffic bounds these points), and said so; each device's records are judged against
-their own device's target, never pooled with another's. Its fp32 twin (`gpu-hbm-fp32`) runs in the
-same run, so bf16 pairs with fp32 within each repeat; at the presets' own batch (2,048) the eager step
-(`gpu-eager`) too, graph against eager. A dry run stands small YAML configs in for the presets
-(`dry_configs`), one per preset, so its plan has two bases and a batch grid as the real one does.
+The targets (`plans.gpu_targets`) are set for an H200. On another GPU the model knows (`perfmodel.gpu.DEVICES`: an
+H100) a target is scaled by HBM bandwidth (3.35 / 4.8 TB/s on an H100: the embedding traffic bounds these points),
+and said so; each device's records are judged against their own device's target, never pooled with another's.
 """
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.config import Config
-from dlrm_study.config.variants import GPU_EAGER, GPU_HBM, GPU_HBM_FP32
 from dlrm_study.perfmodel.gpu import DEVICES
+from dlrm_study.plans.gpu_targets import SET_FOR, STUDIES, TARGETS, VARIANT, Plan, Target, point_of
 from dlrm_study.records import columns as col
-
-
-@dataclass(frozen=True)
-class Target:
-    preset: str
-    batch: int
-    least: float  # samples/s of gpu-hbm, judged on the median of all its repeats
-
-    def name(self) -> str:
-        return f"{self.preset} bf16 hbm captured, batch {self.batch:,}"
-
-    def least_on(self, device: str) -> float:
-        """samples/s on `device` (a `DEVICES` key; "" or the H200: as set): scaled by HBM bandwidth."""
-        return self.least * hbm_scale(device)
-
-
-SET_FOR = "h200"  # the device the targets are set for
 
 
 def device_of(machine: object) -> str:
@@ -55,76 +31,26 @@ def hbm_scale(device: str) -> float:
     return DEVICES[device].hbm_gbps / DEVICES[SET_FOR].hbm_gbps
 
 
-def judged(target: "Target", device: str, got: float) -> str:
+def least_on(target: Target, device: str) -> float:
+    """The target's samples/s on `device` (a `DEVICES` key; "" or the H200: as set): scaled by HBM bandwidth."""
+    return target.least * hbm_scale(device)
+
+
+def judged(target: Target, device: str, got: float) -> str:
     """`met`, `missed`, or `not judged` (a GPU with no target): `got` samples/s against the device's least."""
-    least = target.least_on(device)
+    least = least_on(target, device)
     return "not judged" if least != least else "met" if got >= least else "missed"
 
 
-def target_words(target: "Target", device: str) -> str:
+def target_words(target: Target, device: str) -> str:
     """The least samples/s on `device`, with how it was scaled where it was."""
     if device in ("", SET_FOR):
         return f"{target.least:,.0f}"
     if device not in DEVICES:
         return f"none on {device} (its HBM bandwidth is not in perfmodel.gpu.DEVICES)"
     have, base = DEVICES[device], DEVICES[SET_FOR]
-    return (f"{target.least_on(device):,.0f} ({target.least:,.0f} on an {base.name.split()[1]}, scaled by HBM "
+    return (f"{least_on(target, device):,.0f} ({target.least:,.0f} on an {base.name.split()[1]}, scaled by HBM "
             f"bandwidth {have.hbm_gbps / 1e3:.2f}/{base.hbm_gbps / 1e3:.1f} TB/s)")  # fmt: skip
-
-
-TARGETS = [
-    Target("mlperf-scaled", 2048, 1_500_000),
-    Target("mlperf-scaled", 65536, 5_000_000),
-    Target("dlrm-benchmark", 16384, 2_000_000),
-]
-VARIANT = GPU_HBM
-STUDY = "gpu-targets"  # the lending's run of the targets' points (`studies.gpu.TARGETS_RUN`)
-# The studies that measure the targets' own points: the lending's, and the presets of the session of several
-# calls. Others measure the same preset and batch with other settings (H4's placements: Zipf ids, a cache): a
-# target's config is the one these studies measured at its point.
-STUDIES = (STUDY, "gpu-presets", "gpu-presets-large")
-TWINS = (GPU_HBM_FP32,)  # measured beside each target, in its run
-EAGER_BATCH = 2048  # the presets' own batch: graph against eager is measured there only
-# A dry run's stand-ins: its presets (tiny-sized, one hot-rowed and one-hot like mlperf-scaled, one pooled
-# like dlrm-benchmark) and its batches for 2,048, 16,384 and 65,536.
-DRY_BATCHES = {2048: 64, 16384: 48, 65536: 96}
-DRY_CONFIGS = {
-    "mlperf-scaled": "base: tiny\ndata: {pooling: fixed, lookups_per_table: 1}\nmodel: {table_rows: [3, 1000, 500]}",
-    "dlrm-benchmark": "base: tiny\ndata: {pooling: fixed, lookups_per_table: 8}\nmodel: {dense_features: 32}",
-}
-Plan = list[tuple[str, dict[str, Config]]]  # a runner plan: (label, {variant: config})
-
-
-def dry_name(preset: str) -> str:
-    return f"dry-{preset}"
-
-
-def dry_configs(out: Path) -> dict[str, str]:
-    """The dry run's stand-in for each preset: a YAML file written under `out` (its path, by preset)."""
-    folder = out / "dry-configs"
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for preset, text in DRY_CONFIGS.items():
-        path = folder / f"{dry_name(preset)}.yaml"
-        path.write_text(text)
-        paths[preset] = str(path)
-    return paths
-
-
-def point_of(target: Target, dry_run: bool) -> tuple[str, int]:
-    """(config name, batch) of the target's point in the plan (a dry run's: its stand-in's)."""
-    if dry_run:
-        return dry_name(target.preset), DRY_BATCHES[target.batch]
-    return target.preset, target.batch
-
-
-def is_target(variant: str, cfg: Config, dry_run: bool) -> bool:
-    """Whether (variant, config) is a target point's measurement: the target, its fp32 twin, its eager step at 2,048."""
-    for target in TARGETS:
-        if (cfg.name, cfg.train.batch_size) != point_of(target, dry_run):
-            continue
-        return variant in (VARIANT, *TWINS) or (variant == GPU_EAGER and target.batch == EAGER_BATCH)
-    return False
 
 
 def planned(plan: Plan, dry_run: bool) -> list[str]:
@@ -141,13 +67,13 @@ def planned(plan: Plan, dry_run: bool) -> list[str]:
             lines.append(f"target {target.name()}: NOT IN THE PLAN (it will not be measured)")
             continue
         label, variants = next(item for item in found if VARIANT in item[1])
-        least = f"{target.least:,.0f} on an H200, {target.least_on('h100'):,.0f} on an H100"
+        least = f"{target.least:,.0f} on an H200, {least_on(target, 'h100'):,.0f} on an H100"
         lines.append(f"target {target.name()} (>= {least} samples/s): point {label!r}, {', '.join(variants)}")
     return lines
 
 
 def verdicts(frame: pd.DataFrame | None, dry_run: bool, plan: Plan | None = None) -> list[str]:
-    """One line per target and GPU: its samples/s against that device's least (`Target.least_on`), or that it is
+    """One line per target and GPU: its samples/s against that device's least (`least_on`), or that it is
     missing and why (its error, or not measured: past the budget, or not in the plan)."""
     lines = []
     frame = frame if frame is not None else pd.DataFrame()

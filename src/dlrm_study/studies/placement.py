@@ -1,4 +1,5 @@
-"""Notebook 05: the cache of the `cached` placement, placements on a GPU, local against remote tables."""
+"""Notebook 05 measured (`plans.placement`: its points): the cache of the `cached` placement, and local against
+remote tables."""
 
 import itertools
 from pathlib import Path
@@ -9,12 +10,18 @@ from dlrm_study.distributed.processes import launch_fields
 from dlrm_study.measure import runner
 from dlrm_study.model.tables.base import TableSpec, counters
 from dlrm_study.model.tables.cached import CachedSparseArch
+from dlrm_study.plans.placement import (
+    CACHE_RECORDS,
+    REMOTE_BASE,
+    REMOTE_RECORDS,
+    cache_configs,
+    remote_config,
+    steady_variant,
+)
+from dlrm_study.plans.profiles import CACHE_BATCHES, RANKS, RUNS
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
 from dlrm_study.records.record import make_record
-from dlrm_study.studies.profiles import CACHE_ALPHAS, CACHE_BATCHES, CACHE_FRACTIONS, RANKS, RUNS
-
-CACHE_RECORDS, REMOTE_RECORDS = "cache.csv", "remote.csv"
 
 # --- the cache: hit rate against id skew ---------------------------------------------------------
 
@@ -43,30 +50,6 @@ def measure_cache(profile: str, out: Path) -> None:
             store.append(path, make_record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
             rate = float(fields.get("cache_hit_rate", float("nan")))
             runner.say(f"{study}: {steady_variant(cfg)}, Zipf {cfg.data.zipf_alpha}: hit rate {rate:.3f}")
-
-
-def steady_variant(cfg: config.Config) -> str:
-    """`cached-lru-steady`: the steady-state count (earlier records, `cached-lru`, counted a cold cache)."""
-    return f"cached-{cfg.train.cache_policy}-steady"
-
-
-def cache_configs(profile: str) -> list[config.Config]:
-    base = "tiny" if profile == "smoke" else "mlperf-scaled"
-    grid = itertools.product(CACHE_ALPHAS[profile], CACHE_FRACTIONS[profile], ("lru", "lfu"))
-    return [
-        config.load(
-            base,
-            [
-                "data.id_distribution=zipf",
-                "train.loop=gpu",
-                "train.placement=cached",
-                f"data.zipf_alpha={alpha}",
-                f"train.cache_fraction={fraction}",
-                f"train.cache_policy={policy}",
-            ],
-        )
-        for alpha, fraction, policy in grid
-    ]
 
 
 def steady_hit_rates(cfgs: list[config.Config], warm: int, timed: int) -> list[dict[str, object]]:
@@ -128,24 +111,7 @@ def steady_fields(
     }
 
 
-# --- placements on a GPU (records of the GPU script) ------------------------------------------------
-
-
 # --- local against remote tables ------------------------------------------------------------------
-
-REMOTE_BASE = {
-    "smoke": ["model.table_rows=4x1000", "train.batch_size=32"],
-    "quick": ["name=dlrm-benchmark-scaled", "model.table_rows=8x100000", "data.lookups_per_table=20",
-              "train.batch_size=1024"],
-    "full": ["model.table_rows=8x1000000", "data.lookups_per_table=20", "train.batch_size=2048"],
-}  # fmt: skip
-TABLES = {"local": "local", "remote": "remote (1 server)"}
-
-
-def remote_config(profile: str) -> config.Config:
-    """The config measured with local and with remote tables."""
-    base = "tiny" if profile == "smoke" else "dlrm-benchmark"
-    return config.load(base, [*REMOTE_BASE[profile], "train.loop=optimized", f"train.steps={RANKS[profile].steps}"])
 
 
 def measure_remote(profile: str, out: Path) -> runner.Counts:

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
+from dlrm_study.plans import cpu, profiles
 from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key
-from dlrm_study.studies import baseline, convergence, cpu, placement, profiles, scaling, sensitivity
+from dlrm_study.studies import baseline, convergence, placement, scaling, sensitivity
 from dlrm_study.studies.bf16_rounding import run_rounding
 
 MODULE = "dlrm_study.studies.runs"  # what a child runs (`python -m`), the name even where this runs as __main__

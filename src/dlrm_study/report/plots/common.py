@@ -61,7 +61,7 @@ def caption(records: pd.DataFrame, unit: str = "repeat") -> str:
 
 def runs_said(records: pd.DataFrame) -> str:
     """How many runs each point drawn (config and variant) had: "7 runs", or "1 to 32 runs a point" where the
-    points differ (the claims' deciding points get more runs than the rest, `studies.profiles.CLAIM_RUNS`)."""
+    points differ (the claims' deciding points get more runs than the rest, `plans.profiles.CLAIM_RUNS`)."""
     keys = [k for k in (col.CONFIG_NAME, col.VARIANT) if k in records]
     per = records.groupby(keys, dropna=False)[col.RUN_ID].nunique() if keys else pd.Series([0])
     low, high = (int(per.min()), int(per.max())) if keys else (records[col.RUN_ID].nunique(),) * 2
