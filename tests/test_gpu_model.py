@@ -119,7 +119,11 @@ def test_scoring_against_measured_records(tmp_path) -> None:
          "samples_per_s": value, "repeat": i, "error": None}
         for i, value in enumerate([inside, inside, above])
     ]  # fmt: skip
-    store.append_many(tmp_path / "gpu_sweeps.csv", fake)
+    # An H100's records of the same point: an H200's prediction is never scored against them (pooled, the
+    # median of the six would be `above`).
+    other_gpu = [{**record, "machine": H200.replace("nvidia-h200", "nvidia-h100"), "samples_per_s": above}
+                 for record in fake]  # fmt: skip
+    store.append_many(tmp_path / "gpu_sweeps.csv", fake + other_gpu)
     scored = predictions.score(tmp_path)
     mine = scored[(scored["config_hash"] == row["config_hash"]) & (scored["quantity"] == "samples_per_s")]
     assert (mine["measured"] == inside).all() and (mine["verdict"] == "inside").all()  # the median of repeats

@@ -39,7 +39,7 @@ def test_a_gpu_over_cpu_prediction_is_never_scored_across_machines(tmp_path, mon
     predicted = scored(rows).drop(columns=["measured", "verdict"]).assign(sweep="s", grid="g", cpu_samples_per_s=0.1)
     got = pd.DataFrame({"config_hash": ["a"], "variant": ["gpu-hbm"], "samples_per_s": [2.0], "flagged_only": [False]})
     monkeypatch.setattr(predictions, "load", lambda out, device_name="h200": predicted)
-    monkeypatch.setattr(predictions, "measured", lambda out: got)
+    monkeypatch.setattr(predictions, "measured", lambda out, device_name="h200": got)
     verdicts = predictions.score(tmp_path).set_index("quantity")["verdict"]
     assert verdicts["samples_per_s"] == "inside" and verdicts["gpu_over_cpu"] == predictions.NOT_COMPARABLE
     counts = predictions.counts(predictions.score(tmp_path))

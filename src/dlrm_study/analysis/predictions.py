@@ -231,12 +231,14 @@ def measured_records(out: Path) -> pd.DataFrame:
     return frame[(frame[col.DEVICE] == "cuda") & frame[col.ERROR].isna()] if col.DEVICE in frame else frame.iloc[0:0]
 
 
-def measured(out: Path) -> pd.DataFrame:
-    """GPU records measured on a GPU (`measured_records`), per (config, variant) whichever sweep ran it: the
-    median of all its repeats' samples/s, and whether every one of them is flagged (`flagged_only`)."""
+def measured(out: Path, device_name: str = "h200") -> pd.DataFrame:
+    """GPU records measured on `device_name` (`measured_records`; a prediction for one GPU is never scored
+    against another's records), per (config, variant) whichever sweep ran it: the median of all its repeats'
+    samples/s, and whether every one of them is flagged (`flagged_only`)."""
     frame = measured_records(out)
     if frame.empty:
         return frame
+    frame = frame[frame[col.MACHINE].map(gpu_model.device_of) == device_name]
     keys = [col.CONFIG_HASH, col.VARIANT]
     clean = frame[~flagging.flagged(frame)]
     every = frame.groupby(keys)[col.SAMPLES_PER_S].median().rename("all")
@@ -253,7 +255,7 @@ def score(out: Path, device_name: str = "h200", records: Path | None = None) -> 
     pred = load(out, device_name)
     if pred.empty:
         return pred
-    got = measured(records or out)
+    got = measured(records or out, device_name)
     pred = pred.copy()
     pred["measured"], pred["flagged_only"] = float("nan"), False
     if not got.empty:

@@ -90,6 +90,14 @@ DEVICES = {
 }
 
 
+def device_of(machine: object) -> str:
+    """The `perfmodel.gpu.DEVICES` key of the GPU a machine key names: "" for none (a dry run on the CPU), the
+    GPU's own name where the model lacks it."""
+    parts = str(machine).split("/")
+    gpu = parts[3] if len(parts) == 4 else ""
+    return next((key for key in DEVICES if gpu.startswith(f"nvidia-{key}")), gpu)
+
+
 @dataclasses.dataclass(frozen=True)
 class Published:
     """A published single-GPU DLRM training throughput and the configuration behind it."""

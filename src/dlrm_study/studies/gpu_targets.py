@@ -10,17 +10,9 @@ import json
 
 import pandas as pd
 
-from dlrm_study.perfmodel.gpu import DEVICES
+from dlrm_study.perfmodel.gpu import DEVICES, device_of
 from dlrm_study.plans.gpu_targets import SET_FOR, STUDIES, TARGETS, VARIANT, Plan, Target, point_of
 from dlrm_study.records import columns as col
-
-
-def device_of(machine: object) -> str:
-    """The `perfmodel.gpu.DEVICES` key of the GPU a machine key names: "" for none (a dry run on the CPU), the
-    GPU's own name where the model lacks it."""
-    parts = str(machine).split("/")
-    gpu = parts[3] if len(parts) == 4 else ""
-    return next((key for key in DEVICES if gpu.startswith(f"nvidia-{key}")), gpu)
 
 
 def hbm_scale(device: str) -> float:
