@@ -56,7 +56,7 @@ from dlrm_study.studies import gpu_budget, gpu_lending, gpu_phases, gpu_targets
 from dlrm_study.studies.gpu_pairs import claim_lines, pending
 from dlrm_study.studies.gpu_phases import choose_profiler, embedding_records, first_line, run_tests
 
-# The throughput targets are studies.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
+# The throughput targets are plans.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
 PRESET_STUDIES = [TARGETS_RUN, "gpu-presets", "gpu-presets-large"]
 TARGET_BUSY = 0.9  # GPU busy at batches >= 16,384
 TARGET_FORWARD_FRACTION = 0.5  # embedding lookup bytes / copy bandwidth (dlrm-benchmark, hbm)
