@@ -16,6 +16,7 @@ import sys
 PYTHON = sys.executable
 VERDICT = {0: "SURVIVED", 1: "KILLED "}  # pytest: 1 is a failed test; any other code is a broken run
 A = "src/dlrm_study/analysis/"
+C = "src/dlrm_study/claims/"
 R = "src/dlrm_study/report/render.py"
 T = "src/dlrm_study/rules/rules.toml"  # the declared literals
 GATE = "gate or did_not_learn or every_preset"  # tests/test_accuracy.py's scenarios of S3's accuracy gate
@@ -47,21 +48,21 @@ M = [
     ),
     (T, "margin = 1.25 ", "margin = 1.0 ", "tests/test_verdicts.py", "grid_claims"),
     (
-        A + "claims.py",
+        C + "claim.py",
         "{Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE} - {found.status}",
         "{found.status.opposite}",
         "tests/test_verdicts.py",
         "fragile_where",
     ),
     (
-        A + "verdicts.py",
+        C + "s3.py",
         "    either = stats.family(2)\n",
         "    either = stats.CONFIDENCE\n",
         "tests/test_verdicts.py",
         "both_short",
     ),
     (
-        A + "verdicts.py",
+        C + "s3.py",
         "fails = s3_accuracy(evidence.accuracy, machine, code, either)",
         "fails = s3_accuracy(evidence.accuracy, machine, code)",
         "tests/test_verdicts.py",
@@ -93,7 +94,7 @@ M = [
     (T, "gain_margin = 0.99 ", "gain_margin = 0.98 ", "tests/test_verdicts.py", "boundary"),
     (T, "min_seeds = 3 ", "min_seeds = 1 ", "tests/test_verdicts.py", "s3_outcomes"),
     (
-        A + "claims.py",
+        C + "registry.py",
         " and j.status != Status.NOT_YET",
         "",
         "tests/test_verdicts.py",
@@ -110,9 +111,9 @@ M = [
     (T, "margin = 1.25 ", "margin = 1.3 ", "tests/test_verdicts.py", "boundary"),
     (T, "factor = 1.5 ", "factor = 1.6 ", "tests/test_verdicts.py", "boundary"),
     # Nothing uncounted: a record two frames left out counted under each; records in no pair not counted.
-    (A + "claims.py", "taken |= new", "pass", "tests/test_claims_accounting.py", "two_knob_readers"),
+    (C + "claim.py", "taken |= new", "pass", "tests/test_claims_accounting.py", "two_knob_readers"),
     (
-        A + "claims.py",
+        C + "claim.py",
         "if rest := everything - taken:",
         "if False and (rest := everything - taken):",
         "tests/test_claims_accounting.py",
@@ -136,7 +137,7 @@ M = [
     ),
     # Leave-one-out reading the first frame only (the sweep's runs, never compare's): a fragile S3 read "reproduced".
     (
-        A + "claims.py",
+        C + "claim.py",
         "for run in runs_of(self.reads(evidence)):",
         "for run in runs_of(self.reads(evidence)[:1]):",
         "tests/test_verdicts.py",
@@ -144,16 +145,16 @@ M = [
     ),
     # S3 reads its points across results files.
     (
-        A + "verdicts.py",
+        C + "s3.py",
         "pool(evidence.cpu_loops, evidence.cpu_compare)",
         "pool(evidence.cpu_loops)",
         "tests/test_claims_points.py",
         "",
     ),
     # H4 on the per-repeat recovery, its refutation an OR corrected.
-    (A + "verdicts.py", "ratio=(c - h) / (1 - h)", "ratio=(c - h)", "tests/test_claims_h4.py", ""),
+    (A + "placement.py", "ratio=(c - h) / (1 - h)", "ratio=(c - h)", "tests/test_claims_h4.py", ""),
     (
-        A + "verdicts.py",
+        C + "h4.py",
         'lens.ratio(found["recovery"], stats.family(2), linear=True)',
         'lens.ratio(found["recovery"], linear=True)',
         "tests/test_claims_h4.py",
@@ -171,7 +172,7 @@ M = [
     # Constants without a boundary case before, and S2's "or" corrected.
     (T, "cores = 28 ", "cores = 27 ", "tests/test_claims_boundaries.py", "socket"),
     (
-        A + "verdicts.py",
+        C + "s2.py",
         'strict[preset] = lens.ratio(rows, family, value="share", share=True)',
         'strict[preset] = lens.ratio(rows, value="share", share=True)',
         "tests/test_claims_boundaries.py",
@@ -199,7 +200,7 @@ M = [
         "time_over_bound",
     ),
     (
-        A + "verdicts.py",
+        C + "grid.py",
         "strict, _ = grid_changes(evidence, lens, along, stats.family(len(changes)))",
         "strict = changes",
         "tests/test_verdicts.py",
@@ -241,14 +242,14 @@ M = [
         "truth_table",
     ),
     (
-        A + "verdicts.py",
+        C + "s3.py",
         "    status = conjunction(*halves)\n",
         "    status = halves[1] if halves[1] in LACKING else conjunction(*halves)\n",
         "tests/test_conjunctions.py",
         "failed_speed_half",
     ),
     (
-        A + "verdicts.py",
+        C + "h4.py",
         "    status = conjunction(*h4_halves(found, ratios, lens))\n",
         "    status = next((h for h in h4_halves(found, ratios, lens) if h in LACKING), None) or conjunction(\n"
         "        *h4_halves(found, ratios, lens))\n",
@@ -256,7 +257,7 @@ M = [
         "host_costing_nothing",
     ),
     (
-        A + "verdicts.py",
+        C + "rule.py",
         "        r = over_runs(found, value, confidence, share, linear)\n",
         "        r = over_runs(found, value, confidence, share, linear) if not self.loo else stats.Ratio(\n"
         "            *stats.interval(found[value], confidence), int(found[value].notna().sum()), 0.0, MIN_RUNS)\n",
@@ -264,16 +265,16 @@ M = [
         "leave_one_out_reads",
     ),
     (
-        A + "verdicts.py",
+        C + "rule.py",
         "return MIN_RUNS - 1 if self.loo else MIN_RUNS",
         "return MIN_RUNS",
         "tests/test_verdicts.py",
         "leave_one_out",
     ),
     (T, "min_runs = 3 ", "min_runs = 2 ", "tests/test_verdicts.py", "s1_outcomes"),
-    (A + "verdicts.py", "host.high < 1", "host.low < 1", "tests/test_conjunctions.py", "wholly_below_1"),
+    (C + "h4.py", "host.high < 1", "host.low < 1", "tests/test_conjunctions.py", "wholly_below_1"),
     (
-        A + "verdicts.py",
+        C + "s3.py",
         "    return Status.NOT_REPRODUCED if all(r.high < reach",
         "    return Status.NOT_REPRODUCED if len(judged) == len(S3_PRESETS) and all(r.high < reach",
         "tests/test_conjunctions.py",
@@ -300,13 +301,13 @@ M = [
         GATE,
     ),
     # H4 reading an unestablished host cost (interval spanning 1) as a cost: "inconclusive" -> "reproduced".
-    (A + "verdicts.py", "host.high < 1, host2", "host.low < 1, host2", "tests/test_verdicts.py", "h4_needs"),
+    (C + "h4.py", "host.high < 1, host2", "host.low < 1, host2", "tests/test_verdicts.py", "h4_needs"),
     # S3's speed half: "all" presets above for "reproduced"; "not reproduced" from the presets that were judged.
-    (A + "verdicts.py", "    if any(r.low > reach", "    if all(r.low > reach", "tests/test_verdicts.py", "speed_half"),
-    (A + "verdicts.py", "if len(judged) < len(measured):", "if not judged:", "tests/test_verdicts.py", "speed_half"),
+    (C + "s3.py", "    if any(r.low > reach", "    if all(r.low > reach", "tests/test_verdicts.py", "speed_half"),
+    (C + "s3.py", "if len(judged) < len(measured):", "if not judged:", "tests/test_verdicts.py", "speed_half"),
     # S1 judged in bf16 on a CPU without it: fp32's records would never decide there.
     (
-        A + "verdicts.py",
+        C + "s1.py",
         "loop = OPTIMIZED_BF16 if m.native_bf16 else OPTIMIZED_FP32",
         "loop = OPTIMIZED_BF16",
         "tests/test_verdicts.py",

@@ -7,16 +7,18 @@ import pandas as pd
 import pytest
 from tests.test_verdicts import GPU, WITHIN, evidence, knob
 
-from dlrm_study.analysis import claims, readers
 from dlrm_study.analysis import evidence as ev
+from dlrm_study.analysis import readers
 from dlrm_study.analysis.identity import record_ids
+from dlrm_study.claims import registry as claims
+from dlrm_study.claims.claim import NOT_PAIRED, Claim, ids_of
+from dlrm_study.records import Machine, store
 from dlrm_study.records import columns as col
-from dlrm_study.records import store
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
-def size(claim: claims.Claim, evidence: ev.Evidence, machine: str) -> int:
+def size(claim: Claim, evidence: ev.Evidence, machine: str) -> int:
     """The distinct records of `machine` in the claim's frames: those read and those the readers left out."""
     found: set[str] = set()
     for frame in claim.reads(evidence):
@@ -27,7 +29,7 @@ def size(claim: claims.Claim, evidence: ev.Evidence, machine: str) -> int:
     return len(found)
 
 
-def accounted(claim: claims.Claim, evidence: ev.Evidence, machine: str) -> tuple[int, int]:
+def accounted(claim: Claim, evidence: ev.Evidence, machine: str) -> tuple[int, int]:
     """(in a deciding pair + every counted reason, the frames' size) of one claim on one machine."""
     judged = claim.judge(evidence, machine)
     return len(claim.used(evidence)) + sum(judged.left_out.values()), size(claim, evidence, machine)
@@ -44,7 +46,7 @@ def stored(request: pytest.FixtureRequest) -> ev.Evidence:
 def test_every_stored_record_of_every_claim_is_paired_or_counted_once(stored: ev.Evidence) -> None:
     checked = 0
     for machine in stored.machines():
-        if not claims.Machine.parse(machine).recorded:
+        if not Machine.parse(machine).recorded:
             continue
         mine = stored.of(machine)
         for claim in claims.CLAIMS:
@@ -66,7 +68,7 @@ def test_every_stored_accuracy_record_is_in_s3s_frame_or_counted() -> None:
     claim = claims.BY_ID["S3"]
     for machine, rows in written.groupby(col.MACHINE):
         mine = evidence.of(machine)
-        assert claims.ids_of(mine.accuracy, machine) == set(record_ids(rows)), machine
+        assert ids_of(mine.accuracy, machine) == set(record_ids(rows)), machine
         total, records = accounted(claim, mine, machine)
         assert total == records >= len(rows), f"S3 on {machine}: {total} counted of {records} records"
     assert len(written)  # the committed accuracy records were read
@@ -110,5 +112,5 @@ def test_records_between_a_knobs_ends_are_counted_as_read_in_no_pair() -> None:
     knobs["lookups"] = pd.concat([knobs["lookups"], middle], ignore_index=True)
     found = evidence(gpu_knobs=knobs).of(GPU)
     claim = claims.BY_ID["H1"]
-    assert claim.judge(found, GPU).left_out[claims.NOT_PAIRED] == int((middle["repeat"] != 0).sum())
+    assert claim.judge(found, GPU).left_out[NOT_PAIRED] == int((middle["repeat"] != 0).sum())
     assert accounted(claim, found, GPU)[0] == accounted(claim, found, GPU)[1]

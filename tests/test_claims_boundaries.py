@@ -3,8 +3,9 @@
 import pandas as pd
 from tests.test_verdicts import XEON, aucs, baseline, breakdown, ratios, speed, verdict
 
-from dlrm_study.analysis import verdicts
 from dlrm_study.analysis.convergence import MIN_SEEDS
+from dlrm_study.claims.s1 import S1_CORES
+from dlrm_study.claims.s2 import S2_SHARE
 
 
 def tight(centre: float) -> list[float]:
@@ -15,7 +16,7 @@ def test_s1_is_judged_from_a_socket_s_cores_and_not_below() -> None:
     """S1_CORES (28): a machine of 28 logical CPUs is judged at 28 threads, one of 27 is not measurable."""
     at = "intel-xeon/avx512f+avx512_bf16/28cpu"
     below = "intel-xeon/avx512f+avx512_bf16/27cpu"
-    assert verdict("S1", at, baseline=baseline(at, tight(112.0), threads=verdicts.S1_CORES)).status == "reproduced"
+    assert verdict("S1", at, baseline=baseline(at, tight(112.0), threads=S1_CORES)).status == "reproduced"
     assert verdict("S1", below, baseline=baseline(below, tight(112.0), threads=27)).status == "not measurable here"
 
 
@@ -34,5 +35,5 @@ def test_s2_refutation_is_an_or_read_at_97_5_percent_over_two_presets() -> None:
     near = [0.478 + 0.02 * z for z in (-1.0, 1.0, -0.5, 0.5, 0.0)]
     both = pd.concat([breakdown([0.7] * 5), breakdown(near, preset="mlperf-scaled")], ignore_index=True)
     v = verdict("S2", XEON, cpu_loops=both)
-    assert v.numbers["mlperf-scaled"].high < verdicts.S2_SHARE
+    assert v.numbers["mlperf-scaled"].high < S2_SHARE
     assert v.status == "inconclusive", v.evidence

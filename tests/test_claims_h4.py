@@ -6,9 +6,10 @@ import math
 import pandas as pd
 from tests.test_verdicts import GPU, PATTERN, placements, ratios, verdict
 
-from dlrm_study.analysis import verdicts
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.claims import h4
 
-H4_RECOVERY = verdicts.H4_RECOVERY
+H4_RECOVERY = h4.H4_RECOVERY
 
 
 def cached_for(host: list[float], won: float, jitter: float = 0.01) -> list[float]:
@@ -43,7 +44,7 @@ def test_h4_recovery_pairs_host_and_cached_of_one_repeat_only() -> None:
     host = ratios(0.5, 0.3)
     frame = placements(host, cached_for(host, 0.8))
     lone = frame[(frame["run_id"] == "r1-0") & (frame["variant"] != "gpu-host")].assign(run_id="lone")
-    found = verdicts.h4_pairs(verdicts.Evidence(gpu_placements=pd.concat([frame, lone], ignore_index=True)))
+    found = h4.h4_pairs(Evidence(gpu_placements=pd.concat([frame, lone], ignore_index=True)))
     assert len(found["cached"]) == len(found["host"]) + 2  # the lone run's warm-up and repeat pair cached
     assert len(found["recovery"]) == len(found["host"])
 

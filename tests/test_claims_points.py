@@ -4,8 +4,9 @@
 import pandas as pd
 from tests.test_verdicts import SAME, XEON, aucs, ratios, speed, verdict
 
-from dlrm_study.analysis import claims, verdicts
+from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.identity import record_ids
+from dlrm_study.claims import registry as claims
 
 FAST = ratios(1.9, 1.8)  # 5 runs, each its own run id
 
@@ -40,7 +41,7 @@ def test_s3_pools_one_machine_s_records_and_counts_each_once() -> None:
     found = verdict("S3", XEON, cpu_loops=sweep, cpu_compare=other, accuracy=aucs(XEON, SAME))
     assert found.status == "one run"
     compare = loops(XEON, FAST[1:], "compare")
-    evidence = verdicts.Evidence(cpu_loops=sweep, cpu_compare=compare, accuracy=seeds(XEON)).of(XEON)
+    evidence = Evidence(cpu_loops=sweep, cpu_compare=compare, accuracy=seeds(XEON)).of(XEON)
     claim = claims.BY_ID["S3"]
     every = set(record_ids(pd.concat([sweep, compare, seeds(XEON)])))
     assert len(claim.used(evidence)) + sum(claim.judge(evidence, XEON).left_out.values()) == len(every)

@@ -1,15 +1,17 @@
 """Claims of two halves (S3: speed and accuracy; H4: host memory's cost and the cache's recovery) are decided as
 logic (`judgement.conjunction`): either half not reproduced refutes the claim whatever the other's state; both
 reproduced reproduce it; otherwise the half short of evidence says so, else inconclusive. Each case of the truth
-table, then scenarios through the real rules (`verdicts.s3`, `verdicts.h4`), asserting the Status."""
+table, then scenarios through the real rules (`claims.s3.s3`, `claims.h4.h4`), asserting the Status."""
 
 import pandas as pd
 import pytest
 from tests.test_verdicts import GPU, XEON, aucs, evidence, only, paired, placements, ratios, speed
 
 from dlrm_study.analysis import evidence as ev
-from dlrm_study.analysis import verdicts
 from dlrm_study.analysis.judgement import Status, conjunction
+from dlrm_study.claims import h4 as h4_claim
+from dlrm_study.claims import s3 as s3_claim
+from dlrm_study.claims.rule import Lens
 
 R, N, INC = Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE
 ONE, FEW, YET = Status.ONE_RUN, Status.TOO_FEW, Status.NOT_YET
@@ -59,13 +61,13 @@ def test_a_half_is_a_rules_outcome(other: Status) -> None:
 # --- S3 through its rule -----------------------------------------------------------------------------------
 
 
-def s3(bf16: list[float] | None = None, presets: tuple[str, ...] = verdicts.S3_PRESETS,
+def s3(bf16: list[float] | None = None, presets: tuple[str, ...] = s3_claim.S3_PRESETS,
        gains: list[float] | None = None, more: list | None = None) -> Status:  # fmt: skip
     """S3's status on XEON (native bf16): bf16 over fp32 per run at `presets` (None: no speed records), `more`
     records beside them, and the accuracy half's per-seed gains (None: no accuracy records)."""
     loops = (speed(XEON, bf16, presets) if bf16 else []) + (more or [])
     parts = {"cpu_loops": pd.DataFrame(loops)} | ({"accuracy": aucs(XEON, gains)} if gains else {})
-    return verdicts.s3(ev.Evidence(**parts).of(XEON), XEON, verdicts.Lens()).status
+    return s3_claim.s3(ev.Evidence(**parts).of(XEON), XEON, Lens()).status
 
 
 SLOW = ratios(0.81, 0.63)  # 0.81x [0.63, 1.04] over 5 runs: wholly below 1.62x, even at 1 - 0.05/2
@@ -119,7 +121,7 @@ def test_s3_speed_half_waits_on_a_preset_short_of_runs_unless_another_reaches() 
 
 
 def h4(frame: pd.DataFrame) -> Status:
-    return verdicts.h4(evidence(gpu_placements=frame).of(GPU), GPU, verdicts.Lens()).status  # with GPU records
+    return h4_claim.h4(evidence(gpu_placements=frame).of(GPU), GPU, Lens()).status  # with GPU records
 
 
 def cached_in_first_run(host: list[float], won: float) -> pd.DataFrame:
@@ -151,7 +153,7 @@ def test_h4_host_cost_needs_host_wholly_below_1() -> None:
 
 def test_s3_says_where_its_benchmark_cannot_tell_split_sgd_from_plain_bf16():
     from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
-    from dlrm_study.analysis.verdicts import accuracy_said
+    from dlrm_study.claims.s3 import accuracy_said
 
     control_kept = accuracy_said(AccuracyJudgement(status=HOLDS, plain_status=HOLDS))
     assert "does not tell Split-SGD from plain bf16" in control_kept

@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dlrm_study"
 # The order data flows in (README's Layout): config -> batches -> model -> training -> records -> ... -> figures.
 PIPELINE = (
     "errors", "rules", "config", "platform", "data", "model", "train", "distributed", "records", "plans", "perfmodel",
-    "measure", "analysis", "studies", "report", "cli", "__main__",
+    "measure", "analysis", "claims", "studies", "report", "cli", "__main__",
 )  # fmt: skip
 
 
@@ -61,11 +61,13 @@ def test_imports_run_down_the_pipeline(path: Path) -> None:
     assert not backward(path), f"{path.relative_to(SRC)} imports from a later folder: {backward(path)}"
 
 
-# Rooms a room may not import though the pipeline allows it: plans are data (what is measured, never how), and
-# analysis reads records by those plans, never by the code that measured them.
+# Rooms a room may not import though the pipeline allows it: plans are data (what is measured, never how),
+# analysis reads records by those plans, never by the code that measured them, and the claims judge what analysis
+# reads, never measuring.
 NARROWER = {
     "plans": {"errors", "rules", "config", "platform", "records", "plans"},
     "analysis": set(PIPELINE[: PIPELINE.index("analysis") + 1]) - {"measure", "studies"},
+    "claims": set(PIPELINE[: PIPELINE.index("claims") + 1]) - {"measure", "studies"},
 }
 
 

@@ -183,7 +183,7 @@ def test_a_machine_key_is_named_on_purpose_and_its_words_tell_machines_apart():
 
 
 def test_reproduce_gives_a_tolerance_for_every_claim():
-    from dlrm_study.analysis.claims import BY_ID as CLAIMS
+    from dlrm_study.claims.registry import BY_ID as CLAIMS
 
     text = (ROOT / "docs" / "reproduce.md").read_text()
     section = text[text.index("## Tolerance per claim") :]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlrm_study.analysis import claims
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Status
+from dlrm_study.claims import registry as claims
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col

@@ -9,9 +9,13 @@ import math
 import pandas as pd
 import pytest
 
-from dlrm_study.analysis import claims, clusters, current, stats, verdicts
+from dlrm_study.analysis import clusters, current, stats
 from dlrm_study.analysis import evidence as ev
 from dlrm_study.analysis.judgement import Judgement, Status
+from dlrm_study.claims import registry as claims
+from dlrm_study.claims import s3
+from dlrm_study.claims.rule import Lens
+from dlrm_study.records import Machine
 
 GPU = "intel-xeon/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
 XEON = "intel-xeon/avx512f+avx512_bf16/2cpu"
@@ -68,9 +72,9 @@ def evidence(**parts: object) -> ev.Evidence:
 
 def verdict(claim: str, machine: str, **parts: object) -> Judgement:
     """The claim's rule alone on these records (its boundaries; `judged` adds the leave-one-out check)."""
-    if not claims.Machine.parse(machine).recorded:
+    if not Machine.parse(machine).recorded:
         return claims.judge(claim, evidence(**parts).of(machine), machine)
-    return claims.claim(claim).rule(evidence(**parts).of(machine), machine, verdicts.Lens())
+    return claims.claim(claim).rule(evidence(**parts).of(machine), machine, Lens())
 
 
 def judged(claim: str, machine: str, **parts: object) -> Judgement:
@@ -424,12 +428,12 @@ def test_s3_margin_is_pinned_either_side_of_1_62(centre: float, status: str) -> 
 def test_s3_speed_half_is_an_or_over_presets_and_waits_for_every_preset_before_refuting() -> None:
     """One preset above the reach is enough ("any"); one below with another short of runs is short, not refuted
     (the "and" of "both below" needs every preset judged)."""
-    reach, lens = 1.62, verdicts.Lens()
+    reach, lens = 1.62, Lens()
     above, below = stats.Ratio(2.0, 1.8, 2.2, 9, 0.1, 3), stats.Ratio(1.2, 1.1, 1.3, 9, 0.1, 3)
     short = stats.Ratio(1.2, 1.1, 1.3, 3, 0.1, 1)
-    assert verdicts.speed_half({"a": above, "b": below}, lens, reach) == Status.REPRODUCED
-    assert verdicts.speed_half({"a": below, "b": below}, lens, reach) == Status.NOT_REPRODUCED
-    assert verdicts.speed_half({"a": below, "b": short}, lens, reach) == Status.ONE_RUN
+    assert s3.speed_half({"a": above, "b": below}, lens, reach) == Status.REPRODUCED
+    assert s3.speed_half({"a": below, "b": below}, lens, reach) == Status.NOT_REPRODUCED
+    assert s3.speed_half({"a": below, "b": short}, lens, reach) == Status.ONE_RUN
 
 
 def test_s3_both_short_is_one_side_of_an_or_read_at_97_5_percent() -> None:
@@ -523,8 +527,8 @@ def test_leave_one_out_reads_the_verdicts_own_interval_over_the_runs_left() -> N
 def test_leave_one_out_needs_one_run_fewer_than_a_verdict() -> None:
     """A verdict word needs MIN_RUNS (3) runs; the leave-one-out check reads what is left, from 2 runs."""
     r = stats.Ratio(2.0, 1.8, 2.2, 4, 0.2, 2)
-    assert not verdicts.Lens().enough(r) and verdicts.Lens().enough(r._replace(runs=3))
-    assert verdicts.Lens(loo=True).enough(r) and not verdicts.Lens(loo=True).enough(r._replace(runs=1))
+    assert not Lens().enough(r) and Lens().enough(r._replace(runs=3))
+    assert Lens(loo=True).enough(r) and not Lens(loo=True).enough(r._replace(runs=1))
 
 
 # --- runs as clusters, warm-up, code at HEAD ----------------------------------------------------------

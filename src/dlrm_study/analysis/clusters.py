@@ -4,7 +4,7 @@ Pairs of one run are measured minutes apart under one variant order; runs are se
 with their own order and their own day. So the pairs of a run are not independent observations: each
 run is summarized first (the geometric mean of its paired ratios, or the logit-mean of its shares),
 and the interval is Student's t over the run summaries on the log (logit) scale, with runs - 1
-degrees of freedom. A verdict word needs `MIN_RUNS` runs, so that the leave-one-out check (`analysis.claims`)
+degrees of freedom. A verdict word needs `MIN_RUNS` runs, so that the leave-one-out check (`claims.claim`)
 can read the same t interval over the runs left (at least 2); with one run the interval shown is over its pairs
 (a within-run spread, no verdict word).
 

@@ -12,7 +12,7 @@
 
 Which flags put a quantity in doubt (`DOUBTS`): throughput is doubted by `spread` and `outlier`, a
 per-operator breakdown also by `profile-vs-timed`. A finding is computed with all repeats (or pairs),
-and again without the doubted ones, as a sensitivity check (`analysis.wording`, `analysis.verdicts`).
+and again without the doubted ones, as a sensitivity check (`analysis.wording`, `claims`).
 """
 
 import math

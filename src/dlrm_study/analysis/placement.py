@@ -1,9 +1,12 @@
-"""Notebook 05's records: the cache's hit rates, the GPU placements' sweeps, local against remote tables."""
+"""Notebook 05's records: the cache's hit rates, the GPU placements' sweeps, local against remote tables; and
+what of host memory's loss the cache wins back, per repeat (`recovery`)."""
 
 from pathlib import Path
 
 import pandas as pd
 
+from dlrm_study.analysis import stats
+from dlrm_study.analysis.identity import RECORDS
 from dlrm_study.analysis.readers import FAILED, NoRecords, check_cells, config_key, labelled, leave_out
 from dlrm_study.plans.placement import (
     CACHE_RECORDS,
@@ -112,3 +115,16 @@ def remote_table(remote: pd.DataFrame) -> pd.DataFrame:
     shown["MB moved per step"] = medians["remote_bytes_per_step"].map(lambda v: f"{v / 1e6:.1f}" if v == v else "-")
     shown.index.name = None
     return shown
+
+
+def recovery(host: pd.DataFrame, cached: pd.DataFrame) -> pd.DataFrame:
+    """Per repeat, the part of what host memory loses that the cache wins back: (c - h) / (1 - h), with h and
+    c host's and cached's ratios over hbm in the same cell; its records are both pairs' records (H4's rule, its
+    design's power and its figure read it)."""
+    keys = [k for k in stats.CELL if k in host and k in cached]
+    if host.empty or cached.empty:
+        return pd.DataFrame(columns=[*keys, "ratio", RECORDS])
+    both = host.merge(cached, on=keys, suffixes=("_host", "_cached"))
+    h, c = both["ratio_host"].astype(float), both["ratio_cached"].astype(float)
+    ids = [tuple(dict.fromkeys(a + b)) for a, b in zip(both[f"{RECORDS}_host"], both[f"{RECORDS}_cached"], strict=True)]
+    return both[keys].assign(ratio=(c - h) / (1 - h), **{RECORDS: ids})

@@ -21,6 +21,7 @@ import pandas as pd
 
 from dlrm_study.analysis import clusters, current, stats
 from dlrm_study.analysis.cpu import embedding_share_rows
+from dlrm_study.analysis.placement import recovery
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
 from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import columns as col
@@ -40,7 +41,7 @@ SEED = 20261205
 MAX_RUNS = 60  # `runs_needed` looks no further
 
 RESULTS = REPO / "results"
-S3_FILES = (("sweeps.csv", "cpu-loops-quick"), ("bench.csv", "cpu-compare"))  # S3 pools both (verdicts.s3_records)
+S3_FILES = (("sweeps.csv", "cpu-loops-quick"), ("bench.csv", "cpu-compare"))  # S3 pools both (claims.s3.s3_records)
 S2_FILES = (("sweeps.csv", "cpu-loops-quick"),)
 H4_FILES = (("gpu_sweeps.csv", "gpu-placements"),)
 
@@ -142,9 +143,8 @@ def s2_shares(machine: str, code: str, preset: str, runs: int | None = None) -> 
 
 
 def h4_recoveries(machine: str, code: str, comparison: str = "recovery", runs: int | None = None) -> pd.DataFrame:
-    """H4's recovery (c - h) / (1 - h) per repeat (`verdicts.recovery`), from host and cached over hbm."""
-    from dlrm_study.analysis.verdicts import recovery  # the rule's own arithmetic
-
+    """H4's recovery (c - h) / (1 - h) per repeat (`placement.recovery`, the rule's own arithmetic), from host and
+    cached over hbm."""
     frame = records(H4_FILES, machine, code, runs)
     return recovery(stats.pairs(frame, GPU_HOST, GPU_HBM), stats.pairs(frame, GPU_CACHED, GPU_HBM))
 

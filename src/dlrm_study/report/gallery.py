@@ -14,7 +14,6 @@ import pandas as pd
 from dlrm_study.analysis import baseline as old_stack
 from dlrm_study.analysis import findings
 from dlrm_study.analysis import scaling as scaling_read
-from dlrm_study.analysis.claims import judge
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
 from dlrm_study.analysis.current import newest_code_only
 from dlrm_study.analysis.evidence import Evidence, gpu_hosts, same_class
@@ -24,6 +23,7 @@ from dlrm_study.analysis.placement import cache_hit_rates, remote_vs_local
 from dlrm_study.analysis.readers import NoRecords, sweep_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.wording import judgement_text
+from dlrm_study.claims import registry
 from dlrm_study.errors import UsageError
 from dlrm_study.plans import cpu
 from dlrm_study.plans.sensitivity import sensitivity
@@ -80,8 +80,8 @@ def figure_findings(figure: str, out: Path, profile: str, machine: str) -> list[
         knob = KNOB_FIGURES[figure]
         records = read(sensitivity_records, knob, sensitivity(knob, profile, out), machine)
         return findings.knob(records, knob) if not records.empty else [NOT_MEASURED]
-    if figure in ("03_gpu_over_cpu", "05_placements"):
-        return gpu_verdicts(("H2", "H3") if figure == "03_gpu_over_cpu" else ("H4",), out, profile)
+    if claims := registry.on_figure(figure):
+        return gpu_verdicts(claims, out, profile)
     said = FINDINGS[figure](out, profile, machine)
     return said or [NOT_MEASURED]
 
@@ -132,7 +132,7 @@ def gpu_verdicts(claims: Iterable[str], out: Path, profile: str) -> list[str]:
     evidence = reading.evidence(out, profile)
     hosts = gpu_hosts(evidence)
     lines = [
-        f"{c} on {host}: {plain(judge(c, reading.of(evidence, host), host))}{gpu_note(c, evidence, host)}"
+        f"{c} on {host}: {plain(registry.judge(c, reading.of(evidence, host), host))}{gpu_note(c, evidence, host)}"
         for host in hosts
         for c in claims
     ]

@@ -1,4 +1,4 @@
-"""The README's generated section and the claim ledger: the verdicts (`analysis.verdicts`) and each
+"""The README's generated section and the claim ledger: the verdicts (`claims`) and each
 figure's findings (`analysis.findings`) laid out as Markdown, one column per machine.
 
 Everything is computed from stored records, never from this process's machine, so the section
@@ -6,21 +6,19 @@ regenerates identically anywhere (tests/test_readme.py).
 """
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis import findings, predictions
-from dlrm_study.analysis.claims import CLAIMS, class_status
 from dlrm_study.analysis.clusters import MIN_RUNS
 from dlrm_study.analysis.current import fingerprints, loops
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
 from dlrm_study.analysis.judgement import Judgement, Status
-from dlrm_study.analysis.wording import MAX_CELL, cell, variant_words
+from dlrm_study.analysis.wording import MAX_CELL, cell
+from dlrm_study.claims.registry import BY_ID, CLAIMS, class_status
 from dlrm_study.errors import UsageError
-from dlrm_study.plans.sensitivity import KNOBS
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
 from dlrm_study.report import manifest, reading
@@ -52,21 +50,12 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
         "Not judged: records of " + ", ".join(f"`{m}`" for m in unrecorded) + ", written before machine keys "
         "recorded the ISA (their keys were given once from their own fields by `scripts/migrate_records.py`).",
     ]
-    classes = class_rows(table["S3"], hosts)
+    classes = [row for c in CLAIMS if c.per_class for row in class_rows(c.id, table[c.id], hosts)]
     unused = not_used({c.id: {h: table[c.id][h] for h in hosts} for c in CLAIMS})
     return "\n".join([head, rule, *rows, *classes, *(listed if unrecorded else []), *(["", unused] if unused else [])])
 
 
 OLD_GPU_LOOP = " (old GPU loop)"  # what the notebook's whole judgement says in full (`gpu_loop.OLD_LOOP`)
-# The numbers a claim's rule decided on, by key, in a reader's words (the rule keys them by preset, knob, value).
-NAMES: dict[str, Callable[[str], str]] = {
-    "H1": lambda knob: KNOBS[knob][2] if knob in KNOBS else knob,
-    "H2": lambda tables: f"at {tables} tables",
-    "H3": lambda dense: f"at {dense} dense features",
-    "H4": lambda p: {"host": "host tables over HBM", "recovery": "share of host's loss the cache wins back"}.get(p, p),
-    "S1": lambda loop: f"{variant_words(loop)} over the 2020 step",
-    "S3": lambda preset: f"bf16 over fp32, {preset}",
-}
 
 
 def old_gpu_loop(claim: str, evidence: Evidence, machine: str) -> bool:
@@ -82,7 +71,7 @@ def short_cell(claim: str, judgement: Judgement, old: bool = False, earlier: str
     if earlier and judgement.status not in MACHINE_FACTS:
         return f"**{earlier}**"
     note = OLD_GPU_LOOP if old else ""
-    return cell(judgement, NAMES.get(claim, str), MAX_CELL - len(note)) + note
+    return cell(judgement, BY_ID[claim].names, MAX_CELL - len(note)) + note
 
 
 EARLIER = "earlier code"
@@ -108,15 +97,16 @@ def earlier_code(evidence: Evidence, machine: str) -> str:
     return f"{EARLIER} (commit {shown})" if commits else EARLIER
 
 
-def class_rows(by_machine: dict[str, Judgement], hosts: list[str]) -> list[str]:
-    """S3 per bf16 class: the set of its machines' verdicts (`machines disagree` where they differ)."""
+def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str]) -> list[str]:
+    """A per-class claim (S3) per bf16 class: the set of its machines' verdicts (`machines disagree` where they
+    differ)."""
     classes = sorted({Machine.parse(h).bf16_class for h in hosts if Machine.parse(h).native_bf16})
     lines = []
     for name in classes:
         status, mine = class_status({h: by_machine[h] for h in hosts}, name)
         each = ", ".join(f"`{m}` {s}" for m, s in mine.items())
-        lines.append(f"- S3 on {name}: **{status}** ({each})")
-    return ["", "S3 per hardware class, the set of its machines' verdicts:", "", *lines] if lines else []
+        lines.append(f"- {claim} on {name}: **{status}** ({each})")
+    return ["", f"{claim} per hardware class, the set of its machines' verdicts:", "", *lines] if lines else []
 
 
 def rules_line(evidence: Evidence, out: Path) -> str:

@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 
+from dlrm_study.claims.registry import CLAIMS
 from dlrm_study.config.presets import PRESETS
 from dlrm_study.report.readable import machine_words
 
@@ -30,10 +31,8 @@ COMMIT = re.compile(r"\b(?:commits?|code) ([0-9a-f]{7})[0-9a-f]{0,33}\b")
 # A row of a table printed as text: columns apart by spaces, or an indented row under its index's keys.
 TABLE_ROW = re.compile(r"^ +\S.* {2,}\S|\S {2,}\S.*\S {2,}\S")
 COUNTS = re.compile(r"\((?:\d+|one) \w+(?:, (?:\d+|one) \w+)*\)")  # `(96 pairs, 32 runs)`
-CLAIM = re.compile(r"\[?([SH][1-4])\b")  # a claim's row (docs/results.md) or line (`S2 on <machine>: ...`)
-CLAIM_QUANTITY = {
-    "S2": "embedding backward + update, share of the reference's iteration",
-}
+CLAIM = re.compile(r"\[?(" + "|".join(c.id for c in CLAIMS) + r")\b")  # a claim's row or line (`S2 on <host>: ...`)
+CLAIM_QUANTITY = {c.id: c.quantity for c in CLAIMS if c.quantity}  # a number named only by its claim's id
 MACHINE_KEY = re.compile(r"\b[a-z]+(?:-[a-z0-9]+)+/[a-z0-9_+]+/\d+cpu(?:/[a-z0-9-]+)?")
 CANONICAL = (  # (what the clause before a number says, the quantity): several pages print these in their own words
     (re.compile(r"embedding backward \+ update"), "embedding backward + update, share of the reference's iteration"),

@@ -8,9 +8,9 @@ The evidence is shared between its readers, so they must not change it (none doe
 
 from pathlib import Path
 
-from dlrm_study.analysis.claims import verdicts
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.claims.registry import verdicts
 from dlrm_study.records import provenance
 from dlrm_study.report import manifest
 
@@ -20,7 +20,7 @@ _kept: dict[tuple[str, str, str, str], tuple[Evidence, Table, dict[str, Evidence
 
 
 def judged(out: Path, profile: str) -> tuple[Evidence, Table]:
-    """`Evidence.load(out, profile)` and `claims.verdicts` of it, computed once for these records and rules."""
+    """`Evidence.load(out, profile)` and `registry.verdicts` of it, computed once for these records and rules."""
     key = str(Path(out).resolve()), profile, manifest.records_digest(out), provenance.rules_hash()
     if key not in _kept:
         evidence = Evidence.load(Path(out), profile)
@@ -41,7 +41,7 @@ def kept(evidence: Evidence) -> tuple[Table, dict[str, Evidence]] | None:
 
 
 def verdicts_of(evidence: Evidence) -> Table:
-    """`claims.verdicts(evidence)`: the kept table where `evidence` is one loaded here, else judged now."""
+    """`registry.verdicts(evidence)`: the kept table where `evidence` is one loaded here, else judged now."""
     found = kept(evidence)
     return found[0] if found else verdicts(evidence)
 

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis.claims import BY_ID
 from dlrm_study.analysis.current import newest_code_only, without_warm_up
 from dlrm_study.analysis.evidence import published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
+from dlrm_study.claims import registry
 from dlrm_study.measure import runner
 from dlrm_study.plans import profiles
 from dlrm_study.records import columns as col
@@ -70,7 +70,7 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
     evidence, table = reading.judged(Path(out), profile)
     lines = []
     for claim in claims:
-        lines.append(f"{claim}. {BY_ID[claim].text}")
+        lines.append(f"{claim}. {registry.BY_ID[claim].text}")
         for host, verdict in table[claim].items():
             lines.append(f"    on {machine_words(host)}: {plain(verdict)}{gpu_note(claim, evidence, host)}")
         if not table[claim]:

@@ -8,7 +8,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from dlrm_study.analysis import clusters, stats
 from dlrm_study.analysis import flags as flagging
-from dlrm_study.analysis.verdicts import H4_RECOVERY, recovery
+from dlrm_study.analysis.placement import recovery
+from dlrm_study.claims.h4 import H4_RECOVERY
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST
 from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
@@ -104,7 +105,7 @@ def placements(
 
 
 def wins_back(ax: plt.Axes, records: pd.DataFrame) -> None:
-    """(cached - host) / (1 - host) per repeat, per config (`verdicts.recovery`, the rule's own arithmetic), its
+    """(cached - host) / (1 - host) per repeat, per config (`placement.recovery`, the rule's own arithmetic), its
     interval over runs (`clusters.over_runs`, as H4 reads it) and H4's line (`H4_RECOVERY`)."""
     configs = list(dict.fromkeys(records[col.CONFIG_NAME]))
     clean = flagging.with_flags(records)

@@ -1,32 +1,34 @@
-"""The claims: one `Claim` per claim (its id, words, the frames it reads, its rule and its notebook) in
-one `CLAIMS` list that the ledger, the gallery, the notebooks and the GPU session read.
+"""A claim: its id, words, the paper it comes from, the frames it reads, its rule, its deciding pairs and how a
+reader sees them. Each claim is one module of this package (`h1` .. `s4`) holding one `Claim`; the registry
+(`claims.registry`) lists them.
 
 `Claim.judge` decides a claim on one machine's current evidence (`Evidence.of`): its rule over every
 run, then a leave-one-out check over runs: a verdict word whose rule, with any one run left out,
 is inconclusive or the opposite word is **fragile** (flags never enter a verdict; they stay
-diagnostics of the findings). Adding a claim touches its Claim here, its rule in `verdicts`,
-docs/claims.md and its tests.
+diagnostics of the findings).
 """
 
 import dataclasses
 from collections.abc import Callable
 from itertools import chain
+from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis import clusters
-from dlrm_study.analysis import verdicts as rules
 from dlrm_study.analysis.current import code_of
-from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
+from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.analysis.readers import left_out, left_out_records
-from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
-from dlrm_study.plans.baseline import OLD
+from dlrm_study.claims.rule import Lens
+from dlrm_study.plans.gpu import GpuRun
 from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
 
-Rule = Callable[[Evidence, str, rules.Lens], Judgement]
+HPCA = "HPCA 2021 (GPU, Acun et al.)"
+SC20 = "SC20 (CPU, Kalamkar et al.)"
+Rule = Callable[[Evidence, str, Lens], Judgement]
 NOT_PAIRED = "read, in no deciding pair (shown beside, unpaired, or between a knob's ends)"
 ACCURACY = "trained seeds of the accuracy half (judged per seed, not paired samples/s)"
 
@@ -39,10 +41,24 @@ class Claim:
 
     id: str
     text: str
+    paper: str  # HPCA or SC20: the results page groups the claims by it
+    claimed: str  # what the paper claims, from the rule's own constants (the results page's first screen)
     frames: tuple[str, ...]
     rule: Rule
     notebook: str
     deciding: Callable[[Evidence], list[pd.DataFrame]]
+    names: Callable[[str], str] = str  # a deciding number's key (preset, knob, value) in a reader's words
+    figures: tuple[str, ...] = ()  # the gallery figures whose findings are this claim's verdicts
+    per_class: bool = False  # judged per machine, and read per bf16 class (the ledger's class rows)
+    quantity: str = ""  # what its number measures, where a page names it only by the claim's id
+    gpu_points: str = ""  # a GPU claim: what its rule pairs, and over what the fewest are counted
+    # a GPU claim: (pairs, runs) its rule counts in a GPU session's records (`studies.gpu_pairs`)
+    session_counts: Callable[[Path, GpuRun], tuple[int, int]] | None = None
+
+    @property
+    def gpu(self) -> bool:
+        """Whether its deciding records are a GPU's (a GPU session counts its pairs)."""
+        return bool(self.gpu_points)
 
     def count(self, evidence: Evidence) -> int:
         """The pairs of the deciding comparison with fewest (0 where one has none)."""
@@ -96,7 +112,7 @@ class Claim:
         """This claim on one machine's current evidence (`Evidence.of(machine)`)."""
         if not Machine.parse(machine).recorded:
             return Judgement(Status.UNRECORDED, "its records never said its ISA: listed, not judged")
-        found = self.rule(evidence, machine, rules.Lens())
+        found = self.rule(evidence, machine, Lens())
         notes = list(found.notes)
         if (turned := self.fragile(evidence, machine, found)) is not None:
             found = dataclasses.replace(found, status=Status.FRAGILE,
@@ -117,7 +133,7 @@ class Claim:
             return None
         outcomes = {Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE} - {found.status}
         for run in runs_of(self.reads(evidence)):
-            again = self.rule(evidence.without_run(run), machine, rules.Lens(loo=True))
+            again = self.rule(evidence.without_run(run), machine, Lens(loo=True))
             if again.status in outcomes:
                 return run, again.status
         return None
@@ -162,97 +178,3 @@ def predates(frames: list[pd.DataFrame]) -> bool:
 
 def fewest(counts: list[int]) -> int:
     return min(counts, default=0)
-
-
-def deciding_h1(evidence: Evidence) -> list[pd.DataFrame]:
-    found = rules.h1_pairs(evidence)
-    return [found.get(k, pd.DataFrame()) for k in H1_KNOBS]
-
-
-def deciding_grid(along: str) -> Callable[[Evidence], list[pd.DataFrame]]:
-    return lambda evidence: [p for _, p in rules.grid_pairs(evidence, along)[0]]
-
-
-def deciding_h4(evidence: Evidence) -> list[pd.DataFrame]:
-    if evidence.gpu_placements.empty:
-        return []
-    found = rules.h4_pairs(evidence)
-    return [found["host"], found["recovery"]]  # recovery's records are cached's and host's; uvm is shown beside
-
-
-def deciding_s1(evidence: Evidence) -> list[pd.DataFrame]:
-    old = evidence.baseline
-    if old.empty:
-        return []
-    loop = OPTIMIZED_BF16 if (old[col.VARIANT] == OPTIMIZED_BF16).any() else OPTIMIZED_FP32
-    return [rules.stats.pairs(rules.most_threads(old[old[col.CONFIG_NAME] == "dlrm-benchmark"]), loop, OLD)]
-
-
-def deciding_s2(evidence: Evidence) -> list[pd.DataFrame]:
-    """Each preset's profiled reference records: a share is read from one record, its own comparison."""
-    ref = rules.s2_records(evidence)
-    if ref.empty:
-        return []
-    mine = [ref[ref[col.CONFIG_NAME] == p] for p in rules.S2_PRESETS]
-    return [part.assign(**{RECORDS: record_ids(part).map(lambda one: (one,))}) for part in mine]
-
-
-def deciding_s3(evidence: Evidence) -> list[pd.DataFrame]:
-    loops = rules.s3_records(evidence)
-    if loops.empty:
-        return []
-    return [rules.stats.pairs(loops[loops[col.CONFIG_NAME] == p], OPTIMIZED_BF16, OPTIMIZED_FP32)
-            for p in rules.S3_PRESETS]  # fmt: skip
-
-
-def no_pairs(evidence: Evidence) -> list[pd.DataFrame]:
-    return []
-
-
-CLAIMS = [
-    Claim("H1", "GPU throughput depends strongly on the model's shape", ("gpu_knobs",), rules.h1,
-          "04_model_shape_sensitivity", deciding_h1),
-    Claim("H2", "the GPU's advantage grows with the dense part", ("gpu_grid",), rules.h2,
-          "03_dense_sparse_sensitivity", deciding_grid("model.dense_features")),
-    Claim("H3", "the GPU's advantage shrinks as the sparse part grows", ("gpu_grid",), rules.h3,
-          "03_dense_sparse_sensitivity", deciding_grid("tables")),
-    Claim("H4", "host-memory tables cost throughput; a hot-row cache recovers most", ("gpu_placements", "remote"),
-          rules.h4, "05_embedding_placement", deciding_h4),
-    Claim("S1", "optimizing every operator gives a large single-socket speedup (110x in 2020)",
-          ("baseline", "cpu_loops"), rules.s1, "02_cpu_optimizations", deciding_s1),
-    Claim("S2", "in the reference, embedding backward and update dominate", ("cpu_loops",), rules.s2,
-          "01_cpu_reference_breakdown", deciding_s2),
-    Claim("S3", "BF16 Split-SGD trains up to 1.8x faster than FP32, same accuracy",
-          ("cpu_loops", "cpu_compare", "accuracy"), rules.s3, "02_cpu_optimizations", deciding_s3),
-    Claim("S4", "hybrid parallelism scales efficiently to 64 sockets", ("scaling",), rules.s4, "06_scaling",
-          no_pairs),
-]  # fmt: skip
-BY_ID = {claim.id: claim for claim in CLAIMS}
-
-
-def claim(claim_id: str) -> Claim:
-    """The claim of an id; an unknown id is an error, never another claim's rule."""
-    if claim_id not in BY_ID:
-        raise KeyError(f"no claim {claim_id!r}: the claims are {', '.join(BY_ID)}")
-    return BY_ID[claim_id]
-
-
-def judge(claim_id: str, evidence: Evidence, machine: str) -> Judgement:
-    """One claim on one machine's current evidence."""
-    return claim(claim_id).judge(evidence, machine)
-
-
-def verdicts(evidence: Evidence) -> dict[str, dict[str, Judgement]]:
-    """claim id -> machine -> judgement, for every machine with records."""
-    return {c.id: {m: c.judge(evidence.of(m), m) for m in evidence.machines()} for c in CLAIMS}
-
-
-def class_status(by_machine: dict[str, Judgement], bf16_class: str) -> tuple[Status, dict[str, Status]]:
-    """A bf16 class's row of a per-machine claim (S3): the set of its machines' statuses, read as one status
-    where they agree and `machines disagree` where they do not."""
-    mine = {m: j.status for m, j in by_machine.items()
-            if Machine.parse(m).bf16_class == bf16_class and j.status != Status.NOT_YET}  # fmt: skip
-    statuses = set(mine.values())
-    if not statuses:
-        return Status.NOT_YET, mine
-    return (statuses.pop() if len(statuses) == 1 else Status.MACHINES_DISAGREE), mine

@@ -1,0 +1,28 @@
+"""H2 (HPCA 2021): the GPU's advantage grows with the dense part.
+
+Along the dense/sparse grid's dense features (`claims.grid`): reproduced where, at every table count, GPU over CPU
+grows from the fewest to the most dense features by more than GRID_MARGIN; not reproduced where some change's
+interval (at 1 - 0.05/m) lies short of it.
+"""
+
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.claims.claim import HPCA, Claim
+from dlrm_study.claims.grid import DENSE, deciding, grid_claim, grid_counts
+from dlrm_study.claims.rule import Lens
+
+ID = "H2"
+
+
+def h2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
+    return grid_claim(evidence, machine, lens, DENSE, grows=True)
+
+
+CLAIM = Claim(
+    ID, "the GPU's advantage grows with the dense part", HPCA, "GPU over CPU grows with the dense part",
+    ("gpu_grid",), h2, "03_dense_sparse_sensitivity", deciding(DENSE),
+    names=lambda tables: f"at {tables} tables",
+    figures=("03_gpu_over_cpu",),
+    gpu_points="the grid's dense-features ends (GPU over host CPU; the fewest over the table counts)",
+    session_counts=lambda out, run: grid_counts(CLAIM, out, run),
+)  # fmt: skip

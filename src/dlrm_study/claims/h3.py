@@ -1,0 +1,28 @@
+"""H3 (HPCA 2021): the GPU's advantage shrinks as the sparse part grows.
+
+Along the dense/sparse grid's tables (`claims.grid`): reproduced where, at every dense-feature count, GPU over CPU
+shrinks from the fewest to the most tables by more than GRID_MARGIN; not reproduced where some change's interval
+(at 1 - 0.05/m) lies short of it.
+"""
+
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.claims.claim import HPCA, Claim
+from dlrm_study.claims.grid import TABLES, deciding, grid_claim, grid_counts
+from dlrm_study.claims.rule import Lens
+
+ID = "H3"
+
+
+def h3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
+    return grid_claim(evidence, machine, lens, TABLES, grows=False)
+
+
+CLAIM = Claim(
+    ID, "the GPU's advantage shrinks as the sparse part grows", HPCA, "GPU over CPU shrinks as the sparse part grows",
+    ("gpu_grid",), h3, "03_dense_sparse_sensitivity", deciding(TABLES),
+    names=lambda dense: f"at {dense} dense features",
+    figures=("03_gpu_over_cpu",),
+    gpu_points="the grid's table-count ends (GPU over host CPU; the fewest over the dense-feature counts)",
+    session_counts=lambda out, run: grid_counts(CLAIM, out, run),
+)  # fmt: skip

@@ -1,0 +1,154 @@
+"""S3 (SC20): BF16 Split-SGD trains up to 1.8x faster than FP32, with the same accuracy.
+
+Per machine: a `conjunction` of the speed half (bf16 over fp32 above S3_FACTOR less S3_MARGIN on some timed
+preset) and the accuracy half (bf16's learned AUC gain over fp32's, `analysis.convergence`). A bf16 class's row is
+the set of its machines' verdicts.
+"""
+
+import pandas as pd
+
+from dlrm_study.analysis import stats
+from dlrm_study.analysis.convergence import (
+    FAILS,
+    GAIN_MARGIN,
+    HOLDS,
+    MIN_SEEDS,
+    NO_RECORDS,
+    AccuracyJudgement,
+    s3_accuracy,
+)
+from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
+from dlrm_study.analysis.current import code_of
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.judgement import LACKING, Judgement, Status, conjunction, decided
+from dlrm_study.analysis.readers import leave_out, pool
+from dlrm_study.claims.claim import SC20, Claim
+from dlrm_study.claims.rule import OTHER_PRESETS, Lens, counted, gate, most_threads, ratio_text, short_of
+from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
+from dlrm_study.records import Machine
+from dlrm_study.records import columns as col
+from dlrm_study.rules import literal
+
+ID = "S3"
+S3_FACTOR, S3_MARGIN = literal(ID, "factor"), literal(ID, "margin")
+S3_PRESETS = tuple(literal(ID, "presets"))
+
+
+def accuracy_said(accuracy: AccuracyJudgement) -> str:
+    """S3's accuracy half in a clause: its status and each preset's Split-SGD gain with its interval and seeds."""
+    gains = ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in accuracy.split)
+    said = f"{accuracy.status}" + (f", {gains}" if gains else "")
+    if accuracy.plain_status == HOLDS:  # the control kept the gain too: the benchmark cannot tell the two apart
+        said += " (plain bf16 SGD holds too: this benchmark does not tell Split-SGD from plain bf16)"
+    return said
+
+
+def s3_records(evidence: Evidence) -> pd.DataFrame:
+    """bf16 and fp32 on S3's presets at the machine's most threads (others counted), from every results file that
+    measured those points (the CPU loops' sweep and `dlrm-study compare`), by point identity."""
+    loops = pool(evidence.cpu_loops, evidence.cpu_compare)
+    if loops.empty:
+        return loops
+    loops = leave_out(loops, loops[col.CONFIG_NAME].isin(S3_PRESETS), OTHER_PRESETS)
+    loops = leave_out(loops, loops[col.VARIANT].isin([OPTIMIZED_BF16, OPTIMIZED_FP32]), "of other loops")
+    return most_threads(loops)
+
+
+def s3_speed(evidence: Evidence, lens: Lens, confidence: float) -> dict[str, stats.Ratio]:
+    """bf16 over fp32 per timed preset: at 1 - 0.05/2 each for "some preset reaches" (an OR, Bonferroni), at
+    95% each for "both fall short" (an AND)."""
+    loops = s3_records(evidence)
+    if loops.empty:
+        return {name: stats.NO_RATIO for name in S3_PRESETS}
+    return {name: lens.paired(loops[loops[col.CONFIG_NAME] == name], OPTIMIZED_BF16, OPTIMIZED_FP32,
+                              confidence=confidence) for name in S3_PRESETS}  # fmt: skip
+
+
+def speed_half(speed: dict[str, stats.Ratio], lens: Lens, reach: float) -> Status:
+    """S3's speed half over the presets with pairs: some judged preset's interval above `reach` (an "or"), or
+    every one judged and below it (an "and"); a preset short of its runs leaves it short of evidence."""
+    measured = {name: r for name, r in speed.items() if r.n}
+    judged = {name: r for name, r in measured.items() if lens.enough(r)}
+    if not measured:
+        return Status.NOT_YET
+    if any(r.low > reach for r in judged.values()):
+        return Status.REPRODUCED
+    if len(judged) < len(measured):
+        return short_of({name: r for name, r in measured.items() if name not in judged})
+    return Status.NOT_REPRODUCED if all(r.high < reach for r in judged.values()) else Status.INCONCLUSIVE
+
+
+def accuracy_half(accuracy: AccuracyJudgement, fails: bool) -> Status:
+    """S3's accuracy half: `fails` (read at 1 - 0.05/2, one side of the "or") refutes it; `HOLDS` (at 95%)
+    reproduces it; too few seeds, or none, is too few; undecided or a benchmark that did not learn, inconclusive."""
+    if fails:
+        return Status.NOT_REPRODUCED
+    lacking = {TOO_FEW_SEEDS: Status.TOO_FEW, NO_RECORDS: Status.TOO_FEW}
+    return Status.REPRODUCED if accuracy.status == HOLDS else lacking.get(accuracy.status, Status.INCONCLUSIVE)
+
+
+def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
+    """Per machine: bf16 over fp32 reaches 1.8x less the margin on a timed preset (intervals at 1 - 0.05/2),
+    and the held-out AUC of the timed presets is the same within 0.002 over >= 3 seeds: a `conjunction` of the
+    speed half (`speed_half`) and the accuracy half (`accuracy_half`)."""
+    m = Machine.parse(machine)
+    if m.native_bf16 is False:
+        return Judgement(Status.NOT_MEASURABLE, f"{m.bf16_class}: no bf16 instructions (AVX512-BF16, AMX-BF16)")
+    loops = s3_records(evidence)
+    reach = S3_FACTOR * (1 - S3_MARGIN)
+    # "Reproduced" needs some preset above (an "or" over the presets); "not reproduced" is an "or" of the speed
+    # half (both presets short: an "and", no correction within it) and the accuracy half failing. Each "or" is
+    # read at 1 - 0.05/2, so one set of intervals serves both.
+    either = stats.family(2)
+    speed = s3_speed(evidence, lens, either)
+    parts = [f"{name} {ratio_text(r)}" for name, r in speed.items() if r.n]
+    # the accuracy half reads the speed half's machine and code (without speed records: the machine's newest)
+    code = code_of([loops], machine).fingerprint if parts else None
+    accuracy = s3_accuracy(evidence.accuracy, machine, code)
+    fails = s3_accuracy(evidence.accuracy, machine, code, either).status == FAILS
+    halves = speed_half(speed, lens, reach), accuracy_half(accuracy, fails)
+    status = conjunction(*halves)
+    if not parts and status == Status.NOT_YET:
+        return counted(Judgement(Status.NOT_YET, f"{m.bf16_class}: no paired bf16 and fp32 repeats"), loops)
+    said = ", ".join(parts) or "none paired"
+    text = f"{m.bf16_class}; bf16 / fp32 samples/s at {stats.family(len(S3_PRESETS)):.1%} each: {said}"
+    text += f"; reaches the claim above {reach:.2f}x ({S3_FACTOR:g}x less {S3_MARGIN:.0%})"
+    text += f"; accuracy (bf16's learned AUC gain over fp32's, >= {GAIN_MARGIN:.0%}): {accuracy_said(accuracy)}"
+    measured = {name: r for name, r in speed.items() if r.n}
+    judged = {name: r for name, r in measured.items() if lens.enough(r)}
+    text += s3_said(halves, status, judged, measured)
+    return counted(decided(status, text, measured if halves[0] in LACKING else judged), loops)
+
+
+def s3_said(halves: tuple[Status, Status], status: Status, judged: dict, measured: dict) -> str:
+    """Why S3 says what it says: each refuted half, or each half short of evidence."""
+    speed, accuracy = halves
+    said = ""
+    if speed == Status.NOT_REPRODUCED:
+        faster = all(r.low > 1 for r in judged.values())
+        said += f": faster but short of {S3_FACTOR:g}x" if faster else f": not faster enough to reach {S3_FACTOR:g}x"
+    if accuracy == Status.NOT_REPRODUCED:
+        said += ": accuracy differs"
+    if status in LACKING and speed in LACKING:
+        said += gate({name: r for name, r in measured.items() if name not in judged})
+    if status in LACKING and accuracy in LACKING:
+        said += f": accuracy needs {MIN_SEEDS} seeds per preset"
+    return said
+
+
+def deciding(evidence: Evidence) -> list[pd.DataFrame]:
+    loops = s3_records(evidence)
+    if loops.empty:
+        return []
+    return [stats.pairs(loops[loops[col.CONFIG_NAME] == p], OPTIMIZED_BF16, OPTIMIZED_FP32)
+            for p in S3_PRESETS]  # fmt: skip
+
+
+CLAIM = Claim(
+    ID, "BF16 Split-SGD trains up to 1.8x faster than FP32, same accuracy", SC20,
+    f"up to {S3_FACTOR}x (judged above {S3_FACTOR * (1 - S3_MARGIN):.2f}x), bf16 learning "
+    f"{GAIN_MARGIN:.0%} of fp32's AUC gain",
+    ("cpu_loops", "cpu_compare", "accuracy"), s3, "02_cpu_optimizations", deciding,
+    names=lambda preset: f"bf16 over fp32, {preset}",
+    per_class=True,
+)  # fmt: skip
