@@ -5,6 +5,7 @@ import pytest
 from tests.golden import fixture
 
 from dlrm_study.analysis.judgement import Status
+from dlrm_study.claims import registry
 
 WORDS = {Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE, Status.FRAGILE}
 SHORT = {Status.ONE_RUN, Status.TOO_FEW, Status.NOT_YET, Status.UNRECORDED}
@@ -27,6 +28,7 @@ def test_todays_rules_decide_as_the_golden_judgements_say() -> None:
 
 
 def test_the_fixture_reaches_every_status_of_every_claim() -> None:
+    assert sorted(REACHABLE) == sorted(registry.BY_ID), "a claim of the registry without golden scenarios, or one gone"
     reached: dict[str, set[str]] = {}
     for judgement in fixture.written().values():
         if "claim" in judgement:
