@@ -18,8 +18,6 @@ CLAIM_IDS = set(registry.BY_ID)
 CLAIM_MODULE = re.compile(r"[hs]\d+")  # claims/h1.py .. claims/s4.py: a claim's module is named by its id
 # module -> the claim-id literals it holds (2026-12-06), never to grow; why each is still there:
 DEBT = {
-    # the GPU claims' designs (their truths, spreads and runs) beside the CPU claims', keyed by claim
-    "analysis/power.py": 12,
     # which GPU lending judges which claims, and the runs of each lending that feed them: plans below the claims
     "studies/gpu_lending.py": 8,
     "plans/gpu.py": 4,

@@ -93,11 +93,11 @@ def test_each_lending_judges_its_claims_in_three_runs_each_a_process_within_its_
 
 
 def test_the_power_table_states_each_gpu_claims_power_at_its_lendings_design():
-    """docs/claims.md's GPU rows (`analysis.power.DESIGNS`) are the plan's: the runs of a lending, the repeats a run."""
-    from dlrm_study.analysis import power
+    """docs/claims.md's GPU rows (`claims.designs.DESIGNS`) are the plan's: the runs of a lending, the repeats a run."""
+    from dlrm_study.claims import designs
 
     of = {claim: lending for lending, claims in gpu_lending.LENDINGS.items() for claim in claims}
-    gpu_rows = [d for d in power.DESIGNS if d.claim in of]
+    gpu_rows = [d for d in designs.DESIGNS if d.claim in of]
     assert {d.claim for d in gpu_rows} == set(of)
     for d in gpu_rows:
         assert (d.runs, d.pairs) == (gpu_lending.VERDICT_RUNS, gpu_lending.REPEATS_OF[of[d.claim]]), d.claim

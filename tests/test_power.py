@@ -1,6 +1,6 @@
-"""The design of the claims' deciding points (analysis/power.py) against its targets, its literals against the
-records and `plans.profiles`, its simulation against the rule's own interval, and docs/claims.md's table
-against `power_markdown()`."""
+"""The design of the claims' deciding points (each claim's DESIGNS, `claims.designs`) against its targets, its
+literals against the records and `plans.profiles`, its simulation (`analysis.power`) against the rule's own
+interval, and docs/claims.md's table against `power_markdown()`."""
 
 import math
 from pathlib import Path
@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 from dlrm_study.analysis import clusters, power
+from dlrm_study.claims import designs
 from dlrm_study.plans import profiles
 from dlrm_study.records import columns as col
 
 CLAIMS_DOC = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
-CPU_DESIGNS = [d for d in power.DESIGNS if not d.claim.startswith("H")]  # the GPU claims': one lending's runs
+CPU_DESIGNS = [d for d in designs.DESIGNS if not d.claim.startswith("H")]  # the GPU claims': one lending's runs
 IDS = [f"{d.claim}-{d.comparison}" for d in CPU_DESIGNS]
 
 
@@ -22,7 +23,7 @@ IDS = [f"{d.claim}-{d.comparison}" for d in CPU_DESIGNS]
 def test_design_meets_targets(design: power.Design) -> None:
     """At the committed variances: >= 80% for each word where the truth is on its side, <= 2.5% "reproduced"
     where the truth sits on the margin (a miss names the row; `runs_needed` says what would meet it)."""
-    found = power.power_table().set_index(["claim", "comparison"]).loc[(design.claim, design.comparison)]
+    found = designs.power_table().set_index(["claim", "comparison"]).loc[(design.claim, design.comparison)]
     said = (
         f"reproduced {found.reproduced:.1%}, not reproduced {found.not_reproduced:.1%}, false "
         f"{found.false_reproduced:.1%} at {design.runs} runs x {design.pairs}; needs {found.runs_needed} runs"
@@ -43,14 +44,14 @@ def test_design_is_the_profiles() -> None:
 def test_variances_come_from_the_records() -> None:
     """Every source literal is what `measure` reads from the committed records it names, and every design's SDs
     the largest of its sources' (or said to be assumed)."""
-    for design in power.DESIGNS:
+    for design in designs.DESIGNS:
         for source in design.sources:
-            found = power.measure(design.claim, design.comparison, source.machine, source.code, source.runs)
+            found = designs.measure(design.claim, design.comparison, source.machine, source.code, source.runs)
             assert alike(found, source), f"{design.claim} {design.comparison}: {found} in the records, {source} written"
     by_claim: dict[str, list[power.Measured]] = {}
-    for design in power.DESIGNS:
+    for design in designs.DESIGNS:
         by_claim.setdefault(design.claim, []).extend(design.sources)
-    for design in power.DESIGNS:
+    for design in designs.DESIGNS:
         if not design.sources or design.basis.startswith("assumed"):
             continue
         assert design.within_sd == max(s.within_sd for s in design.sources)
@@ -92,7 +93,7 @@ def test_simulation_judges_what_the_rule_judges() -> None:
 
 def test_the_simulation_can_fail() -> None:
     """Two runs say no word (a word needs MIN_RUNS, and one left out leaves no interval): the design misses."""
-    s3 = power.DESIGNS[0]
+    s3 = designs.DESIGNS[0]
     found = power.powers(s3, runs=2, n_sims=2000)
     assert found["reproduced"] < power.TARGET_POWER and found["not_reproduced"] < power.TARGET_POWER
     assert not power.meets(found)
@@ -124,7 +125,7 @@ def test_variance_components_recover_known_spreads() -> None:
 
 def test_docs_table_is_current() -> None:
     """docs/claims.md's "Design and power" table is `power_markdown()` (`python scripts/power_table.py`)."""
-    assert power.section(CLAIMS_DOC.read_text()) == power.power_markdown()
+    assert power.section(CLAIMS_DOC.read_text()) == designs.power_markdown()
 
 
 def test_the_accuracy_half_has_the_seeds_its_spread_asks_for():

@@ -5,14 +5,16 @@ stay there with any one run left out (not fragile). Whether a design of R runs x
 on two spreads, each on the scale the rule summarizes on (log for ratios, logit for shares, linear for H4's
 recovery): the spread of a repeat's pair around its run's mean (within run) and the spread of run means beyond
 what their repeats explain (between runs). `variance_components` measures both from committed records;
-`simulate` draws designs from them and applies the rule as `over_runs` does; `DESIGNS` holds the committed
-design, each claim's assumptions and where every number came from, and `power_table` the powers it gives.
-tests/test_power.py holds the design to its targets and the literals to the records and to `plans.profiles`.
+`simulate` draws designs from them and applies the rule as `over_runs` does. Each claim's module (`claims/`) holds
+its committed `Design`s: its assumptions and where every number came from (`Measured`, read by its `Reader`);
+`claims.designs` collects them and tabulates the powers they give. tests/test_power.py holds the design to its
+targets and the literals to the records and to `plans.profiles`.
 """
 
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,9 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dlrm_study.analysis import clusters, current, stats
-from dlrm_study.analysis.cpu import embedding_share_rows
-from dlrm_study.analysis.placement import recovery
-from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, OPTIMIZED_BF16, OPTIMIZED_FP32, REFERENCE
+from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
 from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -41,9 +41,11 @@ SEED = 20261205
 MAX_RUNS = 60  # `runs_needed` looks no further
 
 RESULTS = REPO / "results"
-S3_FILES = (("sweeps.csv", "cpu-loops-quick"), ("bench.csv", "cpu-compare"))  # S3 pools both (claims.s3.s3_records)
-S2_FILES = (("sweeps.csv", "cpu-loops-quick"),)
-H4_FILES = (("gpu_sweeps.csv", "gpu-placements"),)
+XEON_AMX = "intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/2cpu"  # the first runs measured as processes
+GPU_SPREAD = "assumed (no runs of these points yet)"
+# A GPU claim's design is one lending's (`studies.gpu_lending`: 3 runs, each a process; 3 repeats a run for H1 and
+# H4, 1 for H2 and H3): tests/test_gpu_lending.py holds these literals to the plan.
+LENDING_RUNS = 3
 
 
 # --- variance components ----------------------------------------------------------------------------
@@ -128,35 +130,16 @@ def with_steps(pairs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return pairs.merge(steps, left_on=col.RUN_ID, right_index=True, how="left")
 
 
-def s3_pairs(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
-    """bf16 over fp32 samples/s per repeat on one preset (the pairs S3's rule reads), with their steps."""
-    frame = records(S3_FILES, machine, code, runs)
-    frame = frame[frame[col.CONFIG_NAME] == preset]
-    return with_steps(stats.pairs(frame, OPTIMIZED_BF16, OPTIMIZED_FP32), frame)
+class Reader(NamedTuple):
+    """How a claim's design reads its comparison's values from committed records: `read(machine, code,
+    comparison, runs)`, the column it reads (`value`), the rule's scale, and whether its within-run SD is rescaled
+    to `STEPS` timed steps (only timed steps are: S2's shares come from the profiled window, `profile_steps`, and a
+    GPU point times blocks of steps, `measure.gpu`)."""
 
-
-def s2_shares(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
-    """The reference's share of its profiled iteration in embedding backward + update, per profiled repeat."""
-    frame = records(S2_FILES, machine, code, runs)
-    frame = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == REFERENCE)]
-    return embedding_share_rows(frame[frame[col.op_column("embedding_backward_update")].notna()])
-
-
-def h4_recoveries(machine: str, code: str, comparison: str = "recovery", runs: int | None = None) -> pd.DataFrame:
-    """H4's recovery (c - h) / (1 - h) per repeat (`placement.recovery`, the rule's own arithmetic), from host and
-    cached over hbm."""
-    frame = records(H4_FILES, machine, code, runs)
-    return recovery(stats.pairs(frame, GPU_HOST, GPU_HBM), stats.pairs(frame, GPU_CACHED, GPU_HBM))
-
-
-# claim: (reader, value, scale, whether its within-run SD is rescaled to `STEPS` timed steps). Only S3's pairs
-# are timed steps; S2's shares come from the profiled window (`profile_steps`, 5 in the records and the design),
-# and a GPU point times blocks of steps (`measure.gpu`), not `STEPS`.
-READERS = {
-    "S3": (s3_pairs, "ratio", "log", True),
-    "S2": (s2_shares, "share", "logit", False),
-    "H4": (h4_recoveries, "ratio", "linear", False),
-}
+    read: Callable[[str, str, str, int | None], pd.DataFrame]
+    value: str
+    scale: str
+    timed: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,11 +158,11 @@ class Measured:
     between_sd: float
 
 
-def measure(claim: str, comparison: str, machine: str, code: str, runs: int | None = None) -> Measured:
-    """`Measured` of one machine's committed records of a claim's comparison (the provenance a literal names;
-    `runs`: its first run slots only); S3's within-run SD rescaled to `STEPS` timed steps (`variance_components`),
-    the others as measured."""
-    read, value, scale, timed = READERS[claim]
+def measure(reader: Reader, comparison: str, machine: str, code: str, runs: int | None = None) -> Measured:
+    """`Measured` of one machine's committed records of a claim's comparison, as its `reader` reads them (the
+    provenance a literal names; `runs`: its first run slots only); a timed reader's within-run SD rescaled to
+    `STEPS` timed steps (`variance_components`), the others as measured."""
+    read, value, scale, timed = reader
     found = read(machine, code, comparison, runs)
     scaled = timed and col.STEPS in found
     within, between, runs, n = variance_components(
@@ -315,97 +298,6 @@ class Design:
     pairs: int = PAIRS
 
 
-# Every machine's records of a claim's comparison at its newest code, read as `measure` reads them (repeat 0 out).
-XEON_AMX = "intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/2cpu"  # the first runs measured as processes
-S3_SOURCES = {
-    "dlrm-benchmark": (
-        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 1.6136, 0.1152, 0.0),
-        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.7619, 0.0708, 0.0),
-        Measured(XEON_AMX, "9e2daaf70920", 7, 21, (10,), 2.2779, 0.1831, 0.1116),
-    ),
-    "mlperf-scaled": (
-        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 1.9399, 0.1403, 0.0572),
-        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.6519, 0.0444, 0.0),
-        Measured(XEON_AMX, "9e2daaf70920", 7, 21, (10,), 2.8457, 0.1982, 0.1272),
-    ),
-}
-S2_SOURCES = {
-    "dlrm-benchmark": (
-        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.4507, 0.013, 0.0),
-        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.5543, 0.046, 0.0322),
-        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.5369, 0.0448, math.nan),
-        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.6614, 0.255, 0.0),
-        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.6176, 0.0597, 0.0199),
-    ),
-    "mlperf-scaled": (
-        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.0392, 0.0283, 0.1387),
-        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.0536, 0.0617, 0.0818),
-        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.0614, 0.2506, math.nan),
-        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.0711, 0.1376, 0.1023),
-        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.0715, 0.0716, 0.0889),
-    ),
-    "kaggle": (
-        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.1816, 0.0778, 0.031),
-        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.2204, 0.0753, 0.0),
-        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.1726, 0.0749, math.nan),
-        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.1986, 0.0736, 0.0),
-        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.2166, 0.0893, 0.0806),
-    ),
-}
-H200 = "avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
-H4_SOURCES = {
-    "mlperf-scaled": (
-        Measured(f"intel-xeon-f6m207s2/{H200}", "d21ede0945ba", 1, 4, (), 0.1439, 0.0124, math.nan),
-        Measured(f"intel-xeon/{H200}", "", 1, 2, (), 0.6756, 0.0091, math.nan),
-    ),
-}
-
-S3_BASIS = (
-    "bf16 / fp32 pairs of the native-bf16 machines (results/sweeps.csv cpu-loops-quick and results/bench.csv "
-    "cpu-compare, pooled); within: the largest, rescaled to 10 timed steps; between: the largest over both presets "
-    "(the same runs measure both). The largest come from the first machine measured in separate processes, 7 "
-    "runs (intel-xeon-f6m207s2); the earlier sources rest on 2 runs of one process, which understated the "
-    "between-run spread about twofold"
-)
-S2_BASIS = (
-    "the reference's profiled shares on every machine's newest code (results/sweeps.csv cpu-loops-quick); the "
-    "largest within and between SDs (a share comes from the profiled window, 5 steps in the records and the design: "
-    "not rescaled); truths: the shares the machines nearest 50% showed"
-)
-GPU_SPREAD = "assumed (no runs of these points yet)"
-# A GPU claim's design is one lending's (`studies.gpu_lending`: 3 runs, each a process; 3 repeats a run for H1 and
-# H4, 1 for H2 and H3): tests/test_gpu_lending.py holds these literals to the plan.
-LENDING_RUNS = 3
-DESIGNS = (
-    Design("S3", "dlrm-benchmark", "log", 1.62, 1.8, 1.0, 0.975, 0.975, 0.1831, 0.1272, S3_BASIS,
-           S3_SOURCES["dlrm-benchmark"], reproduce=("any", 2), refute=("all", 2)),
-    Design("S3", "mlperf-scaled", "log", 1.62, 1.8, 1.0, 0.975, 0.975, 0.1982, 0.1272, S3_BASIS,
-           S3_SOURCES["mlperf-scaled"], reproduce=("any", 2), refute=("all", 2)),
-    Design("S2", "dlrm-benchmark", "logit", 0.5, 0.5369, 0.4507, 0.95, 1 - 0.05 / 3, 0.255, 0.0322, S2_BASIS,
-           S2_SOURCES["dlrm-benchmark"]),
-    Design("S2", "mlperf-scaled", "logit", 0.5, None, 0.0715, 0.95, 1 - 0.05 / 3, 0.2506, 0.1387,
-           S2_BASIS + "; no machine's share lies above 50% here (4-7%), so no truth under the claim",
-           S2_SOURCES["mlperf-scaled"]),
-    Design("S2", "kaggle", "logit", 0.5, None, 0.2204, 0.95, 1 - 0.05 / 3, 0.0893, 0.0806,
-           S2_BASIS + "; no machine's share lies above 50% here (17-22%), so no truth under the claim",
-           S2_SOURCES["kaggle"]),
-    Design("H4", "recovery", "linear", 0.5, 0.7, 0.3, 0.95, 0.975, 0.0124, 0.10,
-           "within: the largest of the H200 placements' recoveries (results/gpu_sweeps.csv gpu-placements, one run "
-           "each); between: assumed 0.10 (10 points of recovery: one run per machine, none to estimate it from); "
-           "host below hbm taken as given (its ratio was 0.05-0.08x)", H4_SOURCES["mlperf-scaled"],
-           refute=("any", 2), runs=LENDING_RUNS, pairs=3),
-    Design("H1", "each knob", "log", 1.5, 1.875, 1.0, 1 - 0.05 / 6, 0.95, 0.10, 0.10,
-           f"{GPU_SPREAD}: a GPU ratio, whose repeats spread 0.1-6% on the H200; 0.10 each, within and between",
-           band=True, reproduce=("any", 6), refute=("all", 6), runs=LENDING_RUNS, pairs=3),
-    Design("H2", "each table count", "log", 1.25, 1.5625, 1.0, 0.95, 1 - 0.05 / 3, 0.20, 0.10,
-           f"{GPU_SPREAD}: a ratio of four records, two of them CPU loops (S3's pairs spread up to 0.14); within "
-           "0.20, between 0.10", reproduce=("all", 3), refute=("any", 3), runs=LENDING_RUNS, pairs=1),
-    Design("H3", "each dense count", "log", 0.8, 0.64, 1.0, 0.95, 1 - 0.05 / 3, 0.20, 0.10,
-           f"{GPU_SPREAD}: as H2's", direction="below", reproduce=("all", 3), refute=("any", 3), runs=LENDING_RUNS,
-           pairs=1),
-)  # fmt: skip
-
-
 def on_scale(design: Design, value: float) -> float:
     """A truth or margin on the design's scale (H1's band: its upper end)."""
     return to_scale(value, design.scale)
@@ -448,25 +340,6 @@ def runs_needed(design: Design, n_sims: int = N_SIMS, seed: int = SEED) -> int |
     return None
 
 
-@functools.cache
-def table(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
-    rows = []
-    for d in DESIGNS:
-        found = powers(d, None, n_sims, seed)
-        rows.append({"claim": d.claim, "comparison": d.comparison, "scale": d.scale, "margin": d.margin,
-                     "claimed": d.claimed, "other": d.other, "confidence": d.confidence,
-                     "refute_confidence": d.refute_confidence, "within_sd": d.within_sd, "between_sd": d.between_sd,
-                     "runs": d.runs, "pairs": d.pairs, "steps": STEPS, **found, "meets": meets(found),
-                     "runs_needed": runs_needed(d, n_sims, seed)})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def power_table(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
-    """One row per claim and comparison: the truths, margin, variances, design, the chances of each word at its
-    truth, whether they meet the targets, and the fewest runs that would."""
-    return table(n_sims, seed).copy()
-
-
 def amount(value: float | None, scale: str) -> str:
     if value is None or value != value:
         return "-"
@@ -475,43 +348,6 @@ def amount(value: float | None, scale: str) -> str:
 
 def chance(value: float) -> str:
     return "-" if value != value else f"{value:.1%}"
-
-
-def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
-    """The table of `power_table` as docs/claims.md shows it, with each row's basis."""
-    found = power_table(n_sims, seed)
-    lines = [
-        f"Design: the CPU claims {RUNS} runs x {PAIRS} repeats x {STEPS} timed steps per deciding point; the GPU "
-        f"claims one lending's runs (the design column); targets: >= {TARGET_POWER:.0%} for each word where the "
-        f'truth is on its side, <= {TARGET_FALSE:.1%} "reproduced" where it sits on the margin; {N_SIMS:,} '
-        f"simulated designs each (seed {SEED}).",
-        "",
-        "| claim | comparison | design (runs x repeats) | margin | truth: claim / other | within SD | between SD | "
-        "reproduced | not reproduced | false reproduced | targets | runs needed (x the row's repeats) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for d, row in zip(DESIGNS, found.itertuples(), strict=True):
-        needed = "more than 60" if row.runs_needed is None or row.runs_needed != row.runs_needed else int(
-            row.runs_needed)  # fmt: skip
-        lines.append(
-            f"| {d.claim} | {d.comparison} | {d.runs} x {d.pairs} | {amount(d.margin, d.scale)} | "
-            f"{amount(d.claimed, d.scale)} / "
-            f"{amount(d.other, d.scale)} | {d.within_sd:.3f} | {d.between_sd:.3f} | {chance(row.reproduced)} | "
-            f"{chance(row.not_reproduced)} | {chance(row.false_reproduced)} | {'met' if row.meets else 'missed'} | "
-            f"{needed} |"
-        )
-    lines += ["", "Where the numbers came from (SDs on the rule's scale: log, logit for shares, linear for H4):", ""]
-    for d in DESIGNS:
-        lines.append(f"- {d.claim} {d.comparison}: {d.basis}.")
-        for s in d.sources:
-            between = "-" if s.between_sd != s.between_sd else f"{s.between_sd:.4f}"
-            steps = f", {'/'.join(map(str, s.steps))} steps" if s.steps else ""
-            runs = f"{s.runs} run{'s' * (s.runs != 1)}"
-            lines.append(
-                f"  - `{s.machine}` (code {s.code or 'unfingerprinted'}): {runs}, {s.pairs} pairs{steps}; "
-                f"centre {amount(s.center, d.scale)}, within {s.within_sd:.4f}, between {between}"
-            )
-    return "\n".join(lines) + "\n\n" + accuracy_markdown()
 
 
 # --- S3's accuracy half: seeds, not runs -----------------------------------------------------------
@@ -583,17 +419,10 @@ def accuracy_meets(found: dict[str, float]) -> bool:
     return found["holds"] >= TARGET_POWER and found["fails"] >= TARGET_POWER and found["false_holds"] <= TARGET_FALSE
 
 
-BEGIN, END = "<!-- power: begin -->", "<!-- power: end -->"
+BEGIN, END = "<!-- power: begin -->", "<!-- power: end -->"  # docs/claims.md's table (`claims.designs`)
 
 
 def section(doc: str) -> str:
     """What docs/claims.md holds between the power markers."""
     start, stop = doc.index(BEGIN) + len(BEGIN), doc.index(END)
     return doc[start:stop].strip("\n") + "\n"
-
-
-def with_table(doc: str, text: str | None = None) -> str:
-    """docs/claims.md with the text between the power markers replaced by `text` (`power_markdown()`)."""
-    text = power_markdown() if text is None else text
-    start, stop = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    return doc[:start] + "\n" + text + doc[stop:]

@@ -11,6 +11,7 @@ import pandas as pd
 from dlrm_study.analysis import clusters, stats
 from dlrm_study.analysis.evidence import H1_KNOBS, Evidence
 from dlrm_study.analysis.judgement import Judgement, Status, decided
+from dlrm_study.analysis.power import GPU_SPREAD, LENDING_RUNS, Design
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.analysis.views import side
 from dlrm_study.analysis.wording import variant_words
@@ -79,6 +80,13 @@ def session_counts(out: Path, run: GpuRun) -> tuple[int, int]:
         ends = (frame["x"].max(), frame["x"].min()) if not frame.empty else (None, None)
         found.append(clusters.paired_ratio(frame, *ends, between="x") if not frame.empty else stats.NO_RATIO)
     return min(r.n for r in found), min(r.runs for r in found)
+
+
+DESIGNS = (  # one lending's runs (`analysis.power`)
+    Design(ID, "each knob", "log", 1.5, 1.875, 1.0, 1 - 0.05 / 6, 0.95, 0.10, 0.10,
+           f"{GPU_SPREAD}: a GPU ratio, whose repeats spread 0.1-6% on the H200; 0.10 each, within and between",
+           band=True, reproduce=("any", 6), refute=("all", 6), runs=LENDING_RUNS, pairs=3),
+)  # fmt: skip
 
 
 CLAIM = Claim(

@@ -7,6 +7,7 @@ interval (at 1 - 0.05/m) lies short of it.
 
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.analysis.power import GPU_SPREAD, LENDING_RUNS, Design
 from dlrm_study.claims.claim import HPCA, Claim
 from dlrm_study.claims.grid import DENSE, deciding, grid_claim, grid_counts
 from dlrm_study.claims.rule import Lens
@@ -16,6 +17,13 @@ ID = "H2"
 
 def h2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     return grid_claim(evidence, machine, lens, DENSE, grows=True)
+
+
+DESIGNS = (  # one lending's runs (`analysis.power`)
+    Design(ID, "each table count", "log", 1.25, 1.5625, 1.0, 0.95, 1 - 0.05 / 3, 0.20, 0.10,
+           f"{GPU_SPREAD}: a ratio of four records, two of them CPU loops (S3's pairs spread up to 0.14); within "
+           "0.20, between 0.10", reproduce=("all", 3), refute=("any", 3), runs=LENDING_RUNS, pairs=1),
+)  # fmt: skip
 
 
 CLAIM = Claim(

@@ -7,6 +7,7 @@ shrinks from the fewest to the most tables by more than GRID_MARGIN; not reprodu
 
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement
+from dlrm_study.analysis.power import GPU_SPREAD, LENDING_RUNS, Design
 from dlrm_study.claims.claim import HPCA, Claim
 from dlrm_study.claims.grid import TABLES, deciding, grid_claim, grid_counts
 from dlrm_study.claims.rule import Lens
@@ -16,6 +17,13 @@ ID = "H3"
 
 def h3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     return grid_claim(evidence, machine, lens, TABLES, grows=False)
+
+
+DESIGNS = (  # one lending's runs (`analysis.power`)
+    Design(ID, "each dense count", "log", 0.8, 0.64, 1.0, 0.95, 1 - 0.05 / 3, 0.20, 0.10,
+           f"{GPU_SPREAD}: as H2's", direction="below", reproduce=("all", 3), refute=("any", 3), runs=LENDING_RUNS,
+           pairs=1),
+)  # fmt: skip
 
 
 CLAIM = Claim(

@@ -5,6 +5,7 @@ and the recovery (the share of host's loss the cache wins back, wholly above H4_
 GPU it is not measurable; the remote tables of a CPU parameter server are shown beside.
 """
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,7 @@ from dlrm_study.analysis import clusters, stats
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import LACKING, Judgement, Status, conjunction, decided
 from dlrm_study.analysis.placement import placement_records, recovery
+from dlrm_study.analysis.power import LENDING_RUNS, Design, Measured, Reader, records
 from dlrm_study.analysis.wording import Share, amount
 from dlrm_study.claims.claim import HPCA, Claim
 from dlrm_study.claims.rule import Lens, counted, gate, gpu_early, half, ratio_text
@@ -91,6 +93,34 @@ def session_counts(out: Path, run: GpuRun) -> tuple[int, int]:
     frame = frame[frame[col.MACHINE] == machine_key()]
     found = [clusters.paired_ratio(frame, v, GPU_HBM) for v in (GPU_HOST, GPU_CACHED)]
     return min(r.n for r in found), min(r.runs for r in found)
+
+
+# The design of its deciding comparison (`analysis.power`): the recoveries of the placements' records.
+H4_FILES = (("gpu_sweeps.csv", "gpu-placements"),)
+
+
+def h4_recoveries(machine: str, code: str, comparison: str = "recovery", runs: int | None = None) -> pd.DataFrame:
+    """H4's recovery (c - h) / (1 - h) per repeat (`placement.recovery`, the rule's own arithmetic), from host and
+    cached over hbm."""
+    frame = records(H4_FILES, machine, code, runs)
+    return recovery(stats.pairs(frame, GPU_HOST, GPU_HBM), stats.pairs(frame, GPU_CACHED, GPU_HBM))
+
+
+READER = Reader(h4_recoveries, "ratio", "linear", timed=False)  # a GPU point times blocks of steps
+H200 = "avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
+H4_SOURCES = {
+    "mlperf-scaled": (
+        Measured(f"intel-xeon-f6m207s2/{H200}", "d21ede0945ba", 1, 4, (), 0.1439, 0.0124, math.nan),
+        Measured(f"intel-xeon/{H200}", "", 1, 2, (), 0.6756, 0.0091, math.nan),
+    ),
+}
+DESIGNS = (
+    Design(ID, "recovery", "linear", 0.5, 0.7, 0.3, 0.95, 0.975, 0.0124, 0.10,
+           "within: the largest of the H200 placements' recoveries (results/gpu_sweeps.csv gpu-placements, one run "
+           "each); between: assumed 0.10 (10 points of recovery: one run per machine, none to estimate it from); "
+           "host below hbm taken as given (its ratio was 0.05-0.08x)", H4_SOURCES["mlperf-scaled"],
+           refute=("any", 2), runs=LENDING_RUNS, pairs=3),
+)  # fmt: skip
 
 
 CLAIM = Claim(

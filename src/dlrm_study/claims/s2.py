@@ -4,6 +4,8 @@ The share of the reference's profiled iteration in embedding backward + update, 
 preset (S2_PRESETS), each judged and named.
 """
 
+import math
+
 import pandas as pd
 
 from dlrm_study.analysis import stats
@@ -11,6 +13,7 @@ from dlrm_study.analysis.cpu import embedding_share_rows, largest_operator
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.judgement import Judgement, Status, decided
+from dlrm_study.analysis.power import XEON_AMX, Design, Measured, Reader, records
 from dlrm_study.analysis.readers import leave_out
 from dlrm_study.analysis.views import side
 from dlrm_study.analysis.wording import amount, describe
@@ -78,6 +81,58 @@ def deciding(evidence: Evidence) -> list[pd.DataFrame]:
         return []
     mine = [ref[ref[col.CONFIG_NAME] == p] for p in S2_PRESETS]
     return [part.assign(**{RECORDS: record_ids(part).map(lambda one: (one,))}) for part in mine]
+
+
+# The design of its deciding comparisons (`analysis.power`): the reference's profiled shares per preset.
+S2_FILES = (("sweeps.csv", "cpu-loops-quick"),)
+
+
+def s2_shares(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
+    """The reference's share of its profiled iteration in embedding backward + update, per profiled repeat."""
+    frame = records(S2_FILES, machine, code, runs)
+    frame = frame[(frame[col.CONFIG_NAME] == preset) & (frame[col.VARIANT] == REFERENCE)]
+    return embedding_share_rows(frame[frame[col.op_column("embedding_backward_update")].notna()])
+
+
+READER = Reader(s2_shares, "share", "logit", timed=False)  # the profiled window's shares: as measured
+S2_SOURCES = {
+    "dlrm-benchmark": (
+        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.4507, 0.013, 0.0),
+        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.5543, 0.046, 0.0322),
+        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.5369, 0.0448, math.nan),
+        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.6614, 0.255, 0.0),
+        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.6176, 0.0597, 0.0199),
+    ),
+    "mlperf-scaled": (
+        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.0392, 0.0283, 0.1387),
+        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.0536, 0.0617, 0.0818),
+        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.0614, 0.2506, math.nan),
+        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.0711, 0.1376, 0.1023),
+        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.0715, 0.0716, 0.0889),
+    ),
+    "kaggle": (
+        Measured("amd-epyc-f23m1s2/avx2/2cpu", "ec2605cfdf0d", 2, 4, (15,), 0.1816, 0.0778, 0.031),
+        Measured("amd-epyc-f25m1s1/avx2/2cpu", "4558f71d66c2", 2, 4, (15,), 0.2204, 0.0753, 0.0),
+        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 1, 4, (20,), 0.1726, 0.0749, math.nan),
+        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.1986, 0.0736, 0.0),
+        Measured(XEON_AMX, "a3d3afd44e4d", 7, 21, (10,), 0.2166, 0.0893, 0.0806),
+    ),
+}
+S2_BASIS = (
+    "the reference's profiled shares on every machine's newest code (results/sweeps.csv cpu-loops-quick); the "
+    "largest within and between SDs (a share comes from the profiled window, 5 steps in the records and the design: "
+    "not rescaled); truths: the shares the machines nearest 50% showed"
+)
+DESIGNS = (
+    Design(ID, "dlrm-benchmark", "logit", 0.5, 0.5369, 0.4507, 0.95, 1 - 0.05 / 3, 0.255, 0.0322, S2_BASIS,
+           S2_SOURCES["dlrm-benchmark"]),
+    Design(ID, "mlperf-scaled", "logit", 0.5, None, 0.0715, 0.95, 1 - 0.05 / 3, 0.2506, 0.1387,
+           S2_BASIS + "; no machine's share lies above 50% here (4-7%), so no truth under the claim",
+           S2_SOURCES["mlperf-scaled"]),
+    Design(ID, "kaggle", "logit", 0.5, None, 0.2204, 0.95, 1 - 0.05 / 3, 0.0893, 0.0806,
+           S2_BASIS + "; no machine's share lies above 50% here (17-22%), so no truth under the claim",
+           S2_SOURCES["kaggle"]),
+)  # fmt: skip
 
 
 CLAIM = Claim(

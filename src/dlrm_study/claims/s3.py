@@ -21,6 +21,7 @@ from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
 from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import LACKING, Judgement, Status, conjunction, decided
+from dlrm_study.analysis.power import XEON_AMX, Design, Measured, Reader, records, with_steps
 from dlrm_study.analysis.readers import leave_out, pool
 from dlrm_study.claims.claim import SC20, Claim
 from dlrm_study.claims.rule import OTHER_PRESETS, Lens, counted, gate, most_threads, ratio_text, short_of
@@ -142,6 +143,46 @@ def deciding(evidence: Evidence) -> list[pd.DataFrame]:
         return []
     return [stats.pairs(loops[loops[col.CONFIG_NAME] == p], OPTIMIZED_BF16, OPTIMIZED_FP32)
             for p in S3_PRESETS]  # fmt: skip
+
+
+# The design of its deciding comparisons (`analysis.power`): the records behind its variances, read as the rule
+# reads them (repeat 0 out), and each preset's design.
+S3_FILES = (("sweeps.csv", "cpu-loops-quick"), ("bench.csv", "cpu-compare"))  # pooled, as `s3_records` pools them
+
+
+def s3_pairs(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:
+    """bf16 over fp32 samples/s per repeat on one preset (the pairs S3's rule reads), with their steps."""
+    frame = records(S3_FILES, machine, code, runs)
+    frame = frame[frame[col.CONFIG_NAME] == preset]
+    return with_steps(stats.pairs(frame, OPTIMIZED_BF16, OPTIMIZED_FP32), frame)
+
+
+READER = Reader(s3_pairs, "ratio", "log", timed=True)
+S3_SOURCES = {
+    "dlrm-benchmark": (
+        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 1.6136, 0.1152, 0.0),
+        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.7619, 0.0708, 0.0),
+        Measured(XEON_AMX, "9e2daaf70920", 7, 21, (10,), 2.2779, 0.1831, 0.1116),
+    ),
+    "mlperf-scaled": (
+        Measured("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 1.9399, 0.1403, 0.0572),
+        Measured("intel-xeon/avx512f+avx512_bf16/2cpu", "", 2, 6, (10, 20), 0.6519, 0.0444, 0.0),
+        Measured(XEON_AMX, "9e2daaf70920", 7, 21, (10,), 2.8457, 0.1982, 0.1272),
+    ),
+}
+S3_BASIS = (
+    "bf16 / fp32 pairs of the native-bf16 machines (results/sweeps.csv cpu-loops-quick and results/bench.csv "
+    "cpu-compare, pooled); within: the largest, rescaled to 10 timed steps; between: the largest over both presets "
+    "(the same runs measure both). The largest come from the first machine measured in separate processes, 7 "
+    "runs (intel-xeon-f6m207s2); the earlier sources rest on 2 runs of one process, which understated the "
+    "between-run spread about twofold"
+)
+DESIGNS = (
+    Design(ID, "dlrm-benchmark", "log", 1.62, 1.8, 1.0, 0.975, 0.975, 0.1831, 0.1272, S3_BASIS,
+           S3_SOURCES["dlrm-benchmark"], reproduce=("any", 2), refute=("all", 2)),
+    Design(ID, "mlperf-scaled", "log", 1.62, 1.8, 1.0, 0.975, 0.975, 0.1982, 0.1272, S3_BASIS,
+           S3_SOURCES["mlperf-scaled"], reproduce=("any", 2), refute=("all", 2)),
+)  # fmt: skip
 
 
 CLAIM = Claim(

@@ -1,0 +1,100 @@
+"""The claims' designs together (each claim's module holds its own, `DESIGNS`, read by its `READER`): the powers
+they give (`power_table`) and docs/claims.md's "Design and power" table (`power_markdown`, between the power
+markers; scripts/power_table.py rewrites it). The machinery is `analysis.power`'s."""
+
+import functools
+
+import pandas as pd
+
+from dlrm_study.analysis.power import (
+    BEGIN,
+    END,
+    N_SIMS,
+    PAIRS,
+    RUNS,
+    SEED,
+    STEPS,
+    TARGET_FALSE,
+    TARGET_POWER,
+    Measured,
+    accuracy_markdown,
+    amount,
+    chance,
+    meets,
+    powers,
+    runs_needed,
+)
+from dlrm_study.analysis.power import measure as measure_with
+from dlrm_study.claims import h1, h2, h3, h4, s2, s3
+
+# In the order docs/claims.md shows them: the CPU claims the records measured, then the GPU claims.
+DESIGNS = (*s3.DESIGNS, *s2.DESIGNS, *h4.DESIGNS, *h1.DESIGNS, *h2.DESIGNS, *h3.DESIGNS)
+READERS = {claim.ID: claim.READER for claim in (s3, s2, h4)}  # the claims whose variances the records gave
+
+
+def measure(claim: str, comparison: str, machine: str, code: str, runs: int | None = None) -> Measured:
+    """`analysis.power.measure` of a claim's comparison, read by the claim's own `READER`."""
+    return measure_with(READERS[claim], comparison, machine, code, runs)
+
+
+@functools.cache
+def table(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
+    rows = []
+    for d in DESIGNS:
+        found = powers(d, None, n_sims, seed)
+        rows.append({"claim": d.claim, "comparison": d.comparison, "scale": d.scale, "margin": d.margin,
+                     "claimed": d.claimed, "other": d.other, "confidence": d.confidence,
+                     "refute_confidence": d.refute_confidence, "within_sd": d.within_sd, "between_sd": d.between_sd,
+                     "runs": d.runs, "pairs": d.pairs, "steps": STEPS, **found, "meets": meets(found),
+                     "runs_needed": runs_needed(d, n_sims, seed)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def power_table(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
+    """One row per claim and comparison: the truths, margin, variances, design, the chances of each word at its
+    truth, whether they meet the targets, and the fewest runs that would."""
+    return table(n_sims, seed).copy()
+
+
+def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
+    """The table of `power_table` as docs/claims.md shows it, with each row's basis."""
+    found = power_table(n_sims, seed)
+    lines = [
+        f"Design: the CPU claims {RUNS} runs x {PAIRS} repeats x {STEPS} timed steps per deciding point; the GPU "
+        f"claims one lending's runs (the design column); targets: >= {TARGET_POWER:.0%} for each word where the "
+        f'truth is on its side, <= {TARGET_FALSE:.1%} "reproduced" where it sits on the margin; {N_SIMS:,} '
+        f"simulated designs each (seed {SEED}).",
+        "",
+        "| claim | comparison | design (runs x repeats) | margin | truth: claim / other | within SD | between SD | "
+        "reproduced | not reproduced | false reproduced | targets | runs needed (x the row's repeats) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for d, row in zip(DESIGNS, found.itertuples(), strict=True):
+        needed = "more than 60" if row.runs_needed is None or row.runs_needed != row.runs_needed else int(
+            row.runs_needed)  # fmt: skip
+        lines.append(
+            f"| {d.claim} | {d.comparison} | {d.runs} x {d.pairs} | {amount(d.margin, d.scale)} | "
+            f"{amount(d.claimed, d.scale)} / "
+            f"{amount(d.other, d.scale)} | {d.within_sd:.3f} | {d.between_sd:.3f} | {chance(row.reproduced)} | "
+            f"{chance(row.not_reproduced)} | {chance(row.false_reproduced)} | {'met' if row.meets else 'missed'} | "
+            f"{needed} |"
+        )
+    lines += ["", "Where the numbers came from (SDs on the rule's scale: log, logit for shares, linear for H4):", ""]
+    for d in DESIGNS:
+        lines.append(f"- {d.claim} {d.comparison}: {d.basis}.")
+        for s in d.sources:
+            between = "-" if s.between_sd != s.between_sd else f"{s.between_sd:.4f}"
+            steps = f", {'/'.join(map(str, s.steps))} steps" if s.steps else ""
+            runs = f"{s.runs} run{'s' * (s.runs != 1)}"
+            lines.append(
+                f"  - `{s.machine}` (code {s.code or 'unfingerprinted'}): {runs}, {s.pairs} pairs{steps}; "
+                f"centre {amount(s.center, d.scale)}, within {s.within_sd:.4f}, between {between}"
+            )
+    return "\n".join(lines) + "\n\n" + accuracy_markdown()
+
+
+def with_table(doc: str, text: str | None = None) -> str:
+    """docs/claims.md with the text between the power markers replaced by `text` (`power_markdown()`)."""
+    text = power_markdown() if text is None else text
+    start, stop = doc.index(BEGIN) + len(BEGIN), doc.index(END)
+    return doc[:start] + "\n" + text + doc[stop:]
