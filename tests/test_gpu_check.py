@@ -197,7 +197,7 @@ def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path, monkeypatch):
 
 
 def test_the_verdict_points_have_the_repeats_a_verdict_needs(tmp_path):
-    """Every GPU point the H1-H4 rules read (analysis.verdicts, through analysis.evidence's readers) is in a
+    """Every GPU point the H1-H4 rules read (the claims' modules, through analysis.evidence's readers) is in a
     verdict run of VERDICT_REPEATS >= stats.MIN_PAIRS, measured right after the targets, by no earlier run
     (a resumed point keeps the run, and the repeats, that measured it first); the rest keep REPEATS."""
     assert gpu_grid.VERDICT_REPEATS >= stats.MIN_PAIRS  # studies may not import analysis: held here
