@@ -20,6 +20,7 @@ from dlrm_study.analysis.current import code_of
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.judgement import Judgement, Status
+from dlrm_study.analysis.power import Design, Reader
 from dlrm_study.analysis.readers import left_out, left_out_records
 from dlrm_study.claims.rule import Lens
 from dlrm_study.plans.gpu import GpuRun
@@ -54,6 +55,8 @@ class Claim:
     gpu_points: str = ""  # a GPU claim: what its rule pairs, and over what the fewest are counted
     # a GPU claim: (pairs, runs) its rule counts in a GPU session's records (`studies.gpu_pairs`)
     session_counts: Callable[[Path, GpuRun], tuple[int, int]] | None = None
+    designs: tuple[Design, ...] = ()  # the design of runs that feeds its rule, per comparison (`claims.designs`)
+    reader: Reader | None = None  # how its design reads its variances from committed records (None: assumed)
 
     @property
     def gpu(self) -> bool:

@@ -1,4 +1,4 @@
-"""The claims' designs together (each claim's module holds its own, `DESIGNS`, read by its `READER`): the powers
+"""The claims' designs together (each claim's `designs`, read by its `reader`), in the registry's order: the powers
 they give (`power_table`) and docs/claims.md's "Design and power" table (`power_markdown`, between the power
 markers; scripts/power_table.py rewrites it). The machinery is `analysis.power`'s."""
 
@@ -25,16 +25,14 @@ from dlrm_study.analysis.power import (
     runs_needed,
 )
 from dlrm_study.analysis.power import measure as measure_with
-from dlrm_study.claims import h1, h2, h3, h4, s2, s3
+from dlrm_study.claims import registry
 
-# In the order docs/claims.md shows them: the CPU claims the records measured, then the GPU claims.
-DESIGNS = (*s3.DESIGNS, *s2.DESIGNS, *h4.DESIGNS, *h1.DESIGNS, *h2.DESIGNS, *h3.DESIGNS)
-READERS = {claim.ID: claim.READER for claim in (s3, s2, h4)}  # the claims whose variances the records gave
+DESIGNS = tuple(design for claim in registry.CLAIMS for design in claim.designs)
 
 
 def measure(claim: str, comparison: str, machine: str, code: str, runs: int | None = None) -> Measured:
-    """`analysis.power.measure` of a claim's comparison, read by the claim's own `READER`."""
-    return measure_with(READERS[claim], comparison, machine, code, runs)
+    """`analysis.power.measure` of a claim's comparison, read by the claim's own `reader`."""
+    return measure_with(registry.claim(claim).reader, comparison, machine, code, runs)
 
 
 @functools.cache

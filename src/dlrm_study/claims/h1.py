@@ -96,4 +96,5 @@ CLAIM = Claim(
     names=lambda knob: KNOBS[knob][2] if knob in KNOBS else knob,
     gpu_points="each model-shape knob's two ends (gpu-hbm; the fewest over the knobs)",
     session_counts=session_counts,
+    designs=DESIGNS,
 )  # fmt: skip

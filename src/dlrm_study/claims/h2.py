@@ -33,4 +33,5 @@ CLAIM = Claim(
     figures=("03_gpu_over_cpu",),
     gpu_points="the grid's dense-features ends (GPU over host CPU; the fewest over the table counts)",
     session_counts=lambda out, run: grid_counts(CLAIM, out, run),
+    designs=DESIGNS,
 )  # fmt: skip

@@ -33,4 +33,5 @@ CLAIM = Claim(
     figures=("03_gpu_over_cpu",),
     gpu_points="the grid's table-count ends (GPU over host CPU; the fewest over the dense-feature counts)",
     session_counts=lambda out, run: grid_counts(CLAIM, out, run),
+    designs=DESIGNS,
 )  # fmt: skip

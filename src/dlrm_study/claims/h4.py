@@ -131,4 +131,6 @@ CLAIM = Claim(
     figures=("05_placements",),
     gpu_points="host and cached with hbm (the fewer of the two)",
     session_counts=session_counts,
+    designs=DESIGNS,
+    reader=READER,
 )  # fmt: skip

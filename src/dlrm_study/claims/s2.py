@@ -140,4 +140,6 @@ CLAIM = Claim(
     f"more than {S2_SHARE:.0%} of the reference's iteration",
     ("cpu_loops",), s2, "01_cpu_reference_breakdown", deciding,
     quantity="embedding backward + update, share of the reference's iteration",
+    designs=DESIGNS,
+    reader=READER,
 )  # fmt: skip

@@ -192,4 +192,6 @@ CLAIM = Claim(
     ("cpu_loops", "cpu_compare", "accuracy"), s3, "02_cpu_optimizations", deciding,
     names=lambda preset: f"bf16 over fp32, {preset}",
     per_class=True,
+    designs=DESIGNS,
+    reader=READER,
 )  # fmt: skip
