@@ -65,6 +65,29 @@ def test_a_change_to_the_timed_code_is_measured_again_and_the_old_records_stay(p
     assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0  # the same code: nothing to do
 
 
+def test_a_change_to_one_loops_code_measures_its_runs_again_whole(package, tmp_path):
+    """A kernel of the optimized loop changed: the reference's records are still of today's code, but reused they
+    would leave the optimized loop's new records in runs of their own, paired with nothing (a ratio pairs within a
+    run). So each run is measured again whole, the reference beside the optimized loop."""
+    out = tmp_path / "r.csv"
+    cfgs = {v: config.load("tiny", [f"train.loop={loop}"]) for v, loop in (("ref", "reference"), ("opt", "optimized"))}
+    points = [("p", cfgs)]
+    assert runner.run(runner.schedule(points, 2, lambda _: "m", runs=2), fake_measure(), out, "s",
+                      progress=False).ran == 8  # fmt: skip
+    reference = provenance.code_fingerprint("reference")
+
+    edit(package / "model" / "kernels" / "fused_cpu.cpp")
+    assert provenance.code_fingerprint("reference") == reference  # the reference's records are still today's
+    tasks = runner.schedule(points, 2, lambda _: "m", runs=2)
+    assert len(runner.pending(tasks, out)) == 8  # yet every task is measured again, not only the optimized ones
+    again = runner.run(tasks, fake_measure(), out, "s", progress=False)
+    assert (again.ran, again.skipped) == (8, 0)
+    frame = store.load(out)
+    runs = frame.iloc[8:].groupby(col.RUN_ID)[col.VARIANT].apply(sorted).map(tuple)
+    assert runs.tolist() == [("opt", "opt", "ref", "ref")] * 2  # each new run holds both loops, paired
+    assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0  # whole runs of today's code: done
+
+
 def test_records_without_a_fingerprint_are_never_reused(package, tmp_path):
     out, points = tmp_path / "r.csv", [point("p", "a")]
     runner.run(runner.schedule(points, 2, lambda _: "m"), fake_measure(), out, "s", progress=False)

@@ -25,7 +25,10 @@ builds its own (records say which, `builds`); a run never reuses another run's b
 again after a kill, `run` skips every task whose record is stored (`records.store.resume_key`: of
 this code, `records.provenance.code_fingerprint`, and this run slot), so it loses at most the task it
 was measuring and duplicates nothing; the resumed tasks carry the new run's id. Records of other code
-are never reused: their tasks are measured again, and the old records stay where they are.
+are never reused: their tasks are measured again, and the old records stay where they are. Nor are the
+records of a run that holds records of other code beside today's (one loop's code changed, the others'
+not): its slot is measured again whole, so the unchanged loops are measured beside the changed one and
+every pair stays within one run (`pending`, `records.store.mixed_runs`).
 """
 
 import contextlib
@@ -311,8 +314,11 @@ def cuda_usable() -> bool:
 
 
 def pending(tasks: Sequence[Task], out: Path | None, resume: bool = True, retry_errors: bool = False) -> list[Task]:
-    """The tasks `run` would measure: those `out` holds no record of (nor a failure of their variant)."""
-    stored = store.stored_keys(out, with_errors=not retry_errors) if (resume and out) else set()
+    """The tasks `run` would measure: those `out` holds no record of (nor a failure of their variant). A record
+    of a run that also measured with other code or libraries is not counted (`store.mixed_runs`): after a change
+    to one loop's code, a run's slot is measured again whole, so what pairs within it is measured side by side
+    again, the unchanged loops beside the changed one."""
+    stored = store.stored_keys(out, with_errors=not retry_errors, whole_runs=True) if (resume and out) else set()
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
     return [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
 

@@ -97,12 +97,33 @@ def text(value: object) -> str:
     return str(value)
 
 
-def stored_keys(path: Path, with_errors: bool = True) -> set[str]:
-    """Resume keys of the usable records in `path` (those that failed too, unless `with_errors` is False)."""
+def stored_keys(path: Path, with_errors: bool = True, whole_runs: bool = False) -> set[str]:
+    """Resume keys of the usable records in `path` (those that failed too, unless `with_errors` is False).
+    `whole_runs`: leave out every record of a run that also holds records of other code or libraries (see
+    `mixed_runs`)."""
     header, rows = read_rows(Path(path))
-    return {
-        key_of(row) for row in rows if problem(row, len(header)) is None and (with_errors or not row.get(col.ERROR))
-    }
+    usable = [row for row in rows if problem(row, len(header)) is None]
+    mixed = mixed_runs(usable) if whole_runs else set()
+    return {key_of(row) for row in usable if (with_errors or not row.get(col.ERROR)) and text(row.get(col.RUN_ID))
+            not in mixed}  # fmt: skip
+
+
+def mixed_runs(rows: list[dict[str, object]]) -> set[str]:
+    """The runs (run ids) that hold a record of other code or libraries than today's beside records of today's.
+
+    Why: a ratio pairs records of one run. After a change to one loop's code (the optimized loop's kernels), such a
+    run's records of the other loops (the reference) are still today's, but whatever paired them with the changed
+    loop is history: reused, they would leave this code's half of each pair in a run of its own, paired with
+    nothing. So a runner measures such a run's slot again whole (`runner.pending`)."""
+    today = versions()
+    stale: set[str] = set()
+    current: set[str] = set()
+    for row in rows:
+        run = text(row.get(col.RUN_ID))
+        now = resume_key("", "", "", "", "", today, code_fingerprint(row.get(col.TRAIN_LOOP)), "")
+        then = resume_key("", "", "", "", "", row, row.get(col.CODE_FINGERPRINT), "")
+        (current if now == then else stale).add(run)
+    return stale & current
 
 
 def append(path: Path, record: dict[str, object]) -> None:
