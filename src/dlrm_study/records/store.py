@@ -99,8 +99,7 @@ def text(value: object) -> str:
 
 def stored_keys(path: Path, with_errors: bool = True, whole_runs: bool = False) -> set[str]:
     """Resume keys of the usable records in `path` (those that failed too, unless `with_errors` is False).
-    `whole_runs`: leave out every record of a run that also holds records of other code or libraries (see
-    `mixed_runs`)."""
+    `whole_runs`: leave out every record of a run that also holds records of other code (see `mixed_runs`)."""
     header, rows = read_rows(Path(path))
     usable = [row for row in rows if problem(row, len(header)) is None]
     mixed = mixed_runs(usable) if whole_runs else set()
@@ -109,20 +108,19 @@ def stored_keys(path: Path, with_errors: bool = True, whole_runs: bool = False) 
 
 
 def mixed_runs(rows: list[dict[str, object]]) -> set[str]:
-    """The runs (run ids) that hold a record of other code or libraries than today's beside records of today's.
+    """The runs (run ids) that hold a record of other code than today's (its loop's fingerprint) beside records of
+    today's code. (Libraries are not compared: a run's records share them, but for the 2020 stack's, whose torch
+    is its own by design, `studies.baseline`; a change of libraries leaves no record of the run current anyway.)
 
     Why: a ratio pairs records of one run. After a change to one loop's code (the optimized loop's kernels), such a
     run's records of the other loops (the reference) are still today's, but whatever paired them with the changed
     loop is history: reused, they would leave this code's half of each pair in a run of its own, paired with
     nothing. So a runner measures such a run's slot again whole (`runner.pending`)."""
-    today = versions()
     stale: set[str] = set()
     current: set[str] = set()
     for row in rows:
-        run = text(row.get(col.RUN_ID))
-        now = resume_key("", "", "", "", "", today, code_fingerprint(row.get(col.TRAIN_LOOP)), "")
-        then = resume_key("", "", "", "", "", row, row.get(col.CODE_FINGERPRINT), "")
-        (current if now == then else stale).add(run)
+        today = text(row.get(col.CODE_FINGERPRINT)) == code_fingerprint(row.get(col.TRAIN_LOOP))
+        (current if today else stale).add(text(row.get(col.RUN_ID)))
     return stale & current
 
 
