@@ -75,8 +75,10 @@ def train_and_record(
     """Train each config to its `train.steps`, then evaluate it on held-out batches; its windowed losses and
     evaluation (with the teacher's own AUC) are appended together (`repeat` = the seed), so an interrupted study
     resumes at the first config not yet recorded. With `curve`, the held-out AUC is also taken every window
-    (records of kind `auc`)."""
-    stored = store.stored_keys(path)
+    (records of kind `auc`). A run's records are reused only where none of its records is of other code
+    (`store.mixed_runs`): each loop's gap to the reference pairs within one run, so a change to one loop's code
+    trains every variant again."""
+    stored = store.stored_keys(path, whole_runs=True)
     todo = [c for c in configs if store.key_here(c[2], c[0], repeat=c[1]) not in stored]
     runner.tally(reused=len(configs) - len(todo))
     bar = tqdm(total=sum(cfg.train.steps for _, _, cfg in todo), desc=study, unit="step")
