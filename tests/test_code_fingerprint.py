@@ -2,6 +2,7 @@
 and in the resume key, so a change to that code is measured again and records of other code are never reused
 (nor lost). What each fingerprint reads: tests/test_code_identity.py."""
 
+import dataclasses
 from pathlib import Path
 
 from tests.test_runner import fake_measure, point
@@ -11,6 +12,7 @@ from dlrm_study.measure import runner
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.records.record import make_record
+from dlrm_study.studies import convergence
 
 
 def edit(path: Path) -> None:
@@ -86,6 +88,55 @@ def test_a_change_to_one_loops_code_measures_its_runs_again_whole(package, tmp_p
     runs = frame.iloc[8:].groupby(col.RUN_ID)[col.VARIANT].apply(sorted).map(tuple)
     assert runs.tolist() == [("opt", "opt", "ref", "ref")] * 2  # each new run holds both loops, paired
     assert runner.run(tasks, fake_measure(), out, "s", progress=False).ran == 0  # whole runs of today's code: done
+
+
+def test_a_stack_of_its_own_keeps_its_runs_whole_when_todays_libraries_change(tmp_path):
+    """The 2020 stack's records name its own torch (`studies.baseline`), so an upgrade of today's torch leaves them
+    current and the rest not: reused, they would pair with nothing. Each run is measured again whole."""
+    out, points = tmp_path / "r.csv", [point("p", "old", "today")]
+
+    def tasks(torch_today: str) -> list[runner.Task]:
+        made = runner.schedule(points, 2, lambda _: "m", runs=2)
+        torch_of = {"old": "1.5.1", "today": torch_today}
+        return [dataclasses.replace(t, versions={**t.versions, "torch_version": torch_of[t.variant]}) for t in made]
+
+    measure = fake_measure()
+
+    def on_its_stack(task: runner.Task) -> dict[str, object]:
+        return {**measure(task), "torch_version": task.versions["torch_version"]}
+
+    assert runner.run(tasks("2.13.0"), on_its_stack, out, "s", progress=False).ran == 8
+    assert runner.pending(tasks("2.13.0"), out) == []
+    assert len(runner.pending(tasks("2.99.0"), out)) == 8  # the old stack's records too, beside today's new torch
+
+
+def test_a_change_to_one_loops_code_trains_its_runs_again_whole(package, tmp_path, monkeypatch):
+    """Convergence pairs each loop with the reference within one run (a process): after a change to the optimized
+    loop, the reference is trained again beside it."""
+    trained: list[tuple[str, int, str]] = []
+    process = {"run": "first"}
+
+    def fake_rows(cfg, study, window, curve, bar, variant, repeat) -> list[dict[str, object]]:
+        trained.append((variant, repeat, process["run"]))
+        return [make_record(study, {"loss": 0.5}, cfg, run_id=process["run"], variant=variant, repeat=repeat)]
+
+    monkeypatch.setattr(convergence, "trained_rows", fake_rows)
+    loops = (("ref", "reference"), ("opt", "optimized"))
+    configs = [(v, seed, config.load("tiny", [f"train.loop={loop}", f"train.seed={seed}"])) for v, loop in loops
+               for seed in (0, 1)]  # fmt: skip
+    path = tmp_path / "c.csv"
+    convergence.train_and_record(configs, path, "c", 10)
+    process["run"] = "second"
+    convergence.train_and_record(configs, path, "c", 10)
+    assert len(trained) == 4  # today's code: nothing to train
+
+    edit(package / "model" / "kernels" / "fused_cpu.cpp")
+    process["run"] = "third"
+    convergence.train_and_record(configs, path, "c", 10)
+    assert sorted(trained[4:]) == sorted((v, s, "third") for v, s, _ in trained[:4])  # the reference too
+    process["run"] = "fourth"
+    convergence.train_and_record(configs, path, "c", 10)
+    assert len(trained) == 8
 
 
 def test_records_without_a_fingerprint_are_never_reused(package, tmp_path):

@@ -6,6 +6,7 @@ import json
 import pandas as pd
 from tests.conftest import ROOT
 
+from dlrm_study.analysis import current
 from dlrm_study.records import columns as col
 from dlrm_study.report import manifest, reading, render, session
 
@@ -23,6 +24,22 @@ def test_a_figure_draws_each_machines_newest_code_only():
     )
     kept = session.current_code(frame)
     assert list(zip(kept[col.MACHINE], kept[col.CODE_FINGERPRINT], strict=True)) == [("a", "new"), ("b", "old")]
+
+
+def test_a_run_of_an_older_code_beside_the_newest_is_history_whole():
+    """The reference's code unchanged, the optimized loop's changed: the old run's reference records are of the newest
+    reference code, but they belong to a run of the old optimized code (`make reproduce` measures it again whole)."""
+    frame = pd.DataFrame({
+        col.MACHINE: ["a"] * 4,
+        col.TRAIN_LOOP: ["reference", "optimized", "reference", "optimized"],
+        col.CODE_FINGERPRINT: ["ref1", "opt1", "ref1", "opt2"],
+        col.TIMESTAMP: ["2026-12-01", "2026-12-01", "2026-12-02", "2026-12-02"],
+        col.RUN_ID: ["old", "old", "new", "new"],
+    })  # fmt: skip
+    kept = current.newest_code_only(frame)
+    assert list(kept[col.RUN_ID]) == ["new", "new"]
+    assert current.newest_code_only(frame.drop(columns=col.RUN_ID))[col.CODE_FINGERPRINT].tolist() == ["ref1", "ref1",
+                                                                                                  "opt2"]  # fmt: skip
 
 
 def test_a_timed_figure_draws_the_repeats_its_verdict_judges():

@@ -75,12 +75,20 @@ def newest(frames: Iterable[pd.DataFrame]) -> dict[tuple[str, str], str]:
 
 
 def at_head(frame: pd.DataFrame, newest_code: dict[tuple[str, str], str]) -> pd.DataFrame:
-    """The records of each machine's newest code of their loop; the others counted under HISTORY."""
+    """The records of each machine's newest code of their loop, in runs of that code alone; the others counted
+    under HISTORY. A run that holds a record of an older code beside records of the newest (one loop's code
+    changed after it, the others' not) is history whole: a run is one process measuring one code, and
+    `make reproduce` measures its slot again whole (`runner.pending`), so the unchanged loops' records of the
+    old run are neither paired with the changed loop's nor counted as a run of their own."""
     if frame.empty or col.MACHINE not in frame:
         return frame
     keys = zip(frame[col.MACHINE].astype(str), loops(frame), strict=True)
     wanted = pd.Series([newest_code.get(key, "") for key in keys], index=frame.index, dtype=str)
-    return leave_out(frame, fingerprints(frame) == wanted, HISTORY)
+    newest = fingerprints(frame) == wanted
+    if col.RUN_ID in frame:
+        run = frame[col.RUN_ID].fillna("").astype(str)
+        newest &= ~run.isin(set(run[~newest]) - {""})
+    return leave_out(frame, newest, HISTORY)
 
 
 def newest_code_only(frame: pd.DataFrame) -> pd.DataFrame:

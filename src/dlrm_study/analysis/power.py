@@ -109,8 +109,8 @@ def load(name: str) -> pd.DataFrame:
 def records(files: tuple[tuple[str, str], ...], machine: str, code: str, runs: int | None = None) -> pd.DataFrame:
     """One machine's records of these (file, study) at one code fingerprint ("": records without one) and its
     most threads, less the warm-ups the verdicts leave out (`current.without_warm_up`: repeat 0 of a protocol-1
-    run; a protocol-2 run warmed up until settled and counts every repeat). `runs`: only run slots 1..runs (a
-    design fitted on a study's first runs names what it read, whatever runs came after)."""
+    run; a protocol-2 run warmed up until settled and counts every repeat). `runs`: only the first runs, slots
+    1..runs (`first_runs`: a design fitted on a study's first runs names what it read, whatever came after)."""
     parts = []
     for name, study in files:
         frame = load(name)
@@ -118,10 +118,20 @@ def records(files: tuple[tuple[str, str], ...], machine: str, code: str, runs: i
         parts.append(frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine) & (fingerprint == code)])
     found = pd.concat(parts, ignore_index=True)
     if runs is not None and col.RUN_SLOT in found:
-        slot = pd.to_numeric(found[col.RUN_SLOT], errors="coerce")
-        found = found[slot.isna() | (slot <= runs)]
+        found = first_runs(found, runs)
     found = current.without_warm_up(found[found[col.ERROR].isna()])
     return found[found[col.THREADS].astype(float) == found[col.THREADS].astype(float).max()]
+
+
+def first_runs(found: pd.DataFrame, runs: int) -> pd.DataFrame:
+    """The records of run slots 1..runs measured before any record of a later slot: what a design fitted on a
+    study's first runs read, whatever came after (later slots, or the same slots measured again at this code beside
+    another loop's new code: `runner.pending` measures such runs again whole)."""
+    slot = pd.to_numeric(found[col.RUN_SLOT], errors="coerce")
+    early, later = found[slot.isna() | (slot <= runs)], found[slot > runs]
+    if later.empty or col.TIMESTAMP not in found:
+        return early
+    return early[early[col.TIMESTAMP].astype(str) < later[col.TIMESTAMP].astype(str).min()]
 
 
 def with_steps(pairs: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:

@@ -314,11 +314,12 @@ def cuda_usable() -> bool:
 
 
 def pending(tasks: Sequence[Task], out: Path | None, resume: bool = True, retry_errors: bool = False) -> list[Task]:
-    """The tasks `run` would measure: those `out` holds no record of (nor a failure of their variant). A record
-    of a run that also holds records of other code is not counted (`store.mixed_runs`): after a change
-    to one loop's code, a run's slot is measured again whole, so what pairs within it is measured side by side
-    again, the unchanged loops beside the changed one."""
-    stored = store.stored_keys(out, with_errors=not retry_errors, whole_runs=True) if (resume and out) else set()
+    """The tasks `run` would measure: those `out` holds no record of (nor a failure of their variant). No record
+    is counted of a run that also holds a record of one of these tasks made by other code or libraries
+    (`store.mixed_runs`): after a change to one loop's code, a run's slot is measured again whole, so what pairs
+    within it is measured side by side again, the unchanged loops beside the changed one."""
+    today = {t.key for t in tasks}
+    stored = store.stored_keys(out, with_errors=not retry_errors, today=today) if (resume and out) else set()
     failed_pairs = failed(out) if (resume and out and not retry_errors) else set()
     return [t for t in tasks if t.key not in stored and t.pair not in failed_pairs]
 

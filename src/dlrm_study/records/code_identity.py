@@ -75,10 +75,11 @@ LOCKED_FROM = 2  # records of an earlier protocol hash the procedure's source in
 # 475601ee6749 the top kernels' field name from records/columns; 72938caf04f5 the bound's probes at every thread
 # count up to the record's (bound records only); 075b7734ce1d a sweep's plan moved to plans/sweep.py and the
 # self-checks to records/selfcheck.py (measure/ keeps how a sweep is measured); 49071b34a3f3 a run holding records of
-# another code beside today's is measured again whole (which tasks a resume measures, not how: `runner.pending`).
+# another code beside today's is measured again whole (which tasks a resume measures, not how: `runner.pending`);
+# 001dfa02b918 the same, decided from the tasks' own keys (a 2020-stack record names its own torch).
 PROCEDURE_LOCK = {
     2: ("80f0ab6a591f", "5afb86919c8b", "1f6b16d44f18", "53233377ec15", "d37d777ef35b", "9bf8a8869ad6", "475601ee6749",
-        "72938caf04f5", "075b7734ce1d", "49071b34a3f3")
+        "72938caf04f5", "075b7734ce1d", "49071b34a3f3", "001dfa02b918")
 }  # fmt: skip
 
 Read = Callable[[str], str | None]  # a package-relative path -> its text (None: no such file)

@@ -97,30 +97,42 @@ def text(value: object) -> str:
     return str(value)
 
 
-def stored_keys(path: Path, with_errors: bool = True, whole_runs: bool = False) -> set[str]:
+def stored_keys(path: Path, with_errors: bool = True, today: set[str] | None = None) -> set[str]:
     """Resume keys of the usable records in `path` (those that failed too, unless `with_errors` is False).
-    `whole_runs`: leave out every record of a run that also holds records of other code (see `mixed_runs`)."""
+    `today`: the keys a run would make now; every record of a run that also holds a record of one of their cells
+    made by other code or libraries is left out (see `mixed_runs`)."""
     header, rows = read_rows(Path(path))
     usable = [row for row in rows if problem(row, len(header)) is None]
-    mixed = mixed_runs(usable) if whole_runs else set()
+    mixed = mixed_runs(usable, today) if today is not None else set()
     return {key_of(row) for row in usable if (with_errors or not row.get(col.ERROR)) and text(row.get(col.RUN_ID))
             not in mixed}  # fmt: skip
 
 
-def mixed_runs(rows: list[dict[str, object]]) -> set[str]:
-    """The runs (run ids) that hold a record of other code than today's (its loop's fingerprint) beside records of
-    today's code. (Libraries are not compared: a run's records share them, but for the 2020 stack's, whose torch
-    is its own by design, `studies.baseline`; a change of libraries leaves no record of the run current anyway.)
+def cell(key: str) -> str:
+    """What a resume key measures, less the code and libraries that measured it: point, variant, machine, threads,
+    run slot and repeat."""
+    parts = key.split("|")
+    return "|".join(parts[:4] + parts[6:])
+
+
+def mixed_runs(rows: list[dict[str, object]], today: set[str]) -> set[str]:
+    """The runs (run ids) that hold a record a run would make now (its key is one of `today`) beside a record of
+    the same cells made by other code or libraries (its cell is one of theirs, its key is not).
 
     Why: a ratio pairs records of one run. After a change to one loop's code (the optimized loop's kernels), such a
     run's records of the other loops (the reference) are still today's, but whatever paired them with the changed
     loop is history: reused, they would leave this code's half of each pair in a run of its own, paired with
-    nothing. So a runner measures such a run's slot again whole (`runner.pending`)."""
+    nothing. So a runner measures such a run's slot again whole (`runner.pending`). The keys a run would make name
+    each task's own libraries (the 2020 stack's torch is its own by design, `studies.baseline`)."""
+    cells = {cell(key) for key in today}
     stale: set[str] = set()
     current: set[str] = set()
     for row in rows:
-        today = text(row.get(col.CODE_FINGERPRINT)) == code_fingerprint(row.get(col.TRAIN_LOOP))
-        (current if today else stale).add(text(row.get(col.RUN_ID)))
+        key = key_of(row)
+        if key in today:
+            current.add(text(row.get(col.RUN_ID)))
+        elif cell(key) in cells:
+            stale.add(text(row.get(col.RUN_ID)))
     return stale & current
 
 

@@ -78,8 +78,9 @@ def train_and_record(
     (records of kind `auc`). A run's records are reused only where none of its records is of other code
     (`store.mixed_runs`): each loop's gap to the reference pairs within one run, so a change to one loop's code
     trains every variant again."""
-    stored = store.stored_keys(path, whole_runs=True)
-    todo = [c for c in configs if store.key_here(c[2], c[0], repeat=c[1]) not in stored]
+    keys = [store.key_here(cfg, variant, repeat=seed) for variant, seed, cfg in configs]
+    stored = store.stored_keys(path, today=set(keys))
+    todo = [c for c, key in zip(configs, keys, strict=True) if key not in stored]
     runner.tally(reused=len(configs) - len(todo))
     bar = tqdm(total=sum(cfg.train.steps for _, _, cfg in todo), desc=study, unit="step")
     for variant, seed, cfg in todo:
