@@ -26,9 +26,9 @@ again after a kill, `run` skips every task whose record is stored (`records.stor
 this code, `records.provenance.code_fingerprint`, and this run slot), so it loses at most the task it
 was measuring and duplicates nothing; the resumed tasks carry the new run's id. Records of other code
 are never reused: their tasks are measured again, and the old records stay where they are. Nor are the
-records of a run that holds records of other code beside today's (one loop's code changed, the others'
-not): its slot is measured again whole, so the unchanged loops are measured beside the changed one and
-every pair stays within one run (`pending`, `records.store.mixed_runs`).
+records of a run that holds a record of one of its tasks made by other code or libraries beside today's
+(one loop's code changed, the others' not): its slot is measured again whole, so the unchanged loops are
+measured beside the changed one and every pair stays within one run (`pending`, `records.store.mixed_runs`).
 """
 
 import contextlib

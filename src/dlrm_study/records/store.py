@@ -102,20 +102,20 @@ def stored_keys(path: Path, with_errors: bool = True, today: set[str] | None = N
     `today`: the keys a run would make now; every record of a run that also holds a record of one of their cells
     made by other code or libraries is left out (see `mixed_runs`)."""
     header, rows = read_rows(Path(path))
-    usable = [row for row in rows if problem(row, len(header)) is None]
-    mixed = mixed_runs(usable, today) if today is not None else set()
-    return {key_of(row) for row in usable if (with_errors or not row.get(col.ERROR)) and text(row.get(col.RUN_ID))
+    keyed = [(key_of(row), row) for row in rows if problem(row, len(header)) is None]
+    mixed = mixed_runs(keyed, today) if today is not None else set()
+    return {key for key, row in keyed if (with_errors or not row.get(col.ERROR)) and text(row.get(col.RUN_ID))
             not in mixed}  # fmt: skip
 
 
 def cell(key: str) -> str:
     """What a resume key measures, less the code and libraries that measured it: point, variant, machine, threads,
-    run slot and repeat."""
+    run slot and repeat (the parts `resume_key` joins, less its 5th and 6th: the library stamp and the code)."""
     parts = key.split("|")
     return "|".join(parts[:4] + parts[6:])
 
 
-def mixed_runs(rows: list[dict[str, object]], today: set[str]) -> set[str]:
+def mixed_runs(keyed: list[tuple[str, dict[str, object]]], today: set[str]) -> set[str]:
     """The runs (run ids) that hold a record a run would make now (its key is one of `today`) beside a record of
     the same cells made by other code or libraries (its cell is one of theirs, its key is not).
 
@@ -127,8 +127,7 @@ def mixed_runs(rows: list[dict[str, object]], today: set[str]) -> set[str]:
     cells = {cell(key) for key in today}
     stale: set[str] = set()
     current: set[str] = set()
-    for row in rows:
-        key = key_of(row)
+    for key, row in keyed:  # each stored record's resume key beside it (`key_of`, computed once by the caller)
         if key in today:
             current.add(text(row.get(col.RUN_ID)))
         elif cell(key) in cells:
