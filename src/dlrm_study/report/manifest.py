@@ -34,8 +34,10 @@ def records_digest(results: Path) -> str:
 def code_commit(repo: Path) -> str:
     """The last commit that changed the code a render follows from (`CODE`): what a render names as its code.
     A render's own commit changes only its outputs, so the name stays the same after it is committed."""
-    done = subprocess.run(["git", "log", "-1", "--format=%h", "--", *CODE], cwd=repo, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
+    done = subprocess.run(["git", "log", "-1", "--format=%H", "--", *CODE], cwd=repo, capture_output=True, text=True)
+    # Seven digits, as every other commit the pages name: git's own `%h` grows with the clone's object count,
+    # so a fresh clone would name the same commit with more digits than the render did.
+    return done.stdout.strip()[:7] or "unknown"
 
 
 def stamp(results: Path, commit: str | None = None) -> dict[str, str]:
