@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -92,3 +93,14 @@ def test_module_entry_point_has_no_traceback():
     )
     assert proc.returncode == 2
     assert proc.stderr == "dlrm-study: error: train.batch_size must be positive, got 0\n"
+
+
+def test_a_reader_that_stops_reading_is_no_error():
+    """`dlrm-study fingerprint | head -1`: the pipe closes after one line; the command stops quietly with the
+    shell's SIGPIPE status, not an error line."""
+    read, write = os.pipe()
+    os.close(read)  # a reader gone before the first line
+    done = subprocess.run([sys.executable, "-m", "dlrm_study", "fingerprint"], stdout=write, stderr=subprocess.PIPE,
+                          text=True, timeout=120)  # fmt: skip
+    os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -457,6 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dlrm-study: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped reading (`| head`): nothing is wrong, and nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush would raise again
+        return 128 + signal.SIGPIPE
     except Exception as err:  # what no layer named: still one line, the file and the cause where it is a file's
         if os.environ.get("DLRM_STUDY_TRACEBACK"):
             raise
