@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from dlrm_study import config
+from dlrm_study import config, settings
 from dlrm_study.measure import gpu, graph_profiler
 from dlrm_study.measure.prepared import prepare
 
@@ -71,20 +71,20 @@ def test_the_profiler_is_set_up_for_graphs_once_before_the_first_capture(monkeyp
     calls = []
     monkeypatch.setattr(graph_profiler, "_prepared", False)
     monkeypatch.setattr("torch.profiler._utils._init_for_cuda_graphs", lambda: calls.append("init"))
-    monkeypatch.setenv(graph_profiler.STRATEGY_ENV, "init")
+    monkeypatch.setenv(settings.GRAPH_PROFILER, "init")
     graph_profiler.prepare(CPU)
     assert calls == []  # nothing to capture on the CPU
     graph_profiler.prepare(CUDA)
     graph_profiler.prepare(CUDA)
     assert calls == ["init"]
     monkeypatch.setattr(graph_profiler, "_prepared", False)
-    monkeypatch.setenv(graph_profiler.STRATEGY_ENV, "attach")
+    monkeypatch.setenv(settings.GRAPH_PROFILER, "attach")
     graph_profiler.prepare(CUDA)
     assert calls == ["init"]
 
 
 def test_with_the_profiler_off_a_gpu_point_has_no_busy_rather_than_a_false_one(monkeypatch):
-    monkeypatch.setenv(graph_profiler.STRATEGY_ENV, "off")
+    monkeypatch.setenv(settings.GRAPH_PROFILER, "off")
     fields = gpu.profile_window(lambda: None, 20, CUDA)
     assert math.isnan(fields["kernel_ms_per_step"]) and fields["profile_note"].startswith("off")
 

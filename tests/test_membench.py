@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from dlrm_study import config
+from dlrm_study import config, settings
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import limits as machine_limits
 from dlrm_study.measure import limits_cache, membench
@@ -24,7 +24,7 @@ SMALL = [Access("gather", 32, 64, 50_000), Access("gather", 64, 64, 50_000), Acc
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A fresh limits cache, and no measurements remembered by this process."""
-    monkeypatch.setenv(limits_cache.VARIABLE, str(tmp_path / "limits.json"))
+    monkeypatch.setenv(settings.LIMITS_CACHE, str(tmp_path / "limits.json"))
     monkeypatch.setattr(machine_limits, "_measured", {})
     monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 0.0)  # a quiet machine (see the load tests)
     return tmp_path / "limits.json"
@@ -124,7 +124,7 @@ def test_a_broken_cache_is_measured_again(cache, monkeypatch, text):
 
 
 def test_the_cache_can_be_switched_off(monkeypatch):
-    monkeypatch.setenv(limits_cache.VARIABLE, "off")
+    monkeypatch.setenv(settings.LIMITS_CACHE, "off")
     limits_cache.store(2, True, {"x": 1.0})
     assert limits_cache.path() is None and limits_cache.load(2, True) == {}
 
@@ -184,7 +184,7 @@ def test_a_loaded_machine_measures_but_keeps_nothing(cache, monkeypatch, capsys)
     monkeypatch.setattr(
         machine_limits, "gemm_limits", lambda r: {f"gemm_{n}_gflops": 9.0 for n in machine_limits.gemm_dtypes()}
     )
-    monkeypatch.setenv(machine_limits.LOAD_VARIABLE, "1")
+    monkeypatch.setenv(settings.LOAD_MAX, "1")
     monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 3.0)
     assert machine_limits.measure_limits(quick=True, accesses=[SMALL[2]])[key] == 1.0
     err = capsys.readouterr().err.strip().splitlines()
@@ -197,8 +197,8 @@ def test_a_loaded_machine_measures_but_keeps_nothing(cache, monkeypatch, capsys)
 
 @pytest.mark.parametrize("text", ["-1", "lots"])
 def test_a_bad_load_allowance_is_refused_in_one_line(monkeypatch, text):
-    monkeypatch.setenv(machine_limits.LOAD_VARIABLE, text)
-    with pytest.raises(UsageError, match=machine_limits.LOAD_VARIABLE):
+    monkeypatch.setenv(settings.LOAD_MAX, text)
+    with pytest.raises(UsageError, match=settings.LOAD_MAX):
         machine_limits.load_max()
 
 

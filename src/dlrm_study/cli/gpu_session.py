@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from dlrm_study import settings
 from dlrm_study.analysis import clusters, findings, predictions, wording
 from dlrm_study.analysis.judgement import Status
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
@@ -382,7 +383,7 @@ def choose_lending(results: Path, profile: str = "quick") -> tuple[str, str]:
 def start_kernel_build(work: Path) -> "subprocess.Popen | None":
     """The C++ kernels compiled in the background from t = 0 (a later load waits on its lock); None where the
     PyTorch twins are asked for (DLRM_STUDY_KERNELS=torch)."""
-    if os.environ.get("DLRM_STUDY_KERNELS") == "torch":
+    if settings.current().kernels == "torch":
         return None
     code = "from dlrm_study.model import kernels; kernels.load()"
     with open(work / "kernel-build.log", "w") as sink:

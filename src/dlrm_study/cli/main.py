@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dlrm_study import config
+from dlrm_study import config, settings
 from dlrm_study.config import Precision
 from dlrm_study.config.variants import CPU_LOOPS
 from dlrm_study.errors import Fault, UsageError
@@ -462,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush would raise again
         return 128 + signal.SIGPIPE
     except Exception as err:  # what no layer named: still one line, the file and the cause where it is a file's
-        if os.environ.get("DLRM_STUDY_TRACEBACK"):
+        if settings.current().traceback:
             raise
         print(f"dlrm-study: error: {unexpected(err)}", file=sys.stderr)
         return USAGE_ERROR

@@ -8,7 +8,7 @@ capture). On at least one CUDA 13 stack that empty session left kernel collectio
 rest of the process (every later trace held no kernel). So the GPU script probes both ways in
 throw-away processes (`probe`, `choose`), each capturing a small graph and profiling its
 replays in two sessions, and sets the first way that saw every kernel for its own process
-(`STRATEGY_ENV`) before it captures anything:
+(`settings.GRAPH_PROFILER`) before it captures anything:
 
 - `init`: the empty session before the first capture (torch's workaround; the default);
 - `attach`: nothing before; each point's one profiling session attaches to a graph made before it;
@@ -25,7 +25,8 @@ import sys
 
 import torch
 
-STRATEGY_ENV = "DLRM_STUDY_GRAPH_PROFILER"
+from dlrm_study import settings
+
 STRATEGIES = ("init", "attach")
 PROBE_REPLAYS = 3
 PROBE_TIMEOUT_S = 90
@@ -48,8 +49,7 @@ def use(way: str) -> None:
 
 def strategy() -> str:
     """This process's way: `use`'s, else the environment's, else `init`."""
-    chosen = _chosen or os.environ.get(STRATEGY_ENV, "init")
-    return chosen if chosen in (*STRATEGIES, "off", NOT_PROFILED) else "init"
+    return _chosen or settings.current().graph_profiler
 
 
 def prepare(device: torch.device) -> None:
@@ -67,7 +67,7 @@ def prepare(device: torch.device) -> None:
 def probe(way: str) -> dict[str, object]:
     """Capture a small graph after setting the profiler up `way`, then count the kernels two profiling
     sessions see over its replays (each should see 2 per replay: the product and the add)."""
-    os.environ[STRATEGY_ENV] = way
+    os.environ[settings.GRAPH_PROFILER] = way
     device = torch.device("cuda")
     x = torch.randn(512, 512, device=device)
     prepare(device)

@@ -27,9 +27,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from dlrm_study import platform
+from dlrm_study import platform, settings
 from dlrm_study.config import Config, Precision
-from dlrm_study.errors import UsageError
 from dlrm_study.measure import limits_cache, membench
 from dlrm_study.measure.timing import best_s
 from dlrm_study.model import fused_mlp, kernels
@@ -46,7 +45,6 @@ PREFETCH_GATHER, PREFETCH_UPDATE, PREFETCH_FROM = "prefetch_rows_gather", "prefe
 # Record fields of the paired check `versus_embedding_bag` (a roofline record's; not a limit).
 PAIRED_FUSED_MS, PAIRED_BAG_MS = "paired_fused_gather_ms", "paired_embedding_bag_ms"
 PAIRED_SPEEDUP, PAIRED_ROUNDS = "paired_fused_gather_speedup", "paired_rounds"
-LOAD_VARIABLE = "DLRM_STUDY_LOAD_MAX"  # runnable processes beside this one allowed while measuring ("inf": any)
 
 
 class Limits(dict[str, float]):
@@ -146,14 +144,8 @@ def layer_gemm_limits(shapes: tuple[tuple[int, int, int], ...], repeats: int) ->
 
 def load_max() -> float:
     """Runnable processes beside this one allowed while measuring: DLRM_STUDY_LOAD_MAX, else LOAD_SHARE of the cores."""
-    text = os.environ.get(LOAD_VARIABLE, "")
-    try:
-        most = float(text) if text else LOAD_SHARE * (os.cpu_count() or 1)
-    except ValueError:
-        most = -1.0
-    if not most >= 0:
-        raise UsageError(f"{LOAD_VARIABLE} must be a number of processes >= 0 (or inf), got {text!r}")
-    return most
+    most = settings.current().load_max
+    return LOAD_SHARE * (os.cpu_count() or 1) if most is None else most
 
 
 def load_beside_me() -> float:
@@ -168,7 +160,7 @@ def quiet(before: float) -> bool:
         return True
     print(f"dlrm-study: limits measured while the machine was loaded (load average {load:.1f} beside this process, "
           f"more than {load_max():.1f}): used by this process, not kept as this machine's limits "
-          f"({LOAD_VARIABLE} sets the load allowed)", file=sys.stderr)  # fmt: skip
+          f"({settings.LOAD_MAX} sets the load allowed)", file=sys.stderr)  # fmt: skip
     return False
 
 

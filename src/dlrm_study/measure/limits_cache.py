@@ -20,17 +20,17 @@ from pathlib import Path
 
 import torch
 
+from dlrm_study import settings
 from dlrm_study.measure import membench
 from dlrm_study.model import kernels
 from dlrm_study.records.machine import machine_key
 
-VARIABLE = "DLRM_STUDY_LIMITS_CACHE"
 MEASURING = ("measure/limits.py", "measure/membench.py")  # with the kernels' source: what measures
 
 
 def path() -> Path | None:
     """Where the cache lives, None where it is switched off."""
-    where = os.environ.get(VARIABLE, "")
+    where = settings.current().limits_cache
     if where == "off":
         return None
     if where:

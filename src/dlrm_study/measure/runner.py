@@ -35,7 +35,6 @@ import contextlib
 import contextvars
 import dataclasses
 import gc
-import os
 import random
 import sys
 import time
@@ -47,7 +46,7 @@ from typing import Generic, TypeVar
 import torch
 from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 
-from dlrm_study import config
+from dlrm_study import config, settings
 from dlrm_study.config import Config, Loop
 from dlrm_study.errors import Fault, UsageError
 from dlrm_study.plans.sweep import Planned
@@ -89,9 +88,6 @@ class Task:
 
 R = TypeVar("R")
 
-# Set (to 1) where a console shows what a notebook writes to stderr (`make reproduce`): each
-# measurement then prints a line there as it is recorded, in place of a bar.
-PROGRESS_LINES = "DLRM_STUDY_PROGRESS_LINES"
 
 Point = Planned  # a point: its label and its variants' configs, in the order of the first repeat
 Measure = Callable[[Task], dict[str, object]]
@@ -281,8 +277,9 @@ def run(
 
 
 def say(line: str) -> None:
-    """A measurement's line on the console where one is watching a render (PROGRESS_LINES set)."""
-    if os.environ.get(PROGRESS_LINES):
+    """A measurement's line on the console where one is watching a render (`settings.PROGRESS_LINES` set:
+    `make reproduce` sets it, since a notebook's bar does not reach its console)."""
+    if settings.current().progress_lines:
         print(line, file=sys.stderr, flush=True)
 
 

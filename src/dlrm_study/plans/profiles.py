@@ -9,11 +9,11 @@
 - `full`: paper-grade: more repeats and steps, every point.
 """
 
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlrm_study import settings
 from dlrm_study.errors import UsageError
 from dlrm_study.rules import literal
 
@@ -93,7 +93,7 @@ def described(name: str) -> str:
 
 def profile(value: str | None = None) -> str:
     """The profile asked for, else $DLRM_STUDY_PROFILE, else quick."""
-    chosen = value or os.environ.get("DLRM_STUDY_PROFILE") or "quick"
+    chosen = value or settings.current().profile or "quick"
     if chosen not in PROFILES:
         raise UsageError(f"profile {chosen!r} is not one of {', '.join(PROFILES)}")
     return chosen

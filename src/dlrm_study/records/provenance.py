@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 import dlrm_study
-from dlrm_study import rules
+from dlrm_study import rules, settings
 from dlrm_study.platform import cpu_model, cpuid
 from dlrm_study.records import code_identity
 from dlrm_study.records import columns as col
@@ -39,7 +39,7 @@ def git_commit() -> str:
     (the GPU's) may sit in a different git checkout, or none, and only the launcher knows what
     it copied.
     """
-    return os.environ.get("DLRM_STUDY_COMMIT") or checkout_commit()
+    return settings.current().commit or checkout_commit()
 
 
 @functools.cache
@@ -119,12 +119,9 @@ def code_fingerprint(loop: object = code_identity.ANY) -> str:
     return code_identity.fingerprint_here(code_identity.loop_of(loop))
 
 
-INVOCATION = "DLRM_STUDY_INVOCATION"  # set by a command that launches several processes (`make compare-upstream`)
-
-
 def invocation() -> str:
     """The invocation a record's process belongs to where its launcher named one (else "")."""
-    return os.environ.get(INVOCATION, "")
+    return settings.current().invocation
 
 
 def versions() -> dict[str, str]:

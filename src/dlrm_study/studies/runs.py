@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlrm_study import settings
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import runner, sweep
 from dlrm_study.plans import cpu, profiles
@@ -116,7 +117,7 @@ def measure(profile: str, out: Path, names: Sequence[str] | None = None, python:
         command = [python, "-m", MODULE, "--profile", profile, "--out", str(out), "--study", study.name,
                    "--slot", str(slot)]  # fmt: skip
         start = time.monotonic()
-        lines = {**os.environ, runner.PROGRESS_LINES: "1"}  # each measurement's line on the console (stderr)
+        lines = {**os.environ, settings.PROGRESS_LINES: "1"}  # each measurement's line on the console (stderr)
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=lines)
         said = heard(done.stdout)
         spent[study.name] += time.monotonic() - start
