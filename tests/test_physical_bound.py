@@ -2,6 +2,7 @@
 step bounds, the probes it is measured by, and a loop faster than a probe flagged rather than read as a share."""
 
 import random
+import time
 
 import pandas as pd
 import pytest
@@ -65,6 +66,41 @@ def test_the_line_probes_walk_each_step_s_unique_rows_of_the_config_s_ids():
     ids = uniform.train.batch_size * uniform.model.num_tables * uniform.data.lookups_per_table
     # Zipf ids repeat far more than uniform ones: fewer unique rows to move
     assert len(probes.step_rows(zipf, 1)[0]) < len(probes.step_rows(uniform, 1)[0]) <= ids
+
+
+def test_the_drawn_order_walks_the_same_rows_as_the_batch_first_names_them():
+    assert probes.first_seen(torch.tensor([7, 3, 7, 9, 3, 1])).tolist() == [7, 3, 9, 1]
+    cfg = config.load("tiny", ["data.id_distribution=zipf"])
+    drawn, ordered = probes.step_rows(cfg, 1, "drawn")[0], probes.step_rows(cfg, 1, "sorted")[0]
+    assert sorted(drawn.tolist()) == sorted(ordered.tolist()) and drawn.tolist() != ordered.tolist()
+    first_table = probes.SyntheticData(cfg).batch(0).indices[0]
+    assert drawn[: len(first_table.unique())].tolist() == list(dict.fromkeys(first_table.tolist()))
+    with pytest.raises(ValueError, match="order"):
+        probes.step_rows(cfg, 1, "reversed")
+
+
+def test_the_line_probe_keeps_the_fastest_order(monkeypatch):
+    """A loop may walk its rows in any order: where the drawn order is faster than the sorted one, the bound is
+    the drawn order's (a bound from sorted rows alone could be beaten by a loop walking its bags)."""
+    cfg = config.load("tiny", ["train.batch_size=64"])
+    drawn = torch.cat(probes.step_rows(cfg, 1, "drawn"))
+
+    class Probes:  # the drawn walk 2x faster than the sorted one, every hint and distance alike
+        @staticmethod
+        def lines_gather(buffer, ids, *rest):
+            time.sleep(0.002 if torch.equal(ids, drawn) else 0.004)
+
+        lines_update = lines_gather
+
+    monkeypatch.setattr(probes, "load", lambda: Probes)
+    monkeypatch.setattr(probes.kernels, "load", lambda: None)
+    monkeypatch.setattr(probes, "ROUNDS", 1)
+    monkeypatch.setattr(probes.membench, "DISTANCES", (0,))
+    monkeypatch.setattr(probes, "GATHER_HINTS", {"t0": 0})
+    monkeypatch.setattr(probes, "UPDATE_HINTS", {"t0": 0})
+    fields = probes.line_probes(cfg, threads=1, steps=1)
+    assert (fields["gather_order"], fields["update_order"]) == ("drawn", "drawn")
+    assert 1.5 < fields["gather_ms"] < 3.5
 
 
 def test_the_peak_on_n_threads_is_the_best_of_any_count_up_to_n(monkeypatch):

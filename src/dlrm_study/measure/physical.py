@@ -7,9 +7,9 @@
 - **Lines**: the unique rows each table's ids touch in a step, drawn as the config draws them (the loops'
   own batches, `data.SyntheticData`, over STEPS steps), in tables stacked as the loops stack them, walked
   by the line probes: gathered (the bytes the forward reads of each row) and read-modified-written (the
-  update's whole row), at every prefetch distance of `membench.DISTANCES` and every hint, ROUNDS rounds
-  interleaved, fewest seconds kept. Little's law from the pointer-chase latency at the same footprint:
-  misses in flight = lines/s x latency.
+  update's whole row), in every order of ORDERS, at every prefetch distance of `membench.DISTANCES` and every
+  hint, ROUNDS rounds interleaved, fewest seconds kept. Little's law from the pointer-chase latency at the same
+  footprint: misses in flight = lines/s x latency.
 
 A probe's time is a floor, not a kernel's: each is the fewest seconds seen, on a quiet machine's terms
 (another job only adds time).
@@ -43,6 +43,10 @@ REPEATS = 5  # timed calls per probe, the fewest seconds kept
 ROUNDS = 3  # interleaved rounds of the line probes
 STEPS = 4  # steps of the config's ids a line probe walks
 GATHER_HINTS = {"t0": 0, "t1": 1, "t2": 2, "nta": 3}
+# The orders a probe walks a step's unique rows in, each table's after the last's. A loop may walk them in any
+# order, so the bound is the faster: sorted (a loop that sorts its ids first), or drawn (in the order the batch
+# first names each row, as a loop that walks its bags does, less the repeats).
+ORDERS = ("sorted", "drawn")
 UPDATE_HINTS = {"t0": 0, "w": 4}
 # FLOPs one iteration of a peak probe does on one thread (its chains x lanes x FLOPs a lane).
 FLOPS_PER_ITERATION = {
@@ -139,15 +143,26 @@ def library_gflops(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
     return fields
 
 
-def step_rows(cfg: Config, steps: int = STEPS) -> list[torch.Tensor]:
-    """Per step, the unique rows its ids touch in the stacked tables (each table's sorted: a loop may walk
-    them in order), drawn by the loops' own data (`SyntheticData`, the training stream)."""
+def step_rows(cfg: Config, steps: int = STEPS, order: str = "sorted") -> list[torch.Tensor]:
+    """Per step, the unique rows its ids touch in the stacked tables, each table's in `order` (ORDERS), drawn by
+    the loops' own data (`SyntheticData`, the training stream)."""
+    if order not in ORDERS:
+        raise ValueError(f"order {order!r}: one of {', '.join(ORDERS)}")
+    unique = torch.unique if order == "sorted" else first_seen
     data, starts = SyntheticData(cfg), torch.tensor([0, *cfg.model.table_rows[:-1]]).cumsum(0)
     found = []
     for index in range(steps):
         batch = data.batch(index)
-        found.append(torch.cat([torch.unique(ids) + start for ids, start in zip(batch.indices, starts, strict=True)]))
+        found.append(torch.cat([unique(ids) + start for ids, start in zip(batch.indices, starts, strict=True)]))
     return found
+
+
+def first_seen(ids: torch.Tensor) -> torch.Tensor:
+    """The distinct values of `ids` in the order each first appears."""
+    unique, inverse = torch.unique(ids, return_inverse=True)
+    where = torch.arange(len(ids))
+    first = torch.full((len(unique),), len(ids), dtype=torch.long).scatter_reduce(0, inverse, where, "amin")
+    return unique[first.argsort()]
 
 
 def gather_bytes(cfg: Config) -> int:
@@ -157,30 +172,35 @@ def gather_bytes(cfg: Config) -> int:
 
 
 def line_probes(cfg: Config, threads: int, steps: int = STEPS) -> dict[str, object]:
-    """ms a step's unique rows take, gathered and updated, at the best distance, hint and thread count up to
-    `threads`; the lines and Little's law beside them."""
-    rows = step_rows(cfg, steps)
-    ids = torch.cat(rows)
+    """ms a step's unique rows take, gathered and updated, at the best order, distance, hint and thread count up
+    to `threads`; the lines and Little's law beside them."""
+    walks = {order: torch.cat(step_rows(cfg, steps, order)) for order in ORDERS}
+    ids = walks[ORDERS[0]]  # every order walks the same rows
     stride, read = 4 * cfg.model.embedding_dim, gather_bytes(cfg)
     buffer = hugepages.empty(sum(cfg.model.table_rows) * stride // 4, dtype=torch.int32)
     buffer.fill_(membench.ONES)  # touched here, not in a timed call
     ops = load()
     gather, update = ops.lines_gather, ops.lines_update
     counts = thread_counts(threads)
-    calls = {("gather", hint, ahead, n): (lambda h=h, a=ahead, n=n: gather(buffer, ids, stride, read, a, h, n))
-             for hint, h in GATHER_HINTS.items() for ahead in membench.DISTANCES for n in counts}  # fmt: skip
-    calls |= {("update", hint, ahead, n): (lambda h=h, a=ahead, n=n: update(buffer, ids, stride, stride, a, h, n))
-              for hint, h in UPDATE_HINTS.items() for ahead in membench.DISTANCES for n in counts}  # fmt: skip
+    calls = {("gather", order, hint, ahead, n):
+             (lambda w=walk, h=h, a=ahead, n=n: gather(buffer, w, stride, read, a, h, n))
+             for order, walk in walks.items() for hint, h in GATHER_HINTS.items() for ahead in membench.DISTANCES
+             for n in counts}  # fmt: skip
+    calls |= {("update", order, hint, ahead, n):
+              (lambda w=walk, h=h, a=ahead, n=n: update(buffer, w, stride, stride, a, h, n))
+              for order, walk in walks.items() for hint, h in UPDATE_HINTS.items() for ahead in membench.DISTANCES
+              for n in counts}  # fmt: skip
     seconds = dict.fromkeys(calls, float("inf"))
     for _ in range(ROUNDS):
         for key, call in calls.items():
             seconds[key] = min(seconds[key], best_s(call, 2))
     fields: dict[str, object] = {"unique_rows_per_step": len(ids) / steps, "steps_probed": steps}
     for kind, bytes_ in (("gather", read), ("update", stride)):
-        (_, hint, ahead, n), fewest = min(((k, s) for k, s in seconds.items() if k[0] == kind), key=lambda ks: ks[1])
+        (_, order, hint, ahead, n), fewest = min(((k, s) for k, s in seconds.items() if k[0] == kind),
+                                                 key=lambda ks: ks[1])  # fmt: skip
         lines = len(ids) * -(-bytes_ // 64)
-        fields |= {f"{kind}_ms": fewest / steps * 1e3, f"{kind}_hint": hint, f"{kind}_ahead_rows": ahead,
-                   f"{kind}_threads": n, f"{kind}_lines_per_step": lines / steps,
+        fields |= {f"{kind}_ms": fewest / steps * 1e3, f"{kind}_order": order, f"{kind}_hint": hint,
+                   f"{kind}_ahead_rows": ahead, f"{kind}_threads": n, f"{kind}_lines_per_step": lines / steps,
                    f"{kind}_mlines_per_s": lines / fewest / 1e6}  # fmt: skip
     if kernels.load() is not None:  # the walk is the fused kernels' (membench_chase)
         access = Access("gather", read, stride, sum(cfg.model.table_rows))
@@ -211,7 +231,8 @@ def measure_bound(cfg: Config, threads: int, quick: bool = False) -> dict[str, o
 def probed(fields: dict[str, object], kind: str) -> str:
     """One line probe's result: its time a step, its rate and the form that reached it."""
     ms, rate, hint = fields[f"{kind}_ms"], fields[f"{kind}_mlines_per_s"], fields[f"{kind}_hint"]
-    form = f"{hint} {fields[f'{kind}_ahead_rows']} rows ahead on {fields[f'{kind}_threads']}"
+    order = fields.get(f"{kind}_order", "sorted")  # records before ORDERS walked sorted rows only
+    form = f"{order}, {hint} {fields[f'{kind}_ahead_rows']} rows ahead on {fields[f'{kind}_threads']}"
     return f"{kind} {ms:.2f} ms ({rate:.0f} M lines/s, {form})"
 
 
