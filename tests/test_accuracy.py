@@ -9,7 +9,7 @@ from dlrm_study.analysis import convergence as acc
 from dlrm_study.config.variants import ACCURACY_PRECISIONS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REGISTRY
 from dlrm_study.data import SyntheticData
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner
+from dlrm_study.measure import context
 from dlrm_study.plans.convergence import ACCURACY_IDS, accuracy_configs
 from dlrm_study.plans.profiles import ACCURACY_SEEDS
 from dlrm_study.records import store
@@ -173,9 +173,9 @@ def test_the_accuracy_study_records_three_precisions_and_resumes(tmp_path):
     assert evals["eval_attainable_auc"].between(0.5, 1).all()  # the teacher's own AUC, recorded
     assert set(frame[frame["variant"] == PLAIN_BF16]["precision_label"].str.contains("plain SGD")) == {True}
     assert not frame[frame["kind"] == "auc"].empty  # held-out AUC curves, every window
-    before = dict(runner.TALLY)
+    before = context.current().measured
     run_accuracy("smoke", tmp_path)  # resumed: every config already recorded
-    assert runner.TALLY["measured"] == before["measured"]
+    assert context.current().measured == before
 
 
 def test_a_timed_accuracy_near_chance_is_called_weak_evidence():

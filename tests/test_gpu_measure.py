@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from dlrm_study import config, settings
-from dlrm_study.measure import gpu, graph_profiler
+from dlrm_study.measure import context, gpu, graph_profiler
 from dlrm_study.measure.prepared import prepare
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
@@ -50,7 +50,7 @@ def gpu_loop(*extra: str) -> config.Config:
 
 
 def test_a_point_is_profiled_once_and_its_repeats_are_judged_against_it(monkeypatch):
-    monkeypatch.setattr(gpu, "PROFILED", {})
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())
     sessions = []
     original = gpu.profile_window
     monkeypatch.setattr(gpu, "profile_window", lambda *a: sessions.append(a) or original(*a))
@@ -69,7 +69,7 @@ def test_a_point_is_profiled_once_and_its_repeats_are_judged_against_it(monkeypa
 
 def test_the_profiler_is_set_up_for_graphs_once_before_the_first_capture(monkeypatch):
     calls = []
-    monkeypatch.setattr(graph_profiler, "_prepared", False)
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())
     monkeypatch.setattr("torch.profiler._utils._init_for_cuda_graphs", lambda: calls.append("init"))
     monkeypatch.setenv(settings.GRAPH_PROFILER, "init")
     graph_profiler.prepare(CPU)
@@ -77,7 +77,7 @@ def test_the_profiler_is_set_up_for_graphs_once_before_the_first_capture(monkeyp
     graph_profiler.prepare(CUDA)
     graph_profiler.prepare(CUDA)
     assert calls == ["init"]
-    monkeypatch.setattr(graph_profiler, "_prepared", False)
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())
     monkeypatch.setenv(settings.GRAPH_PROFILER, "attach")
     graph_profiler.prepare(CUDA)
     assert calls == ["init"]

@@ -9,8 +9,8 @@ import torch
 
 from dlrm_study import config, settings
 from dlrm_study.errors import UsageError
+from dlrm_study.measure import context, limits_cache, membench
 from dlrm_study.measure import limits as machine_limits
-from dlrm_study.measure import limits_cache, membench
 from dlrm_study.measure.bench import bound_fields, within_bound
 from dlrm_study.model import kernels
 from dlrm_study.perfmodel import roofline
@@ -25,7 +25,7 @@ SMALL = [Access("gather", 32, 64, 50_000), Access("gather", 64, 64, 50_000), Acc
 def cache(tmp_path, monkeypatch):
     """A fresh limits cache, and no measurements remembered by this process."""
     monkeypatch.setenv(settings.LIMITS_CACHE, str(tmp_path / "limits.json"))
-    monkeypatch.setattr(machine_limits, "_measured", {})
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())
     monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 0.0)  # a quiet machine (see the load tests)
     return tmp_path / "limits.json"
 
@@ -89,7 +89,7 @@ def test_limits_are_measured_once_then_read_from_the_cache(cache, monkeypatch):
             raise AssertionError(f"measured again: {args[0]}")
         return {}
 
-    monkeypatch.setattr(machine_limits, "_measured", {})  # a new process: only the file remembers
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())  # a new process: only the file remembers
     monkeypatch.setattr(membench, "measure", measured)
     monkeypatch.setattr(machine_limits, "gemm_limits", measured)
     monkeypatch.setattr(machine_limits, "layer_gemm_limits", measured)
@@ -189,7 +189,7 @@ def test_a_loaded_machine_measures_but_keeps_nothing(cache, monkeypatch, capsys)
     assert machine_limits.measure_limits(quick=True, accesses=[SMALL[2]])[key] == 1.0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "loaded" in err[0] and "not kept" in err[0] and not cache.exists()
-    monkeypatch.setattr(machine_limits, "_measured", {})
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())
     monkeypatch.setattr(machine_limits, "load_beside_me", lambda: 0.5)
     machine_limits.measure_limits(quick=True, accesses=[SMALL[2]])
     assert limits_cache.load(torch.get_num_threads(), True)[key] == 1.0

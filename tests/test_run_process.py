@@ -10,8 +10,9 @@ import pytest
 from tests.test_runner import point
 
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner, settle
+from dlrm_study.measure import context, runner, settle
 from dlrm_study.plans import cpu
+from dlrm_study.report import session
 from dlrm_study.studies import runs
 
 
@@ -26,14 +27,25 @@ def test_the_deciding_points_get_the_claim_runs_and_the_rest_the_study_runs():
 
 def test_a_process_started_for_one_run_schedules_only_that_run():
     points = [point("p", "a", "b")]
-    assert runner.this_run() is None
-    with runner.one_run(3):
-        assert runner.this_run() == 3
+    assert context.current().slot is None
+    with context.one_run(3):
+        assert context.current().slot == 3
         tasks = runner.schedule(points, 2, lambda _: "m", runs=4)
     assert {t.slot for t in tasks} == {3} and len(tasks) == 4
-    assert runner.this_run() is None  # the block ends, every slot again
-    with pytest.raises(UsageError), runner.one_run(0):
+    assert context.current().slot is None  # the block ends, every slot again
+    with pytest.raises(UsageError), context.one_run(0):
         pass
+
+
+def test_what_a_process_measured_and_reused_is_counted_in_its_context(monkeypatch, tmp_path):
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext())  # a new process
+    tasks = runner.schedule([point("p", "a", "b")], 1, lambda _: "m")
+    measure = lambda task: {"samples_per_s": 1.0, "ms_median": 1.0}  # noqa: E731
+    runner.run(tasks, measure, tmp_path / "r.csv", "s", progress=False)
+    assert (context.current().measured, context.current().reused) == (2, 0)
+    runner.run(tasks, measure, tmp_path / "r.csv", "s", progress=False)  # every task recorded already
+    assert (context.current().measured, context.current().reused) == (2, 2)
+    assert session.footer() == "this run measured 2 records and reused 2 records already in the results folder"
 
 
 def test_the_cpu_loops_decide_s2_at_every_preset_and_s3_at_its_two():

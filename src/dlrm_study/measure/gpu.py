@@ -28,7 +28,7 @@ import torch
 from dlrm_study.config import Config, Placement, validate
 from dlrm_study.data import make_data, stage
 from dlrm_study.data.batch import fixed_bag_size, ids_capacity
-from dlrm_study.measure import graph_profiler
+from dlrm_study.measure import context, graph_profiler
 from dlrm_study.measure.prepared import Prepared, what_ran
 from dlrm_study.measure.timing import elapsed_ms, peak_memory, quiet_stderr, reset_peak_memory, step_times, synchronize
 from dlrm_study.model.kernels import torch_ops, triton_ops
@@ -47,8 +47,6 @@ PROFILE_STEPS = 20  # steps of a point's one profiled window on a GPU (a dry run
 ENQUEUE_TRIALS = 10  # steps issued one at a time to an idle device: the host's cost of a step (median)
 # A host that needs at least this share of the step time to issue a step keeps the device waiting.
 HOST_BOUND_SHARE = 0.9
-# A point's profiled window (kernels per step, kernel ms per step), by config hash: one session per point.
-PROFILED: dict[str, dict[str, object]] = {}
 EMBEDDING_BLOCK_CALLS = 20  # calls per timed block of the embedding benchmark (their launches overlap)
 
 
@@ -69,7 +67,8 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
     `warmup` and `steps` are least counts: on a GPU the warm-up goes on to `WARMUP_STEPS` or
     `WARMUP_S` and a block lasts about `BLOCK_S`; on the CPU (a dry run) they are the counts.
     The step's graph and ring are kept with the prepared run, so its repeats reuse them; so is
-    the point's profiled window (`PROFILED`): repeats measure their own steps against it.
+    the point's profiled window (`RunContext.profiled`: one session per point, by config hash): repeats measure
+    their own steps against it.
     """
     cfg, run = prepared.cfg, prepared.run
     on_gpu = run.device.type == "cuda"
@@ -106,10 +105,11 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
     times = step_times(block_ms, cfg.train.batch_size)
     enqueue = enqueue_ms(one, run.device, ENQUEUE_TRIALS if on_gpu else 2)
     key = cfg.hash()
-    reused = key in PROFILED
+    profiled_windows = context.current().profiled
+    reused = key in profiled_windows
     if not reused:
-        PROFILED[key] = profile_window(one, PROFILE_STEPS if on_gpu else max(profile_steps, 1), run.device)
-    profiled = PROFILED[key]
+        profiled_windows[key] = profile_window(one, PROFILE_STEPS if on_gpu else max(profile_steps, 1), run.device)
+    profiled = profiled_windows[key]
     return {
         **what_ran(cfg, run.model.sparse_arch, run.device, run.model),
         col.STEPS: block * BLOCKS,
@@ -130,13 +130,11 @@ def measure_training(prepared: Prepared, steps: int, warmup: int, profile_steps:
         **model_work(cfg),
         **counts,
         **peak_memory(run.device),
-        KERNEL_FALLBACK: FALLBACKS.get(id(prepared), ""),
+        KERNEL_FALLBACK: context.current().fallbacks.get(id(prepared), ""),
     }
 
 
 KERNEL_FALLBACK = "kernel_fallback"  # why a point's Triton kernels gave way to their torch twins ('' where not)
-# By prepared run (its id): a fallback holds for the run's later repeats, which the same record field says.
-FALLBACKS: dict[int, str] = {}
 
 
 def model_work(cfg: Config) -> dict[str, float]:
@@ -158,7 +156,8 @@ def fall_back(prepared: Prepared, err: Exception) -> bool:
         return False
     arch.ops = torch_ops
     prepared.gpu_step = GpuStep(prepared.run)
-    FALLBACKS[id(prepared)] = f"triton failed ({type(err).__name__}: {str(err).strip()[:200]}); the torch twin ran"
+    why = f"{type(err).__name__}: {str(err).strip()[:200]}"
+    context.current().fallbacks[id(prepared)] = f"triton failed ({why}); the torch twin ran"
     return True
 
 

@@ -26,6 +26,7 @@ import sys
 import torch
 
 from dlrm_study import settings
+from dlrm_study.measure import context
 
 STRATEGIES = ("init", "attach")
 PROBE_REPLAYS = 3
@@ -35,29 +36,25 @@ PROBE_TIMEOUT_S = 90
 NOT_PROFILED = "none"
 NOT_PROFILED_NOTE = "not profiled in this phase (a lending profiles the targets later, in a phase of its own)"
 
-_prepared = False
-_chosen: str | None = None  # set by `use`, for this process
-
 
 def use(way: str) -> None:
     """This process's way, said by its caller (a lending phase's command line) rather than the environment."""
-    global _chosen
     if way not in (*STRATEGIES, "off", NOT_PROFILED):
         raise ValueError(f"unknown profiler strategy {way!r}")
-    _chosen = way
+    context.current().profiler_way = way
 
 
 def strategy() -> str:
     """This process's way: `use`'s, else the environment's, else `init`."""
-    return _chosen or settings.current().graph_profiler
+    return context.current().profiler_way or settings.current().graph_profiler
 
 
 def prepare(device: torch.device) -> None:
     """Before the process's first capture on a GPU: the empty session where the strategy is `init` (once)."""
-    global _prepared
-    if _prepared or device.type != "cuda" or strategy() == NOT_PROFILED:
+    state = context.current()
+    if state.profiler_prepared or device.type != "cuda" or strategy() == NOT_PROFILED:
         return
-    _prepared = True
+    state.profiler_prepared = True
     if strategy() == "init":
         from torch.profiler import _utils
 

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from dlrm_study import platform, settings
 from dlrm_study.config import Config, Precision
-from dlrm_study.measure import limits_cache, membench
+from dlrm_study.measure import context, limits_cache, membench
 from dlrm_study.measure.timing import best_s
 from dlrm_study.model import fused_mlp, kernels
 from dlrm_study.model.tables import SparseArch
@@ -70,7 +70,8 @@ def measure_limits(
     """
     accesses, shapes = sorted(set(accesses or ())), sorted(set(layers or ()))
     threads, repeats = torch.get_num_threads(), 3 if quick else 7
-    have = {} if fresh else limits_cache.load(threads, quick) | _measured.get((threads, quick), {})
+    measured = context.current().limits  # this process's measurements (the cache may be off)
+    have = {} if fresh else limits_cache.load(threads, quick) | measured.get((threads, quick), {})
     loaded_before = load_beside_me()
     squares = [f"gemm_{name}_gflops" for name in gemm_dtypes()]
     layer_keys = {s: [layer_key(p, s, g) for p in gemm_dtypes() for g in GEMM_PASSES] for s in shapes}
@@ -80,7 +81,7 @@ def measure_limits(
     new |= layer_gemm_limits(tuple(s for s in shapes if any(k not in have for k in layer_keys[s])), repeats)
     if new and quiet(loaded_before):
         limits_cache.store(threads, quick, new)
-    _measured.setdefault((threads, quick), {}).update(new)
+    measured.setdefault((threads, quick), {}).update(new)
     have |= new
     if fresh:  # the best of now and before
         have = limits_cache.merge(have, limits_cache.load(threads, quick))
@@ -92,9 +93,6 @@ def measure_limits(
         print(f"dlrm-study: {reused} of {len(wanted)} machine limits reused, measured earlier "
               f"({limits_cache.path() or 'in this process'})", file=sys.stderr)  # fmt: skip
     return Limits({col.THREADS: float(threads), **{key: have[key] for key in wanted}}, quick)
-
-
-_measured: dict[tuple[int, bool], dict[str, float]] = {}  # this process's measurements (the cache may be off)
 
 
 def gemm_dtypes() -> dict[str, torch.dtype]:
@@ -246,7 +244,7 @@ def remeasured(cfg: Config, limits: dict[str, float], fields: dict[str, object])
     limits_cache.forget(threads, stale)
     for quick in (True, False):
         for key in stale:
-            _measured.get((threads, quick), {}).pop(key, None)
+            context.current().limits.get((threads, quick), {}).pop(key, None)
     print(f"dlrm-study: {', '.join(parts)} ran faster than the roofline's bound: its {len(stale)} limits are "
           "measured again before the record is written", file=sys.stderr)  # fmt: skip
     return measure_limits(**roofline.needs(cfg), quick=limits.quick)

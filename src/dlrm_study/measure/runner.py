@@ -4,7 +4,7 @@ Every timed study goes through `run`: `dlrm-study bench` and `compare`, sweeps, 
 behind the notebooks, distributed bench and the GPU script. A study has `runs` runs (its profile's
 RUNS, `plans.profiles`), and the points a claim's rule reads may have more (`claim_runs`, the
 claim's design). A run is a process: `studies.runs` starts one process per run of each study, and
-that process measures its slot alone (`one_run`, `this_run`) under its own `run_id`, so the runs a
+that process measures its slot alone (`context.one_run`) under its own `run_id`, so the runs a
 verdict treats as clusters share no interpreter, allocator, page cache or kernel build. Outside
 such a process (a test, `dlrm-study bench`) the slots run one after the other in this one, each
 under its own run id (its records say which process measured them). Order within a run:
@@ -31,14 +31,12 @@ records of a run that holds a record of one of its tasks made by other code or l
 measured beside the changed one and every pair stays within one run (`pending`, `records.store.mixed_runs`).
 """
 
-import contextlib
-import contextvars
 import dataclasses
 import gc
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -49,6 +47,7 @@ from tqdm import tqdm  # a plain bar: no widget warning in notebooks
 from dlrm_study import config, settings
 from dlrm_study.config import Config, Loop
 from dlrm_study.errors import Fault, UsageError
+from dlrm_study.measure import context
 from dlrm_study.plans.sweep import Planned
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance, selfcheck, store
@@ -106,14 +105,14 @@ def schedule(
     point, every point its variants; points and variants rotated by the repeat (see the module docstring).
     Slots runs+1..claim_runs measure only what `deciding(point label, variant)` keeps: the points a claim's
     rule reads get the runs its design asks for, the rest of the study the runs its figures need. In a
-    process started for one run (`this_run`), only that slot's tasks. `run` draws each run's own starting
+    process started for one run (`context.one_run`), only that slot's tasks. `run` draws each run's own starting
     order (`arranged`)."""
     if repeats < 1:
         raise UsageError(f"repeats must be at least 1, got {repeats}")
     if runs < 1:
         raise UsageError(f"runs must be at least 1, got {runs}")
     threads = threads or threads_of
-    only = this_run()
+    only = context.current().slot
     tasks = []
     for slot in range(1, max(runs, claim_runs) + 1):
         if only is not None and slot != only:
@@ -125,29 +124,6 @@ def schedule(
                     cfg = configs[variant]
                     tasks.append(Task(label, variant, repeat, order, cfg, machine(cfg), threads(cfg), slot))
     return tasks
-
-
-# The run this process measures where it was started for one (`studies.runs`, inside `one_run`): a run is a
-# process, a fresh interpreter, allocator and page cache, with its own run id and variant order. A context
-# variable, not the environment: the processes a run starts (a distributed study's ranks) measure their own.
-THIS_RUN: contextvars.ContextVar[int | None] = contextvars.ContextVar("this_run", default=None)
-
-
-@contextlib.contextmanager
-def one_run(slot: int) -> Iterator[None]:
-    """Within the block, studies schedule and measure only their run `slot` (`schedule`)."""
-    if slot < 1:
-        raise UsageError(f"a run slot is 1, 2, ...: got {slot}")
-    token = THIS_RUN.set(slot)
-    try:
-        yield
-    finally:
-        THIS_RUN.reset(token)
-
-
-def this_run() -> int | None:
-    """The run slot this process measures (`one_run`), or None: every slot of a study, one after the other."""
-    return THIS_RUN.get()
 
 
 def arranged(tasks: Sequence[Task], seed: str) -> list[Task]:
@@ -185,16 +161,6 @@ def rotated(items: list, by: int) -> list:
     """`items` started at position `by` (mod its length): ABC, BCA, CAB, ..."""
     shift = by % len(items) if items else 0
     return items[shift:] + items[:shift]
-
-
-# Measurements made and reused by this process so far (a rendered notebook reports them).
-TALLY = {"measured": 0, "reused": 0}
-
-
-def tally(measured: int = 0, reused: int = 0) -> None:
-    """Count measurements made and reused outside `run` (studies that are counted, not timed)."""
-    TALLY["measured"] += measured
-    TALLY["reused"] += reused
 
 
 @dataclass
@@ -245,7 +211,7 @@ def run(
     waiting = {t.key for t in pending(tasks, out, resume, retry_errors)}
     todo = [(run_id, t) for run_id, ordered in run_order(tasks) for t in ordered if t.key in waiting]
     counts.skipped = len(tasks) - len(todo)
-    tally(reused=counts.skipped)
+    context.current().tally(reused=counts.skipped)
     bar = tqdm(todo, desc=study, unit="run", disable=not (progress and emit), leave=False)
     try:
         for i, (run_id, task) in enumerate(bar):
@@ -261,7 +227,7 @@ def run(
                 failed_pairs.add(task.pair)
                 counts.failed += 1
             counts.ran += 1
-            tally(measured=1)
+            context.current().tally(measured=1)
             if emit and out:
                 store.append(out, record)
             if emit and on_record:

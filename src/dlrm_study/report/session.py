@@ -9,7 +9,7 @@ from dlrm_study.analysis.evidence import published_machine
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
 from dlrm_study.claims import registry
-from dlrm_study.measure import runner
+from dlrm_study.measure import context
 from dlrm_study.plans import profiles
 from dlrm_study.records import columns as col
 from dlrm_study.records import provenance
@@ -57,10 +57,10 @@ def header(profile: str, out: Path, machine: str | None = "this") -> str:
 
 def footer() -> str:
     """How many measurements this run made, and how many it reused from earlier runs' records."""
-    t = runner.TALLY
-    if not t["measured"] and not t["reused"]:  # a render, or a notebook that only draws: nothing was run
+    t = context.current()
+    if not t.measured and not t.reused:  # a render, or a notebook that only draws: nothing was run
         return "this copy measured nothing: it draws the records already in the results folder"
-    measured, reused = count(t["measured"], "record"), count(t["reused"], "record")
+    measured, reused = count(t.measured, "record"), count(t.reused, "record")
     return f"this run measured {measured} and reused {reused} already in the results folder"
 
 

@@ -29,7 +29,7 @@ from tqdm import tqdm
 from dlrm_study.config import Config
 from dlrm_study.config.variants import OPTIMIZED_FP32
 from dlrm_study.data import make_data
-from dlrm_study.measure import runner
+from dlrm_study.measure import context
 from dlrm_study.plans.bf16_rounding import (
     GROUP,
     GROUPS,
@@ -56,7 +56,7 @@ def run_rounding(profile: str, out: Path, seed: int = 0) -> None:
     stored = store.stored_keys(path)
     configs = fp32_configs(profile, seed)
     todo = [cfg for cfg in configs if store.key_here(cfg, OPTIMIZED_FP32, repeat=seed) not in stored]
-    runner.tally(reused=len(configs) - len(todo), measured=len(todo))
+    context.current().tally(reused=len(configs) - len(todo), measured=len(todo))
     bar = tqdm(total=sum(cfg.train.steps for cfg in todo), desc=study(profile), unit="step")
     for cfg in todo:
         rows = rounding_rows(cfg, min(LOSS_WINDOW[profile], cfg.train.steps), bar)

@@ -14,7 +14,7 @@ from dlrm_study import config
 from dlrm_study.config.variants import ACCURACY_PRECISIONS, CPU_LOOPS, OPTIMIZED_FP32
 from dlrm_study.data import SyntheticData, make_data
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner
+from dlrm_study.measure import context, runner
 from dlrm_study.plans.convergence import RECORDS, accuracy_configs, variant_config
 from dlrm_study.plans.profiles import CONVERGENCE_SEEDS, LOSS_WINDOW
 from dlrm_study.plans.sweep import runnable
@@ -81,10 +81,10 @@ def train_and_record(
     keys = [store.key_here(cfg, variant, repeat=seed) for variant, seed, cfg in configs]
     stored = store.stored_keys(path, today=set(keys))
     todo = [c for c, key in zip(configs, keys, strict=True) if key not in stored]
-    runner.tally(reused=len(configs) - len(todo))
+    context.current().tally(reused=len(configs) - len(todo))
     bar = tqdm(total=sum(cfg.train.steps for _, _, cfg in todo), desc=study, unit="step")
     for variant, seed, cfg in todo:
-        runner.tally(measured=1)
+        context.current().tally(measured=1)
         rows = trained_rows(cfg, study, min(window, cfg.train.steps), curve, bar, variant=variant, repeat=seed)
         store.append_many(path, rows)
         held_out = rows[-1].get(col.EVAL_AUC, float("nan"))

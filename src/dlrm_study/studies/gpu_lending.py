@@ -6,7 +6,7 @@ do not fit one call by this estimate (about 920 s), so there are two (`LENDINGS`
 from its own records only:
 
 - **A** (H1, H4, and the targets): `targets-bf16` and `targets-fp32` (the three targets, `plans.gpu_targets`,
-  and their fp32 twins, one repeat each); then `verdict-run-1` to `-3`, each one run (a run slot, `measure.runner
+  and their fp32 twins, one repeat each); then `verdict-run-1` to `-3`, each one run (a run slot, `measure.context
   .one_run`) of H1's points (gpu-hbm at each model-shape knob's two ends, not batch size) and H4's (hbm, host and
   cached on mlperf-scaled, Zipf 1.05, 10% cached) in `REPEATS_OF["A"]` whole repeats; then `uvm` (hbm beside uvm
   in a run of their own: uvm failed in the first lending, and it decides nothing, so last, apart).

@@ -18,7 +18,7 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.config import Placement
-from dlrm_study.measure import gpu, graph_profiler, isolated, runner, sweep
+from dlrm_study.measure import context, gpu, graph_profiler, isolated, runner, sweep
 from dlrm_study.plans import sweep as sweep_plan
 from dlrm_study.plans.gpu import REPEATS, GpuRun
 from dlrm_study.records import columns as col
@@ -42,7 +42,7 @@ def run_phase(phase: Phase, work: Path, dry_run: bool, deadline: float) -> int:
             if phase.kind == "profiles":
                 print(choose_profiler(dry_run), flush=True)
             # A verdict phase measures one run slot: a run is a process (its own run id, order and warm-up).
-            with runner.one_run(phase.slot) if phase.slot else contextlib.nullcontext():
+            with context.one_run(phase.slot) if phase.slot else contextlib.nullcontext():
                 for run in phase.runs:
                     print(measure_run(run, phase, dry_run, deadline), flush=True)
     except runner.DeviceLost as err:

@@ -7,7 +7,7 @@ from pathlib import Path
 from dlrm_study import config
 from dlrm_study.data import make_data
 from dlrm_study.distributed.processes import launch_fields
-from dlrm_study.measure import runner
+from dlrm_study.measure import context, runner
 from dlrm_study.model.tables.base import TableSpec, counters
 from dlrm_study.model.tables.cached import CachedSparseArch
 from dlrm_study.plans.placement import (
@@ -40,12 +40,12 @@ def measure_cache(profile: str, out: Path) -> None:
     todo = []
     for cfg in cache_configs(profile):
         if store.key_here(cfg, steady_variant(cfg)) in stored:
-            runner.tally(reused=1)
+            context.current().tally(reused=1)
         else:
             todo.append(cfg)
     for _, same_ids in itertools.groupby(todo, key=lambda cfg: cfg.data.zipf_alpha):
         same_ids = list(same_ids)
-        runner.tally(measured=len(same_ids))
+        context.current().tally(measured=len(same_ids))
         for cfg, fields in zip(same_ids, steady_hit_rates(same_ids, *CACHE_BATCHES[profile]), strict=True):
             store.append(path, make_record(study, fields, cfg, variant=steady_variant(cfg), repeat=0))
             rate = float(fields.get("cache_hit_rate", float("nan")))

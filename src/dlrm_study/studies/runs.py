@@ -4,7 +4,7 @@ Runs of one process share its interpreter, allocator, page cache and kernel buil
 independent: the verdicts' intervals treat runs as clusters (`analysis.clusters`), and that is honest
 only when each run starts from nothing. `measure` launches one process per (study, run slot), the
 slots in turn across the studies (slot 1 of every study, then slot 2, ...), so a study's runs are
-also spread in time. Each child measures its slot alone (`runner.one_run`) under its own run id and
+also spread in time. Each child measures its slot alone (`context.one_run`) under its own run id and
 variant order, and says what it measured in one line. A study resumes as before: a slot already
 recorded at this code measures nothing.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from dlrm_study import settings
 from dlrm_study.errors import UsageError
-from dlrm_study.measure import runner, sweep
+from dlrm_study.measure import context, sweep
 from dlrm_study.plans import cpu, profiles
 from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key
@@ -41,7 +41,7 @@ class Study:
 
     name: str
     runs: Callable[[str], int]  # the profile's number of run slots
-    measure: Callable[[str, Path], object]  # measures the slot `runner.one_run` names (what it did, printable)
+    measure: Callable[[str, Path], object]  # measures the slot `context.one_run` names (what it did, printable)
 
 
 def trained(profile: str, out: Path) -> str:
@@ -142,14 +142,14 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-TALLY = "tally: "  # a child's last line: what it measured and reused (`runner.TALLY`), added to this process's
+TALLY = "tally: "  # a child's last line: what it measured and reused (`context.RunContext`), added to this process's
 
 
 def heard(stdout: str) -> str:
     """A child's line of what it measured; its tally added to this process's (a notebook's footer counts it)."""
     lines = stdout.strip().splitlines()
     if lines and lines[-1].startswith(TALLY):
-        runner.tally(**json.loads(lines.pop().removeprefix(TALLY)))
+        context.current().tally(**json.loads(lines.pop().removeprefix(TALLY)))
     return lines[-1] if lines else ""
 
 
@@ -157,7 +157,7 @@ def measure_slot(study: Study, profile: str, out: Path, slot: int) -> object:
     """One run of one study, in this process."""
     if not 1 <= slot <= study.runs(profile):
         raise UsageError(f"{study.name} has runs 1..{study.runs(profile)} in the {profile} profile, not {slot}")
-    with runner.one_run(slot):
+    with context.one_run(slot):
         return study.measure(profile, out)
 
 
@@ -176,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not args.study or len(args.study) != 1:
             raise UsageError("--slot measures one run of one study: name it with --study")
         print(measure_slot(chosen(args.study)[0], profile, out, args.slot))
-        print(TALLY + json.dumps(runner.TALLY))
+        state = context.current()
+        print(TALLY + json.dumps({"measured": state.measured, "reused": state.reused}))
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
