@@ -223,7 +223,7 @@ def measure_bound(cfg: Config, threads: int, quick: bool = False) -> dict[str, o
     fields: dict[str, object] = {col.THREADS: threads, col.PRECISION: precision, "quick": quick, **peaks(threads)}
     say("dlrm-study: the library's GEMMs at the model's layer shapes")
     fields |= library_gflops(cfg, measure_limits(layers=layer_shapes(cfg), quick=quick))
-    say("dlrm-study: the line probes over the config's own ids (every prefetch distance and hint; about a minute)")
+    say("dlrm-study: the line probes over the config's own ids (two orders, every distance and hint; a few minutes)")
     fields |= line_probes(cfg, threads, 2 if quick else STEPS)
     return fields | physical.bound_fields(cfg, Peaks.of(fields, precision), lines_of(fields))  # type: ignore[arg-type]
 
