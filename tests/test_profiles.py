@@ -38,3 +38,25 @@ def test_a_notebook_draws_the_published_machine_unless_it_measures(monkeypatch, 
     assert session.whose("k", False, tmp_path, "quick") == "k"
     monkeypatch.setattr(session_module, "published_machine", lambda out, profile: None)
     assert session.whose("this", False, tmp_path, "quick") == "this"  # no published records: this machine's
+
+
+def test_the_published_machine_has_the_most_runs_of_today_s_code_not_the_last_to_measure():
+    import pandas as pd
+
+    from dlrm_study.analysis.evidence import most_measured
+    from dlrm_study.records import code_identity
+    from dlrm_study.records import columns as col
+
+    today, old = code_identity.fingerprint_here("optimized"), "000000000000"
+    full, few = "intel-xeon-f6m207s2/avx512f/2cpu", "amd-epyc-f25m17s1/avx512f/2cpu"
+    stale = "amd-epyc-f23m1s2/avx2/2cpu"
+
+    def runs(machine: str, count: int, day: str, code: str = today) -> list[dict[str, object]]:
+        return [{col.MACHINE: machine, col.RUN_ID: f"{machine}-{day}-{r}", col.TIMESTAMP: f"2026-12-{day}T0{r}",
+                 col.TRAIN_LOOP: "optimized", col.CODE_FINGERPRINT: code} for r in range(count)]  # fmt: skip
+
+    frame = pd.DataFrame(runs(full, 3, "05") + runs(few, 1, "06") + runs(stale, 5, "07", old))
+    assert most_measured(frame) == full  # not `stale` (most runs, of old code) nor `few` (the last today)
+    assert most_measured(pd.DataFrame(runs(full, 2, "05") + runs(few, 2, "06"))) == few  # equals: the last
+    assert most_measured(pd.DataFrame(runs(stale, 2, "07", old))) == stale  # none today: the last to measure
+    assert most_measured(pd.DataFrame()) is None

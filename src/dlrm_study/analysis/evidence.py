@@ -12,14 +12,15 @@ import pandas as pd
 
 from dlrm_study.analysis.baseline import baseline_records
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
-from dlrm_study.analysis.current import at_head, current, newest
+from dlrm_study.analysis.current import at_head, current, fingerprints, newest
+from dlrm_study.analysis.current import loops as current_loops
 from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
 from dlrm_study.analysis.readers import NoRecords, point_records, sweep_records
 from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.plans import cpu
 from dlrm_study.plans.sensitivity import GPU_RECORDS, dense_sparse_grid, on_gpu, sensitivity
-from dlrm_study.records import Machine, store
+from dlrm_study.records import Machine, code_identity, store
 from dlrm_study.records import columns as col
 from dlrm_study.rules import literal
 
@@ -152,24 +153,32 @@ def of(frame: pd.DataFrame, machine: str) -> pd.DataFrame:
 
 
 def primary_machine(evidence: Evidence) -> str | None:
-    """The machine whose records the published figures draw (`newest_recorded` of the CPU loops)."""
-    return newest_recorded(evidence.cpu_loops)
+    """The machine whose records the published figures draw (`most_measured` of the CPU loops)."""
+    return most_measured(evidence.cpu_loops)
 
 
 def published_machine(out: Path, profile: str) -> str | None:
     """`primary_machine` of a results folder, whatever machine asks."""
     try:
-        return newest_recorded(sweep_records(cpu.cpu_loops(profile, out), None))
+        return most_measured(sweep_records(cpu.cpu_loops(profile, out), None))
     except NoRecords:
         return None
 
 
-def newest_recorded(loops: pd.DataFrame) -> str | None:
-    """The machine that measured the CPU loops last, of those whose key records their ISA."""
+def most_measured(loops: pd.DataFrame) -> str | None:
+    """The machine with the most runs of the CPU loops measured by today's code of each loop (its fingerprint
+    here), the last to measure them among equals; of machines whose key records their ISA. Not simply the last to
+    measure: a machine that measured a few runs today would otherwise take the published figures from one that
+    measured every run of the same code."""
     if loops.empty:
         return None
     loops = loops[[Machine.parse(m).recorded for m in loops[col.MACHINE]]]
-    return str(loops.sort_values(col.TIMESTAMP)[col.MACHINE].iloc[-1]) if not loops.empty else None
+    if loops.empty:
+        return None
+    today = fingerprints(loops) == current_loops(loops).map(code_identity.fingerprint_here)
+    runs = loops[today].groupby(col.MACHINE)[col.RUN_ID].nunique() if col.RUN_ID in loops else pd.Series()
+    last = loops.groupby(col.MACHINE)[col.TIMESTAMP].max()
+    return str(max(last.index, key=lambda machine: (runs.get(machine, 0), last[machine])))
 
 
 def gpu_hosts(evidence: Evidence) -> list[str]:

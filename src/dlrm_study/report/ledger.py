@@ -154,8 +154,8 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             "## Figures",
             "",
             f"Rendered by `make render` (`{profile}` profile) from the records in `results/` of `{primary}`, the "
-            "machine that measured the CPU loops last; each figure's findings are printed by the function its "
-            "notebook prints them with (`dlrm_study.report.gallery`).",
+            "machine with the most runs of the CPU loops at today's code; each figure's findings are printed by the "
+            "function its notebook prints them with (`dlrm_study.report.gallery`).",
             "",
             gallery(out, profile, primary),
             "",
