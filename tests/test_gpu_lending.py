@@ -10,8 +10,8 @@ from tests.conftest import ROOT
 
 from dlrm_study import config, platform
 from dlrm_study.analysis.clusters import MIN_RUNS
+from dlrm_study.measure import context, graph_profiler, isolated
 from dlrm_study.measure import gpu as gpu_measure
-from dlrm_study.measure import graph_profiler, isolated
 from dlrm_study.measure.prepared import prepare
 from dlrm_study.model.kernels import torch_ops
 from dlrm_study.records import store
@@ -186,7 +186,7 @@ def test_a_triton_failure_falls_back_to_the_torch_twin(monkeypatch):
 
         update_fp32 = forward_fp32
 
-    monkeypatch.setattr(graph_profiler, "_chosen", graph_profiler.NOT_PROFILED)
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext(profiler_way=graph_profiler.NOT_PROFILED))
     prepared = prepare(config.load("tiny", ["train.loop=gpu", "train.device=cpu", "train.placement=hbm"]))
     prepared.run.model.sparse_arch.ops = BrokenTriton
     record = gpu_measure.measure_training(prepared, steps=2, warmup=1)
@@ -204,7 +204,7 @@ def test_a_failure_of_the_torch_kernels_is_not_hidden(monkeypatch):
         def forward_fp32(*args, **kwargs):
             raise RuntimeError("simulated")
 
-    monkeypatch.setattr(graph_profiler, "_chosen", graph_profiler.NOT_PROFILED)
+    monkeypatch.setattr(context, "_PROCESS", context.RunContext(profiler_way=graph_profiler.NOT_PROFILED))
     prepared = prepare(config.load("tiny", ["train.loop=gpu", "train.device=cpu", "train.placement=hbm"]))
     prepared.run.model.sparse_arch.ops = BrokenTorch
     with pytest.raises(RuntimeError, match="simulated"):
