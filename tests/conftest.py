@@ -1,5 +1,6 @@
 """Shared fixtures: small configs and the Criteo sample."""
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ if not torch.cuda.is_available():
 # (`measure.limits_cache`); commands the tests run inherit it.
 LIMITS = Path(tempfile.mkdtemp(prefix="dlrm-study-limits-")) / "limits.json"
 os.environ.setdefault("DLRM_STUDY_LIMITS_CACHE", str(LIMITS))
+atexit.register(shutil.rmtree, LIMITS.parent, ignore_errors=True)  # the session's cache goes with the session
 
 from dlrm_study import config  # noqa: E402  (after the environment above)
 

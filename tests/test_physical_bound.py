@@ -79,6 +79,18 @@ def test_the_drawn_order_walks_the_same_rows_as_the_batch_first_names_them():
         probes.step_rows(cfg, 1, "reversed")
 
 
+def test_every_order_comes_from_one_draw_of_each_batch(monkeypatch):
+    cfg = config.load("tiny", ["data.id_distribution=zipf"])
+    drawn_batches = []
+    batch = probes.SyntheticData.batch
+    monkeypatch.setattr(probes.SyntheticData, "batch", lambda self, i: drawn_batches.append(i) or batch(self, i))
+    walks = probes.step_walks(cfg, 3)
+    assert drawn_batches == [0, 1, 2]  # one draw per step, not one per order
+    assert set(walks) == set(probes.ORDERS)
+    for drawn, ordered in zip(walks["drawn"], walks["sorted"], strict=True):
+        assert sorted(drawn.tolist()) == ordered.tolist()
+
+
 def test_the_line_probe_keeps_the_fastest_order(monkeypatch):
     """A loop may walk its rows in any order: where the drawn order is faster than the sorted one, the bound is
     the drawn order's (a bound from sorted rows alone could be beaten by a loop walking its bags)."""

@@ -144,25 +144,36 @@ def library_gflops(cfg: Config, limits: dict[str, float]) -> dict[str, float]:
 
 
 def step_rows(cfg: Config, steps: int = STEPS, order: str = "sorted") -> list[torch.Tensor]:
-    """Per step, the unique rows its ids touch in the stacked tables, each table's in `order` (ORDERS), drawn by
-    the loops' own data (`SyntheticData`, the training stream)."""
+    """Per step, the unique rows its ids touch in the stacked tables, each table's in `order` (ORDERS)."""
     if order not in ORDERS:
         raise ValueError(f"order {order!r}: one of {', '.join(ORDERS)}")
-    unique = torch.unique if order == "sorted" else first_seen
+    return step_walks(cfg, steps)[order]
+
+
+def step_walks(cfg: Config, steps: int = STEPS) -> dict[str, list[torch.Tensor]]:
+    """Per order of ORDERS, per step, the unique rows its ids touch in the stacked tables, drawn by the loops' own
+    data (`SyntheticData`, the training stream): each batch drawn once, every order derived from it."""
     data, starts = SyntheticData(cfg), torch.tensor([0, *cfg.model.table_rows[:-1]]).cumsum(0)
-    found = []
+    walks: dict[str, list[torch.Tensor]] = {order: [] for order in ORDERS}
     for index in range(steps):
-        batch = data.batch(index)
-        found.append(torch.cat([unique(ids) + start for ids, start in zip(batch.indices, starts, strict=True)]))
-    return found
+        tables = [orders_of(ids) for ids in data.batch(index).indices]
+        for order, found in walks.items():
+            found.append(torch.cat([rows[order] + start for rows, start in zip(tables, starts, strict=True)]))
+    return walks
+
+
+def orders_of(ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The distinct values of `ids` in every order of ORDERS, from one pass of `torch.unique`: sorted, and in the
+    order each first appears."""
+    unique, inverse = torch.unique(ids, return_inverse=True)
+    where = torch.arange(len(ids))
+    first = torch.full((len(unique),), len(ids), dtype=torch.long).scatter_reduce(0, inverse, where, "amin")
+    return {"sorted": unique, "drawn": unique[first.argsort()]}
 
 
 def first_seen(ids: torch.Tensor) -> torch.Tensor:
     """The distinct values of `ids` in the order each first appears."""
-    unique, inverse = torch.unique(ids, return_inverse=True)
-    where = torch.arange(len(ids))
-    first = torch.full((len(unique),), len(ids), dtype=torch.long).scatter_reduce(0, inverse, where, "amin")
-    return unique[first.argsort()]
+    return orders_of(ids)["drawn"]
 
 
 def gather_bytes(cfg: Config) -> int:
@@ -174,7 +185,7 @@ def gather_bytes(cfg: Config) -> int:
 def line_probes(cfg: Config, threads: int, steps: int = STEPS) -> dict[str, object]:
     """ms a step's unique rows take, gathered and updated, at the best order, distance, hint and thread count up
     to `threads`; the lines and Little's law beside them."""
-    walks = {order: torch.cat(step_rows(cfg, steps, order)) for order in ORDERS}
+    walks = {order: torch.cat(found) for order, found in step_walks(cfg, steps).items()}
     ids = walks[ORDERS[0]]  # every order walks the same rows
     stride, read = 4 * cfg.model.embedding_dim, gather_bytes(cfg)
     buffer = hugepages.empty(sum(cfg.model.table_rows) * stride // 4, dtype=torch.int32)
