@@ -48,3 +48,18 @@ def test_every_machine_with_records_is_listed_judged_or_not(tmp_path):
     lines = results_page.machines_table(tmp_path)
     assert lines[2] == "| `a/avx2/2cpu` | 1 | sweeps.csv | 2026-12-01 | abcdef0 | today's |"
     assert lines[3] == "| `b/avx2/2cpu` | 2 | bench.csv, sweeps.csv | 2026-11-30 | unrecorded | unrecorded |"
+
+
+def test_a_class_row_counts_only_machines_of_today_s_code():
+    """S3's row per bf16 class says no verdict word of earlier code: a machine whose column reads earlier code is
+    named so and left out of its class's set of verdicts."""
+    xeon = "intel-xeon/avx512f+avx512_bf16/2cpu"
+    by_machine = {MACHINE: Judgement(Status.REPRODUCED), xeon: Judgement(Status.TOO_FEW)}
+    hosts = [MACHINE, xeon]
+    both_today = ledger.class_rows("S3", by_machine, hosts, {})
+    assert "- S3 on native bf16 without AMX: **machines disagree**" in "\n".join(both_today)
+    rows = "\n".join(ledger.class_rows("S3", by_machine, hosts, {xeon: "earlier code (commit abcdef0)"}))
+    assert f"- S3 on native bf16 without AMX: **reproduced** (`{MACHINE}` reproduced, `{xeon}` earlier code, " in rows
+    assert "too few repeats" not in rows
+    only_old = "\n".join(ledger.class_rows("S3", by_machine, hosts, dict.fromkeys(hosts, "earlier code")))
+    assert "**not yet measured**" in only_old and "reproduced" not in only_old

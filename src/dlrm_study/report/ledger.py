@@ -50,7 +50,7 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
         "Not judged: records of " + ", ".join(f"`{m}`" for m in unrecorded) + ", written before machine keys "
         "recorded the ISA (their keys were given once from their own fields by `scripts/migrate_records.py`).",
     ]
-    classes = [row for c in CLAIMS if c.per_class for row in class_rows(c.id, table[c.id], hosts)]
+    classes = [row for c in CLAIMS if c.per_class for row in class_rows(c.id, table[c.id], hosts, earlier)]
     unused = not_used({c.id: {h: table[c.id][h] for h in hosts} for c in CLAIMS})
     return "\n".join([head, rule, *rows, *classes, *(listed if unrecorded else []), *(["", unused] if unused else [])])
 
@@ -97,15 +97,18 @@ def earlier_code(evidence: Evidence, machine: str) -> str:
     return f"{EARLIER} (commit {shown})" if commits else EARLIER
 
 
-def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str]) -> list[str]:
+def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], earlier: dict[str, str]) -> list[str]:
     """A per-class claim (S3) per bf16 class: the set of its machines' verdicts (`machines disagree` where they
-    differ)."""
+    differ). A machine whose column reads earlier code (`earlier_code`) is named so and left out of the set: a
+    verdict word on the first screen is of today's code."""
     classes = sorted({Machine.parse(h).bf16_class for h in hosts if Machine.parse(h).native_bf16})
     lines = []
     for name in classes:
-        status, mine = class_status({h: by_machine[h] for h in hosts}, name)
-        each = ", ".join(f"`{m}` {s}" for m, s in mine.items())
-        lines.append(f"- {claim} on {name}: **{status}** ({each})")
+        today = {h: by_machine[h] for h in hosts if not earlier.get(h)}
+        status, mine = class_status(today, name)
+        old = [h for h in hosts if earlier.get(h) and Machine.parse(h).bf16_class == name]
+        each = [f"`{m}` {s}" for m, s in mine.items()] + [f"`{m}` {EARLIER}, not counted" for m in old]
+        lines.append(f"- {claim} on {name}: **{status}** ({', '.join(each)})")
     return ["", f"{claim} per hardware class, the set of its machines' verdicts:", "", *lines] if lines else []
 
 
