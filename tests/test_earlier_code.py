@@ -63,3 +63,14 @@ def test_a_class_row_counts_only_machines_of_today_s_code():
     assert "too few repeats" not in rows
     only_old = "\n".join(ledger.class_rows("S3", by_machine, hosts, dict.fromkeys(hosts, "earlier code")))
     assert "**not yet measured**" in only_old and "reproduced" not in only_old
+
+
+def test_the_why_column_names_earlier_code_once_with_its_commits(monkeypatch):
+    from dlrm_study.claims.registry import BY_ID
+    from dlrm_study.report import results_page
+
+    verdicts = {claim: {MACHINE: Judgement(Status.NOT_REPRODUCED, "dlrm-benchmark 40%")} for claim in BY_ID}
+    monkeypatch.setattr(results_page.reading, "verdicts_of", lambda evidence: verdicts)
+    found = results_page.judged(loops("0123456789ab", "abcdef0123456789"))["S2"]
+    assert (found[MACHINE].word, found[MACHINE].reason) == ("earlier code", "commit abcdef0")
+    assert results_page.why("S2", found) == "No machine could decide it: earlier code (commit abcdef0)."

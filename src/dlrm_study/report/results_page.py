@@ -78,7 +78,8 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
             earlier = code[host]
             cell = ledger.short_cell(claim, v, old, earlier)
             if earlier and cell == f"**{earlier}**":  # no verdict word of earlier code on the first screen
-                found[claim][host] = Judged(ledger.EARLIER, [], earlier, old, cell)
+                commits = earlier.removeprefix(ledger.EARLIER).strip(" ()")  # the word is the status, not the reason
+                found[claim][host] = Judged(ledger.EARLIER, [], commits, old, cell)
                 continue
             found[claim][host] = Judged(v.status, figures, reason, old, cell)
     return found
