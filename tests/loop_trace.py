@@ -47,16 +47,16 @@ def trace(loop: str, root: Path, registry) -> dict[str, set[str]]:
 
     variants = [v for v in VARIANTS[loop] if v in registry]
     extra = ["train.device=cpu"] if loop == "gpu" else []
-    out = Path(tempfile.mkdtemp()) / "trace.csv"
-    spec = Sweep(name="trace", config="tiny", set=extra, variants=variants, repeats=1, steps=2, warmup=1,
-                 profile_steps=1, out=str(out))  # fmt: skip
-    sys.setprofile(tracer)
-    threading.setprofile(tracer)
-    try:
-        sweep.run(spec, progress=False)
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+    with tempfile.TemporaryDirectory(prefix="dlrm-study-trace-") as folder:  # the records go with the trace
+        spec = Sweep(name="trace", config="tiny", set=extra, variants=variants, repeats=1, steps=2, warmup=1,
+                     profile_steps=1, out=str(Path(folder) / "trace.csv"))  # fmt: skip
+        sys.setprofile(tracer)
+        threading.setprofile(tracer)
+        try:
+            sweep.run(spec, progress=False)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
     return ran
 
 
