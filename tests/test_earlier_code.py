@@ -22,7 +22,9 @@ def loops(code: str, commit: str) -> Evidence:
 
 def test_a_column_of_earlier_code_says_so_and_no_verdict_word():
     old = loops("0123456789ab", "abcdef0123456789")
+    assert ledger.earlier_commits(old, MACHINE) == "commit abcdef0"  # the commits, said once (-dirty dropped)
     assert ledger.earlier_code(old, MACHINE) == "earlier code (commit abcdef0)"
+    assert ledger.earlier_said("") == "earlier code"  # no commit recorded
     word = Judgement(Status.REPRODUCED, "dlrm-benchmark 2.1x")
     assert ledger.short_cell("S3", word, earlier="earlier code (commit abcdef0)") == "**earlier code (commit abcdef0)**"
     machine_fact = Judgement(Status.NOT_MEASURABLE, "no GPU")
@@ -31,7 +33,7 @@ def test_a_column_of_earlier_code_says_so_and_no_verdict_word():
 
 def test_a_column_of_todays_code_keeps_its_verdict_word():
     now = loops(provenance.code_fingerprint(), "abcdef0123456789")
-    assert ledger.earlier_code(now, MACHINE) == ""
+    assert ledger.earlier_commits(now, MACHINE) is None and ledger.earlier_code(now, MACHINE) == ""
     word = Judgement(Status.REPRODUCED, "dlrm-benchmark 2.1x")
     assert ledger.short_cell("S3", word, earlier="").startswith("**reproduced**")
 

@@ -83,18 +83,30 @@ def today_of(frame: pd.DataFrame) -> pd.Series:
     return loops(frame).map(provenance.code_fingerprint)
 
 
-def earlier_code(evidence: Evidence, machine: str) -> str:
-    """ "" where the machine's judged records were all measured by today's code of their loops (`today_of`);
-    else what the first screen says of its column in place of a verdict: "earlier code (commit ...)", the commits
-    its records were measured at. A verdict word on the first screen is of today's code, or not said."""
+def earlier_commits(evidence: Evidence, machine: str) -> str | None:
+    """None where the machine's judged records were all measured by today's code of their loops (`today_of`);
+    else the commits they were measured at, as said ("commit abc1234, def5678"; "" where none is recorded)."""
     part = reading.of(evidence, machine)
     mine = [f[f[col.MACHINE] == machine] for f in part.frames().values() if not f.empty and col.MACHINE in f]
     if all((fingerprints(frame) == today_of(frame)).all() for frame in mine):
-        return ""
+        return None
     commits = sorted({str(c).removesuffix("-dirty")[:7] for f in mine if col.GIT_COMMIT in f
                       for c in f[col.GIT_COMMIT].dropna()})  # fmt: skip
     shown = ", ".join(commits[:2]) + (", ..." if len(commits) > 2 else "")
-    return f"{EARLIER} (commit {shown})" if commits else EARLIER
+    return f"commit {shown}" if commits else ""
+
+
+def earlier_said(commits: str | None) -> str:
+    """What the first screen says of a column in place of a verdict (`earlier_commits`): "" for today's code,
+    else "earlier code (commit ...)". A verdict word on the first screen is of today's code, or not said."""
+    if commits is None:
+        return ""
+    return f"{EARLIER} ({commits})" if commits else EARLIER
+
+
+def earlier_code(evidence: Evidence, machine: str) -> str:
+    """`earlier_said` of the machine's `earlier_commits`: "" where its records are of today's code."""
+    return earlier_said(earlier_commits(evidence, machine))
 
 
 def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], earlier: dict[str, str]) -> list[str]:
@@ -103,8 +115,8 @@ def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], e
     verdict word on the first screen is of today's code."""
     classes = sorted({Machine.parse(h).bf16_class for h in hosts if Machine.parse(h).native_bf16})
     lines = []
+    today = {h: by_machine[h] for h in hosts if not earlier.get(h)}
     for name in classes:
-        today = {h: by_machine[h] for h in hosts if not earlier.get(h)}
         status, mine = class_status(today, name)
         old = [h for h in hosts if earlier.get(h) and Machine.parse(h).bf16_class == name]
         each = [f"`{m}` {s}" for m, s in mine.items()] + [f"`{m}` {EARLIER}, not counted" for m in old]
