@@ -19,6 +19,10 @@ if not torch.cuda.is_available():
 LIMITS = Path(tempfile.mkdtemp(prefix="dlrm-study-limits-")) / "limits.json"
 os.environ.setdefault("DLRM_STUDY_LIMITS_CACHE", str(LIMITS))
 atexit.register(shutil.rmtree, LIMITS.parent, ignore_errors=True)  # the session's cache goes with the session
+# So are judged records (`report.verdict_cache`): a render's kernels share them, the user's cache is not touched.
+VERDICTS = Path(tempfile.mkdtemp(prefix="dlrm-study-verdicts-"))
+os.environ.setdefault("DLRM_STUDY_VERDICT_CACHE", str(VERDICTS))
+atexit.register(shutil.rmtree, VERDICTS, ignore_errors=True)
 
 from dlrm_study import config  # noqa: E402  (after the environment above)
 

@@ -40,23 +40,29 @@ def trace(loop: str, root: Path, registry) -> dict[str, set[str]]:
     from dlrm_study.plans.sweep import Sweep
 
     ran: dict[str, set[str]] = {}
+    seen: set = set()  # code objects already noted: the tracer costs a set lookup on each later call
+    prefix = str(root)
 
-    def tracer(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename.startswith(str(root)):
-            ran.setdefault(Path(frame.f_code.co_filename).relative_to(root).as_posix(), set()).add(frame.f_code.co_name)
+    def tracer(frame, event, arg):  # Python calls only (`settrace`): no event for torch's C calls, no line events
+        code = frame.f_code
+        if code not in seen:
+            seen.add(code)
+            if code.co_filename.startswith(prefix):
+                ran.setdefault(Path(code.co_filename).relative_to(root).as_posix(), set()).add(code.co_name)
+        return None
 
     variants = [v for v in VARIANTS[loop] if v in registry]
     extra = ["train.device=cpu"] if loop == "gpu" else []
     with tempfile.TemporaryDirectory(prefix="dlrm-study-trace-") as folder:  # the records go with the trace
         spec = Sweep(name="trace", config="tiny", set=extra, variants=variants, repeats=1, steps=2, warmup=1,
                      profile_steps=1, out=str(Path(folder) / "trace.csv"))  # fmt: skip
-        sys.setprofile(tracer)
-        threading.setprofile(tracer)
+        sys.settrace(tracer)
+        threading.settrace(tracer)
         try:
             sweep.run(spec, progress=False)
         finally:
-            sys.setprofile(None)
-            threading.setprofile(None)
+            sys.settrace(None)
+            threading.settrace(None)
     return ran
 
 

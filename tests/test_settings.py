@@ -39,7 +39,7 @@ def test_no_module_but_settings_spells_a_switch_name_outside_its_debt():
 
 
 def test_every_variable_is_declared_once_and_known_to_current():
-    assert len(set(settings.VARIABLES)) == len(settings.VARIABLES) == 11
+    assert len(set(settings.VARIABLES)) == len(settings.VARIABLES) == 12
     assert all(NAME.fullmatch(name) for name in settings.VARIABLES)
     assert set(DEBT["model/kernels/__init__.py"] | DEBT["distributed/launch.py"]) <= set(settings.VARIABLES)
 
@@ -54,12 +54,13 @@ def test_each_switch_is_parsed_to_its_type():
         "DLRM_STUDY_PROFILE": "smoke", "DLRM_STUDY_KERNELS": "torch", "DLRM_STUDY_KERNEL_WAIT_S": "2.5",
         "DLRM_STUDY_COMMIT": "abc1234", "DLRM_STUDY_INVOCATION": "inv-1", "DLRM_STUDY_TRACEBACK": "1",
         "DLRM_STUDY_FAULT": "1:3:hang", "DLRM_STUDY_LOAD_MAX": "inf", "DLRM_STUDY_LIMITS_CACHE": "off",
-        "DLRM_STUDY_GRAPH_PROFILER": "attach", "DLRM_STUDY_PROGRESS_LINES": "1", "UNRELATED": "x",
+        "DLRM_STUDY_VERDICT_CACHE": "/tmp/kept", "DLRM_STUDY_GRAPH_PROFILER": "attach",
+        "DLRM_STUDY_PROGRESS_LINES": "1", "UNRELATED": "x",
     })  # fmt: skip
     assert given == settings.Settings(
         profile="smoke", kernels="torch", kernel_wait_s=2.5, commit="abc1234", invocation="inv-1", traceback=True,
-        fault=settings.Fault(1, 3, "hang"), load_max=float("inf"), limits_cache="off", graph_profiler="attach",
-        progress_lines=True,
+        fault=settings.Fault(1, 3, "hang"), load_max=float("inf"), limits_cache="off", verdict_cache="/tmp/kept",
+        graph_profiler="attach", progress_lines=True,
     )  # fmt: skip
 
 

@@ -30,10 +30,11 @@ TRACEBACK = "DLRM_STUDY_TRACEBACK"  # set: an unexpected failure shows its trace
 FAULT = "DLRM_STUDY_FAULT"  # RANK:STEP:kill|hang: that rank dies or hangs at that step (fault tests)
 LOAD_MAX = "DLRM_STUDY_LOAD_MAX"  # runnable processes beside the measuring one allowed (inf: any)
 LIMITS_CACHE = "DLRM_STUDY_LIMITS_CACHE"  # the machine limits' cache file, or off
+VERDICT_CACHE = "DLRM_STUDY_VERDICT_CACHE"  # the folder judged records are kept in between processes, or off
 GRAPH_PROFILER = "DLRM_STUDY_GRAPH_PROFILER"  # init | attach | off | none: how the GPU profiler meets CUDA graphs
 PROGRESS_LINES = "DLRM_STUDY_PROGRESS_LINES"  # set: each measurement prints a line on stderr, not a bar
 VARIABLES = (PROFILE, KERNELS, KERNEL_WAIT_S, COMMIT, INVOCATION, TRACEBACK, FAULT, LOAD_MAX, LIMITS_CACHE,
-             GRAPH_PROFILER, PROGRESS_LINES)  # fmt: skip
+             VERDICT_CACHE, GRAPH_PROFILER, PROGRESS_LINES)  # fmt: skip
 
 KERNEL_CHOICES = ("auto", "torch")
 GRAPH_PROFILER_CHOICES = ("init", "attach", "off", "none")
@@ -62,6 +63,7 @@ class Settings:
     fault: Fault | None = None
     load_max: float | None = None
     limits_cache: str = ""
+    verdict_cache: str = ""
     graph_profiler: str = "init"
     progress_lines: bool = False
 
@@ -80,6 +82,7 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
         fault=fault(given),
         load_max=count(given, LOAD_MAX),
         limits_cache=given.get(LIMITS_CACHE, ""),
+        verdict_cache=given.get(VERDICT_CACHE, ""),
         graph_profiler=choice(given, GRAPH_PROFILER, GRAPH_PROFILER_CHOICES),
         progress_lines=PROGRESS_LINES in given,
     )

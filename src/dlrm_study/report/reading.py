@@ -1,8 +1,9 @@
 """The records a page reads and their verdicts, judged once per process.
 
-Judging the committed records takes about 15 s on 2 cores, and one notebook, the README section or the results
+Judging the committed records takes 45-90 s on 2 cores, and one notebook, the README section or the results
 page asks for the same verdicts two or three times. They are kept here per results folder, profile, records
-digest and rules' id: new records or new rules are a new key, so nothing kept is older than the files.
+digest and rules' id: new records or new rules are a new key, so nothing kept is older than the files. Between
+processes, `verdict_cache` keeps them on disk under the same inputs and the package's code.
 The evidence is shared between its readers, so they must not change it (none does: every reader filters).
 """
 
@@ -12,7 +13,7 @@ from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.claims.registry import verdicts
 from dlrm_study.records import provenance
-from dlrm_study.report import manifest
+from dlrm_study.report import manifest, verdict_cache
 
 Table = dict[str, dict[str, Judgement]]
 KEPT = 4  # results folders kept at once (a render reads one; a test a few scratch ones)
@@ -23,11 +24,23 @@ def judged(out: Path, profile: str) -> tuple[Evidence, Table]:
     """`Evidence.load(out, profile)` and `registry.verdicts` of it, computed once for these records and rules."""
     key = str(Path(out).resolve()), profile, manifest.records_digest(out), provenance.rules_hash()
     if key not in _kept:
-        evidence = Evidence.load(Path(out), profile)
         while len(_kept) >= KEPT:
             del _kept[next(iter(_kept))]  # the oldest first
-        _kept[key] = evidence, verdicts(evidence), {}
+        _kept[key] = *loaded(out, profile, key), {}
     evidence, table, _ = _kept[key]
+    return evidence, table
+
+
+def loaded(out: Path, profile: str, key: tuple[str, str, str, str]) -> tuple[Evidence, Table]:
+    """The evidence and its verdicts from another process that judged the same inputs (`verdict_cache`), else
+    loaded and judged here, and kept for the next."""
+    name = verdict_cache.key(*key)
+    found = verdict_cache.load(name)
+    if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Evidence):
+        return found
+    evidence = Evidence.load(Path(out), profile)
+    table = verdicts(evidence)
+    verdict_cache.store(name, (evidence, table))
     return evidence, table
 
 
