@@ -35,6 +35,15 @@ def run_groups(found: pd.DataFrame) -> list[pd.DataFrame]:
     return [group for _, group in found.groupby(keys, dropna=False, sort=True)]
 
 
+def run_values(found: pd.DataFrame, value: str) -> list[pd.Series]:
+    """`run_groups`'s runs, in its order, of one column: grouping one column, not every one, is what makes a
+    leave-one-out check over many runs affordable."""
+    keys = [k for k in RUN_KEYS if k in found]
+    if not keys:
+        return [found[value]] if len(found) else []
+    return [group for _, group in found.groupby(keys, dropna=False, sort=True)[value]]
+
+
 def logs(values: pd.Series, share: bool, linear: bool = False) -> list[float]:
     """Positive values on the log scale (shares on the logit scale; `linear`: as they are)."""
     xs = [float(v) for v in values if v == v]
@@ -63,12 +72,12 @@ def over_runs(
     """The centre and interval of `value` with runs as clusters: each run's mean on the log (logit; `linear`: a
     value that may be negative, as it is) scale, then a t interval over the run means; one run: the interval
     over its rows (`runs` = 1 says so)."""
-    groups = [g for g in run_groups(found) if g[value].notna().any()]
+    groups = [g for g in run_values(found, value) if g.notna().any()]
     if not groups:
         return stats.NO_RATIO
-    pairs = int(sum(g[value].notna().sum() for g in groups))
-    means = [statistics.fmean(logs(g[value], share, linear)) for g in groups]
-    spread = means if len(means) > 1 else logs(groups[0][value], share, linear)
+    pairs = int(sum(g.notna().sum() for g in groups))
+    means = [statistics.fmean(logs(g, share, linear)) for g in groups]
+    spread = means if len(means) > 1 else logs(groups[0], share, linear)
     center = statistics.fmean(spread)
     if len(spread) < 2:
         return stats.Ratio(back(center, share, linear), math.nan, math.nan, pairs, math.nan, len(groups))

@@ -153,6 +153,10 @@ class AccuracyJudgement:
     emulated: bool = False  # bf16 trained without native bf16 (same rounding, no speed to judge beside it)
 
 
+READ = {*SEED, col.CODE_FINGERPRINT, col.KIND, col.CONFIG_NAME, col.VARIANT, col.EVAL_AUC, col.STEP}
+READ |= {col.LOSS, col.POINT, col.STUDY, col.PRECISION_LABEL, ATTAINABLE}  # every column `s3_accuracy` reads
+
+
 def s3_accuracy(
     frame: pd.DataFrame, machine: str, fingerprint: str | None = None, confidence: float = stats.CONFIDENCE
 ) -> AccuracyJudgement:
@@ -160,6 +164,7 @@ def s3_accuracy(
     (the `code_fingerprint` column, one of `fingerprint`'s: one per loop; no filter where records lack it), its
     gains' intervals at `confidence` (S3 reads "fails" at 1 - 0.05/2: one side of an "or")."""
     rows = frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
+    rows = rows[[c for c in rows.columns if c in READ]]  # the filters below take these columns, not every one
     if fingerprint is not None and col.CODE_FINGERPRINT in rows:
         rows = rows[rows[col.CODE_FINGERPRINT].fillna("").astype(str).isin(fingerprint.split())]
     final = rows[rows[col.KIND] == "eval"] if not rows.empty else rows
@@ -236,21 +241,29 @@ def _gain(wide: pd.DataFrame, curves: pd.DataFrame, variant: str, preset: str, c
     paired = wide[[OPTIMIZED_FP32, variant]].dropna()
     ratios = (paired[variant] - 0.5) / (paired[OPTIMIZED_FP32] - 0.5)
     mean, low, high, n = stats.mean_interval(ratios, confidence)
-    steps = [steps_to(curves, variant, seed, target) for seed, target in paired[OPTIMIZED_FP32].items()]
+    by_seed = seed_curves(curves, variant)
+    steps = [first_step(by_seed.get(seed if isinstance(seed, tuple) else (seed,)), target)
+             for seed, target in paired[OPTIMIZED_FP32].items()]  # fmt: skip
     reached = [s for s in steps if s == s]
     return Gain(variant, preset, n, mean, low, high, sum(reached) / len(reached) if reached else math.nan,
                 len(reached))  # fmt: skip
 
 
-def steps_to(curves: pd.DataFrame, variant: str, seed: tuple, target: float) -> float:
-    """The first step at which `variant`'s held-out AUC curve of one seed (its SEED key) reaches `target`."""
-    seed = seed if isinstance(seed, tuple) else (seed,)
+def seed_curves(curves: pd.DataFrame, variant: str) -> dict[tuple, pd.DataFrame]:
+    """`variant`'s held-out AUC curves, one per seed (its SEED key as a tuple): split once, not once per seed."""
     keys = [k for k in SEED if k in curves]
     mine = curves[curves[col.VARIANT] == variant]
-    for key, value in zip(keys, seed, strict=False):
-        mine = mine[mine[key] == value]
-    hit = mine[mine[col.EVAL_AUC].astype(float) >= target - 1e-12]
-    return float(hit[col.STEP].min()) if not hit.empty else math.nan
+    if not keys:
+        return {(): mine}
+    return {key if isinstance(key, tuple) else (key,): group for key, group in mine.groupby(keys, sort=False)}
+
+
+def first_step(curve: pd.DataFrame | None, target: float) -> float:
+    """The first step at which one seed's curve (`seed_curves`) reaches `target`; nan where it never does."""
+    if curve is None:
+        return math.nan
+    hit = curve[col.STEP][curve[col.EVAL_AUC].astype(float) >= target - 1e-12]
+    return float(hit.min()) if not hit.empty else math.nan
 
 
 def accuracy_words(judgement: AccuracyJudgement) -> list[str]:

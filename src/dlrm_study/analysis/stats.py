@@ -27,6 +27,7 @@ The unit of evidence is a repeat: one record, the median of its timed steps. Per
 Diagnostics (flags) are `analysis.flags`'; the words said of these numbers are `analysis.wording`'s.
 """
 
+import functools
 import math
 import statistics
 import typing
@@ -47,6 +48,7 @@ LEGACY = "legacy-"  # run ids given to records written before run ids (scripts/m
 CELL = (col.MACHINE, col.THREADS, RUN, col.REPEAT)
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function, asked the same few (p, df) thousands of times a render
 def t_quantile(p: float, df: int) -> float:
     """The p-quantile of Student's t with `df` degrees of freedom (p in (0.5, 1)), by bisection on its CDF."""
     if df < 1:

@@ -1,6 +1,6 @@
 """The records a page reads and their verdicts, judged once per process.
 
-Judging the committed records takes 45-90 s on 2 cores, and one notebook, the README section or the results
+Judging the committed records takes 20-40 s on 2 cores, and one notebook, the README section or the results
 page asks for the same verdicts two or three times. They are kept here per results folder, profile, records
 digest and rules' id: new records or new rules are a new key, so nothing kept is older than the files. Between
 processes, `verdict_cache` keeps them on disk under the same inputs and the package's code.

@@ -1,6 +1,6 @@
 """Judged records kept between processes: the evidence and its verdicts, judged once per records, rules and code.
 
-Why: judging the committed records takes 45-90 s on 2 cores, and a render judges them in each notebook's kernel
+Why: judging the committed records takes 20-40 s on 2 cores, and a render judges them in each notebook's kernel
 (eight processes), then again for the README and the results page; the tests and nbval do the same. The verdicts
 are a function of the records, the rules and the package's code alone (nothing in analysis/ or claims/ reads the
 clock, git or the environment), so a process may take them from one that judged the same inputs.
