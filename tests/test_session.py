@@ -2,6 +2,9 @@
 more than one session saying which commit measured which points, and a manifest naming the tree the render found."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 from tests.conftest import ROOT
@@ -94,3 +97,12 @@ def test_a_figure_draws_one_machine_the_one_that_measured_last():
     })  # fmt: skip
     assert list(session.newest_machine(frame)[col.MACHINE]) == ["new-gpu-host"]
     assert session.newest_machine(frame.iloc[0:0]).empty
+
+
+def test_a_smoke_notebooks_scratch_records_go_with_its_process_and_a_given_folder_stays(tmp_path):
+    code = "import sys; from dlrm_study.report import session; print(session.start('smoke', sys.argv[1] or None)[1])"
+    scratch = subprocess.run([sys.executable, "-c", code, ""], capture_output=True, text=True, check=True)
+    folder = Path(scratch.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("dlrm-study-smoke-") and not folder.exists()
+    given = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert Path(given.stdout.strip().splitlines()[-1]) == tmp_path and tmp_path.is_dir()

@@ -1,5 +1,7 @@
 """What a rendered notebook says of itself: where and with what it ran, and what it measured then."""
 
+import atexit
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +30,8 @@ def start(
     records it draws, where its figures are saved or None for inline only)."""
     profile = profiles.profile(profile)
     out = profiles.results_dir(profile, results_dir)
+    if scratch(profile, results_dir):  # what the notebook drew from it is in its outputs; the folder goes with it
+        atexit.register(shutil.rmtree, out, ignore_errors=True)
     measure = measuring(profile, results_dir, measure)
     return profile, out, measure, whose(machine, measure, out, profile), figures_dir(out, measure, publish)
 
@@ -92,10 +96,15 @@ def tally(out: Path, profile: str) -> str:
     return "\n".join(lines) or "no machine has records yet: run notebooks 01-07"
 
 
+def scratch(profile: str, results_dir: str | None) -> bool:
+    """Whether the records folder is the smoke profile's scratch folder (`profiles.results_dir`), one a process."""
+    return profile == "smoke" and not results_dir
+
+
 def measuring(profile: str, results_dir: str | None, measure: bool) -> bool:
     """Whether this run measures: when asked to, and always in the smoke profile's scratch folder
     (it starts empty, so there is nothing stored to draw)."""
-    return bool(measure) or (profile == "smoke" and not results_dir)
+    return bool(measure) or scratch(profile, results_dir)
 
 
 def figures_dir(out: Path, measure: bool, publish: bool = False) -> Path | None:
