@@ -2,6 +2,7 @@
 more than one session saying which commit measured which points, and a manifest naming the tree the render found."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,16 @@ def test_a_smoke_notebooks_scratch_records_go_with_its_process_and_a_given_folde
     assert folder.name.startswith("dlrm-study-smoke-") and not folder.exists()
     given = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert Path(given.stdout.strip().splitlines()[-1]) == tmp_path and tmp_path.is_dir()
+
+
+def test_a_killed_notebooks_scratch_folder_goes_when_the_next_one_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(session.profiles.tempfile, "tempdir", str(tmp_path))  # scratch folders made here
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed, running, unowned = (tmp_path / f"{session.profiles.SCRATCH}{name}" for name in ("a", "b", "c"))
+    for folder, owner in ((killed, dead.stdout.strip()), (running, str(os.getpid())), (unowned, None)):
+        folder.mkdir()
+        if owner:
+            (folder / session.OWNER).write_text(owner)
+    out = session.start("smoke", None)[1]
+    assert out.parent == tmp_path and (out / session.OWNER).read_text() == str(os.getpid())
+    assert not killed.exists() and running.is_dir() and unowned.is_dir()  # a CLI run's folder has no owner: kept

@@ -104,13 +104,16 @@ def profile(value: str | None = None) -> str:
 REPO = Path(__file__).resolve().parents[3]
 
 
+SCRATCH = "dlrm-study-smoke-"  # a smoke run's records folder, one a process, under the system's temporary folder
+
+
 def results_dir(profile: str, value: str | None = None) -> Path:
     """Where records and figures go: the given folder; a scratch folder for smoke runs; else
     the repository's results/ (wherever the notebook runs from)."""
     if value:
         return Path(value)
     if profile == "smoke":
-        return Path(tempfile.mkdtemp(prefix="dlrm-study-smoke-"))
+        return Path(tempfile.mkdtemp(prefix=SCRATCH))
     if not (REPO / "pyproject.toml").is_file():
         raise UsageError(f"no repository at {REPO} (dlrm-study not installed from a checkout): pass results_dir")
     return REPO / "results"

@@ -1,6 +1,7 @@
 """What a rendered notebook says of itself: where and with what it ran, and what it measured then."""
 
 import atexit
+import os
 import shutil
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def start(
     profile = profiles.profile(profile)
     out = profiles.results_dir(profile, results_dir)
     if scratch(profile, results_dir):  # what the notebook drew from it is in its outputs; the folder goes with it
-        atexit.register(shutil.rmtree, out, ignore_errors=True)
+        own_scratch(out)
     measure = measuring(profile, results_dir, measure)
     return profile, out, measure, whose(machine, measure, out, profile), figures_dir(out, measure, publish)
 
@@ -99,6 +100,31 @@ def tally(out: Path, profile: str) -> str:
 def scratch(profile: str, results_dir: str | None) -> bool:
     """Whether the records folder is the smoke profile's scratch folder (`profiles.results_dir`), one a process."""
     return profile == "smoke" and not results_dir
+
+
+OWNER = ".owner"  # in a notebook's scratch folder: the process id it belongs to
+
+
+def own_scratch(out: Path) -> None:
+    """A notebook's scratch folder goes when its process ends: at exit, or, for a killed kernel (nbval kills
+    its kernels; no exit handler runs), when a later notebook starts and finds its owner gone."""
+    for earlier in out.parent.glob(profiles.SCRATCH + "*"):
+        owner = earlier / OWNER
+        if earlier != out and owner.is_file() and not alive(owner.read_text().strip()):
+            shutil.rmtree(earlier, ignore_errors=True)
+    (out / OWNER).write_text(str(os.getpid()))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
+
+
+def alive(pid: str) -> bool:
+    """Whether a process of this id runs here (an id that does not parse: no)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def measuring(profile: str, results_dir: str | None, measure: bool) -> bool:
