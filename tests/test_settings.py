@@ -95,3 +95,10 @@ def test_a_process_reads_its_environment_as_it_is_now(monkeypatch):
     assert settings.current().profile == "full"
     monkeypatch.setenv("DLRM_STUDY_PROFILE", "smoke")
     assert settings.current().profile == "smoke"
+
+
+def test_a_cache_switch_gives_no_cache_its_own_path_or_the_users_cache_folder(monkeypatch, tmp_path):
+    assert settings.cache_path("off", "limits.json") is None
+    assert settings.cache_path(str(tmp_path / "x.json"), "limits.json") == tmp_path / "x.json"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert settings.cache_path("", "verdicts") == tmp_path / "dlrm-study" / "verdicts"

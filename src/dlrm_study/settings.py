@@ -18,6 +18,7 @@ with the next change to the optimized loop, which is measured again anyway.
 import dataclasses
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from dlrm_study.errors import UsageError
 
@@ -86,6 +87,16 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
         graph_profiler=choice(given, GRAPH_PROFILER, GRAPH_PROFILER_CHOICES),
         progress_lines=PROGRESS_LINES in given,
     )
+
+
+def cache_path(where: str, name: str) -> Path | None:
+    """Where a cache switch's value (`limits_cache`, `verdict_cache`) puts its cache: None for `off`, the path
+    given, else `name` in dlrm-study/ under the user's cache folder ($XDG_CACHE_HOME, else ~/.cache)."""
+    if where == "off":
+        return None
+    if where:
+        return Path(where)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dlrm-study" / name
 
 
 def choice(given: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:

@@ -30,12 +30,7 @@ MEASURING = ("measure/limits.py", "measure/membench.py")  # with the kernels' so
 
 def path() -> Path | None:
     """Where the cache lives, None where it is switched off."""
-    where = settings.current().limits_cache
-    if where == "off":
-        return None
-    if where:
-        return Path(where)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dlrm-study" / "limits.json"
+    return settings.cache_path(settings.current().limits_cache, "limits.json")
 
 
 def key(threads: int) -> str:

@@ -81,11 +81,12 @@ LOCKED_FROM = 2  # records of an earlier protocol hash the procedure's source in
 # b1225aec2bdd the line probes walk each step's rows sorted and as drawn, the faster kept (bound records only);
 # 59a214557004 a measuring process's state (run slot, tally, limits, GPU windows and fallbacks, profiler way) in one
 # `measure.context.RunContext`; f1c9a0455bcc the line probes' progress line says their two orders; fc0f3a4e2516
-# the line probes draw each step's batch once and derive both orders from it (the same rows, drawn once).
+# the line probes draw each step's batch once and derive both orders from it (the same rows, drawn once); d70ba2bc4285
+# the limits cache's default folder from `settings.cache_path` (the same folder, shared with the verdict cache).
 PROCEDURE_LOCK = {
     2: ("80f0ab6a591f", "5afb86919c8b", "1f6b16d44f18", "53233377ec15", "d37d777ef35b", "9bf8a8869ad6", "475601ee6749",
         "72938caf04f5", "075b7734ce1d", "49071b34a3f3", "001dfa02b918", "54f6e7ac07ee", "b1225aec2bdd",
-        "59a214557004", "f1c9a0455bcc", "fc0f3a4e2516")
+        "59a214557004", "f1c9a0455bcc", "fc0f3a4e2516", "d70ba2bc4285")
 }  # fmt: skip
 
 Read = Callable[[str], str | None]  # a package-relative path -> its text (None: no such file)

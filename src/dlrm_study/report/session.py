@@ -20,6 +20,7 @@ from dlrm_study.records.machine import machine_key, slug
 from dlrm_study.report import manifest, reading
 from dlrm_study.report.gallery import gpu_note, plain
 from dlrm_study.report.readable import for_readers, machine_words, words
+from dlrm_study.train import checkpoint
 
 VERSIONS = ("torch", "torchrec", "fbgemm-gpu-cpu", "triton")
 
@@ -110,21 +111,13 @@ def own_scratch(out: Path) -> None:
     its kernels; no exit handler runs), when a later notebook starts and finds its owner gone."""
     for earlier in out.parent.glob(profiles.SCRATCH + "*"):
         owner = earlier / OWNER
-        if earlier != out and owner.is_file() and not alive(owner.read_text().strip()):
+        if earlier == out or not owner.is_file():
+            continue  # this process's own, or a CLI smoke run's (it has no owner): kept
+        pid = owner.read_text().strip()
+        if not (pid.isdigit() and checkpoint.alive(int(pid))):
             shutil.rmtree(earlier, ignore_errors=True)
     (out / OWNER).write_text(str(os.getpid()))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
-
-
-def alive(pid: str) -> bool:
-    """Whether a process of this id runs here (an id that does not parse: no)."""
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def measuring(profile: str, results_dir: str | None, measure: bool) -> bool:

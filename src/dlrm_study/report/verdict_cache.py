@@ -34,12 +34,7 @@ LEFT_S = 600  # a partial file this old was left by a killed writer (writing one
 
 def folder() -> Path | None:
     """Where judged records are kept, None where keeping is switched off."""
-    where = settings.current().verdict_cache
-    if where == "off":
-        return None
-    if where:
-        return Path(where)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dlrm-study" / "verdicts"
+    return settings.cache_path(settings.current().verdict_cache, "verdicts")
 
 
 @functools.cache
