@@ -141,6 +141,28 @@ def test_upstream_report_pairs_within_one_invocation_and_one_code_newest_first()
     assert lines[-1].startswith("4 records without an invocation id") and "not paired" in lines[-1]
 
 
+def test_upstream_report_flags_a_pair_whose_loops_step_time_jumped():
+    """A slow window over both members of round 2 leaves its ratio as the others' (so `flags.pair_flags` alone
+    would pass it), one over upstream's member only in round 3 moves the ratio: both pairs are flagged, and the
+    ratio is given again without them."""
+    records = []
+    for i, (ours, theirs) in enumerate([(1.0, 1.0), (1.0, 1.0), (1 / 3, 1 / 3), (1.0, 1 / 2), (1.0, 1.0), (1.0, 1.0)]):
+        records += [{**r, "samples_per_s": r["samples_per_s"] * (theirs if r["variant"] == "upstream-dlrm" else ours)}
+                    for r in upstream_round(i, 1.0)]  # fmt: skip
+    timed = pd.DataFrame(records).assign(ms_median=lambda f: 1e5 / f["samples_per_s"], config_hash="dlrm-benchmark")
+    lines = [" ".join(line.split()) for line in upstream_report(timed).splitlines()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("optimized-bf16 / upstream"))
+    assert lines[at].startswith("optimized-bf16 / upstream 5.05x")  # 4.5x five times and 9x: 4.5 x 2^(1/6)
+    assert lines[at].endswith("6 pairs")
+    assert lines[at + 1] == (
+        "2 of 6 pairs flagged (a step time or a ratio far from its invocation's others, or steps spread): without "
+        "them 4.50x [4.50, 4.50], misses"
+    )
+    # without step times, no jump shows: only round 3's ratio stands out of the pairs
+    untimed = [" ".join(line.split()) for line in upstream_report(timed.drop(columns="ms_median")).splitlines()]
+    assert untimed[at + 1].startswith("1 of 6 pairs flagged")
+
+
 def test_report_pins_time_over_bound():
     timed = (("optimized-bf16", 13.0), ("optimized-fp32", 26.0))
     records = [{"config_name": "p", "variant": v, "repeat": r, "samples_per_s": 100.0, "ms_median": ms,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dlrm_study import config
-from dlrm_study.analysis import clusters, physical, stats, wording
+from dlrm_study.analysis import clusters, flags, physical, stats, views, wording
 from dlrm_study.config.variants import (
     BF16_PAIR,
     OPTIMIZED_BF16,
@@ -39,6 +39,7 @@ UPSTREAM = "upstream-dlrm"
 UPSTREAM_STUDIES = ("upstream", "reference-vs-upstream")  # the studies `make compare-upstream` writes
 # Issue 40: optimized bf16 at least 6x on a CPU with native bf16, optimized fp32 at least 3x on any x86.
 UPSTREAM_TARGETS = [(OPTIMIZED_BF16, 6.0), (OPTIMIZED_FP32, 3.0), (REFERENCE, None)]  # reference: faithful
+JUMP = "outlier"  # `flags.with_flags`' flag of a run far from its point's other runs (here: its invocation's)
 
 
 def variant_name(cfg: config.Config) -> str:
@@ -162,7 +163,8 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
     head = f"  code {code or 'unrecorded'}{at}, newest {newest}: {runs[col.INVOCATION].nunique()} invocation(s)"
     lines = [head]
     for variant, target in UPSTREAM_TARGETS:
-        r = clusters.paired_ratio(runs, variant, UPSTREAM)
+        seen = upstream_views(runs, variant)
+        r = seen.all
         ours = runs[runs[col.VARIANT] == variant]
         if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
             lines.append(f"    {variant + ' / upstream':<28}{'bf16 (emulated): not judged':>24}")
@@ -171,7 +173,34 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
             judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
             judged += f", {r.n} pairs{ceiling(runs, variant, target)}"
             lines.append(f"    {variant + ' / upstream':<28}{shown:>24}   {judged}")
+            lines += flagged_lines(seen, target)
     return lines
+
+
+def upstream_views(runs: pd.DataFrame, variant: str) -> views.Views:
+    """`variant` over facebookresearch/dlrm, over every pair and over the pairs no flag doubts. A pair's two
+    members are separate processes minutes apart, so a slow window of a shared host rarely hits both and does not
+    cancel in the ratio: beside `flags.pair_flags`' reasons, a pair is in doubt where either member's step time
+    lies far from that loop's other runs in the invocation (`flags.with_flags`' outlier, by ms/it)."""
+    marked = flags.with_flags(runs, col.MS_MEDIAN)
+    found = stats.pairs(marked, variant, UPSTREAM)
+    members = zip(found["flags_variant"], found["flags_baseline"], strict=True)
+    jumped = [flags.has(a, {JUMP}) or flags.has(b, {JUMP}) for a, b in members]
+    return views.Views.of_pairs(found, also=pd.Series(jumped, index=found.index, dtype=bool))
+
+
+def flagged_lines(seen: views.Views, target: float | None) -> list[str]:
+    """What the flagged pairs change: the ratio without them (and its word against the target), or that too few
+    are left to tell."""
+    if not seen.flagged:
+        return []
+    why = "a step time or a ratio far from its invocation's others, or steps spread"
+    head = f"      {seen.flagged} of {seen.all.n} pairs flagged ({why})"
+    if seen.clean is None:
+        return [f"{head}: fewer than {views.MIN_CLEAN} left, not checked without them"]
+    c = seen.clean
+    said = f"{head}: without them {wording.describe(c.center, c.low, c.high, 'x')}"
+    return [said + (f", {verdict(c.low, c.high, target)}" if target else "")]
 
 
 def ceiling(runs: pd.DataFrame, variant: str, target: float | None = None) -> str:

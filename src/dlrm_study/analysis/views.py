@@ -33,12 +33,18 @@ class Views:
 
     @classmethod
     def of_pairs(
-        cls, found: pd.DataFrame, quantity: str = "throughput", confidence: float = stats.CONFIDENCE
+        cls,
+        found: pd.DataFrame,
+        quantity: str = "throughput",
+        confidence: float = stats.CONFIDENCE,
+        also: pd.Series | None = None,
     ) -> "Views":
-        """The two views of `stats.pairs`' rows (flags from `flags.pair_flags`)."""
+        """The two views of `stats.pairs`' rows (flags from `flags.pair_flags`, and the pairs `also` doubts)."""
         if found.empty:
             return cls(stats.NO_RATIO, None, 0)
         doubt = pair_flags(found, quantity)
+        if also is not None:
+            doubt = doubt | also.astype(bool)
         every = over_runs(found, "ratio", confidence)  # runs as clusters, as every printed interval
         if not doubt.any():
             return cls(every, every, 0)
