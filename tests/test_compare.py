@@ -155,12 +155,12 @@ def test_upstream_report_flags_a_pair_whose_loops_step_time_jumped():
     assert lines[at].startswith("optimized-bf16 / upstream 5.05x")  # 4.5x five times and 9x: 4.5 x 2^(1/6)
     assert lines[at].endswith("6 pairs")
     assert lines[at + 1] == (
-        "2 of 6 pairs flagged (a step time or a ratio far from its invocation's others, or steps spread): without "
-        "them 4.50x [4.50, 4.50], misses"
+        "without its 2 flagged pairs of 6 (a step time or a ratio far from its invocation's others, or steps "
+        "spread): optimized-bf16 / upstream 4.50x [4.50, 4.50], misses"
     )
     # without step times, no jump shows: only round 3's ratio stands out of the pairs
     untimed = [" ".join(line.split()) for line in upstream_report(timed.drop(columns="ms_median")).splitlines()]
-    assert untimed[at + 1].startswith("1 of 6 pairs flagged")
+    assert untimed[at + 1].startswith("without its 1 flagged pair of 6")
 
 
 def test_report_pins_time_over_bound():

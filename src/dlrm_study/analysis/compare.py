@@ -173,7 +173,7 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
             judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
             judged += f", {r.n} pairs{ceiling(runs, variant, target)}"
             lines.append(f"    {variant + ' / upstream':<28}{shown:>24}   {judged}")
-            lines += flagged_lines(seen, target)
+            lines += flagged_lines(seen, variant, target)
     return lines
 
 
@@ -189,17 +189,18 @@ def upstream_views(runs: pd.DataFrame, variant: str) -> views.Views:
     return views.Views.of_pairs(found, also=pd.Series(jumped, index=found.index, dtype=bool))
 
 
-def flagged_lines(seen: views.Views, target: float | None) -> list[str]:
+def flagged_lines(seen: views.Views, variant: str, target: float | None) -> list[str]:
     """What the flagged pairs change: the ratio without them (and its word against the target), or that too few
-    are left to tell."""
+    are left to tell; named by its variant, as the line above it (one number per quantity)."""
     if not seen.flagged:
         return []
     why = "a step time or a ratio far from its invocation's others, or steps spread"
-    head = f"      {seen.flagged} of {seen.all.n} pairs flagged ({why})"
+    flagged = wording.count(seen.flagged, "flagged pair")
+    head = f"      without its {flagged} of {seen.all.n} ({why}): {variant} / upstream"
     if seen.clean is None:
-        return [f"{head}: fewer than {views.MIN_CLEAN} left, not checked without them"]
+        return [f"{head} not checked, fewer than {views.MIN_CLEAN} pairs left"]
     c = seen.clean
-    said = f"{head}: without them {wording.describe(c.center, c.low, c.high, 'x')}"
+    said = f"{head} {wording.describe(c.center, c.low, c.high, 'x')}"
     return [said + (f", {verdict(c.low, c.high, target)}" if target else "")]
 
 
