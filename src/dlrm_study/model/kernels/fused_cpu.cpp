@@ -181,8 +181,9 @@ torch::Tensor pooled_forward(const Layout& l, const T* table, int64_t stride, Wi
 // 2026-12-06). The bucketing below (count and scatter) is 3.5-4.2 ms of a 44-52 ms update. The rows' order is
 // not the rest: the bound's update probe walks this kernel's own ids, every id in bag order, repeats included,
 // in 29.6-31.3 ms a step (210-222 M lines/s): 7-14% over the step's unique rows sorted (27.5-27.7 ms), about its
-// 11% more ids (two runs of scripts/update_walks.py). The rest is the apply's work per id (not measured apart: it
-// may keep fewer misses in flight than the probe's bare loop). 8-byte pairs (32-bit row and bag): from 9% slower to 15% faster over three runs, no steady
+// 11% more ids (two runs of scripts/update_walks.py). The rest is the work per id, in small parts: the probe's
+// bare integer add in place of Split-SGD's join, step and split, 10% faster (bf16); no gradient row read, 2-5%.
+// 8-byte pairs (32-bit row and bag): from 9% slower to 15% faster over three runs, no steady
 // gain. Each thread's pairs stably radix-sorted by row first: 42-45% slower (the sort costs, the order gives
 // little). No bucketing, every thread scanning every id for its own: 1-9% faster over two runs, but each thread
 // then reads all the ids, a cost that grows with the thread count this bucketing was built for (9228bb9).
