@@ -30,7 +30,7 @@ from types import ModuleType
 import torch
 
 from dlrm_study.config import Precision, preset
-from dlrm_study.data.batch import batched_ids
+from dlrm_study.data.batch import batched_ids, table_starts
 from dlrm_study.data.synthetic import SyntheticData
 from dlrm_study.errors import UsageError
 from dlrm_study.model import kernels
@@ -73,7 +73,7 @@ def steps_of(config: str, steps: int) -> tuple[list[tuple[torch.Tensor, torch.Te
     """The preset's first `steps` batches as the kernels take them, its table rows, dim and batch size."""
     cfg = preset(config)
     data, rows = SyntheticData(cfg), list(cfg.model.table_rows)
-    starts = torch.tensor([0, *rows[:-1]]).cumsum(0).tolist()
+    starts = table_starts(rows)
     batches = [batched_ids(b.indices, b.offsets, starts) for b in (data.batch(i) for i in range(steps))]
     return batches, rows, cfg.model.embedding_dim, cfg.train.batch_size
 

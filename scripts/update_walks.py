@@ -14,18 +14,18 @@ A diagnostic printed, not a record: run it on a quiet machine.
 
 import argparse
 import sys
-import time
 
 import torch
 
 from dlrm_study.config import preset
-from dlrm_study.data.batch import batched_ids
+from dlrm_study.data.batch import batched_ids, table_starts
 from dlrm_study.data.synthetic import SyntheticData
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import membench, physical
+from dlrm_study.measure.timing import best_s
 from dlrm_study.model.tables import hugepages
 
-TRIES = 3  # timed calls per case, the fastest kept
+TRIES = 3  # timed calls per case after a warm-up one, the fastest kept
 
 
 def walks(config: str, steps: int) -> tuple[dict[str, torch.Tensor], int, int]:
@@ -33,19 +33,10 @@ def walks(config: str, steps: int) -> tuple[dict[str, torch.Tensor], int, int]:
     cfg = preset(config)
     found = {f"{order} unique rows": torch.cat(rows) for order, rows in physical.step_walks(cfg, steps).items()}
     data, rows = SyntheticData(cfg), list(cfg.model.table_rows)
-    starts = torch.tensor([0, *rows[:-1]]).cumsum(0).tolist()
+    starts = table_starts(rows)
     batches = (data.batch(i) for i in range(steps))
     found["every id in bag order"] = torch.cat([batched_ids(b.indices, b.offsets, starts)[0] for b in batches])
     return found, 4 * cfg.model.embedding_dim, sum(rows)
-
-
-def fastest_s(call) -> float:
-    best = float("inf")
-    for _ in range(TRIES):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     said = f"{args.config}, {args.steps} step{'s' * (args.steps != 1)}, {threads} thread{'s' * (threads != 1)}"
     print(f"{said}: the update probe's fastest case per walk")
     for name, walk in found.items():
-        cases = {(hint, ahead): fastest_s(lambda w=walk, h=h, a=ahead: update(buffer, w, stride, stride, a, h, threads))
+        calls = {(hint, ahead): lambda w=walk, h=h, a=ahead: update(buffer, w, stride, stride, a, h, threads)
                  for hint, h in physical.UPDATE_HINTS.items() for ahead in membench.DISTANCES}  # fmt: skip
+        cases = {case: best_s(call, TRIES) for case, call in calls.items()}
         (hint, ahead), seconds = min(cases.items(), key=lambda kv: kv[1])
         lines = len(walk) * -(-stride // 64)
         print(f"  {name:22} {len(walk) / args.steps:>12,.0f} ids a step  {seconds / args.steps * 1e3:8.2f} ms a step  "
