@@ -162,8 +162,9 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
     newest = runs[col.TIMESTAMP].max()[:10]
     head = f"  code {code or 'unrecorded'}{at}, newest {newest}: {runs[col.INVOCATION].nunique()} invocation(s)"
     lines = [head]
+    marked = flags.with_flags(runs, col.MS_MEDIAN)  # every loop's jumps, once for the code's three ratios
     for variant, target in UPSTREAM_TARGETS:
-        seen = upstream_views(runs, variant)
+        seen = upstream_views(marked, variant)
         r = seen.all
         ours = runs[runs[col.VARIANT] == variant]
         if r.n and col.NATIVE_BF16 in ours and (ours[col.NATIVE_BF16].astype(str) == "False").any():
@@ -177,12 +178,12 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
     return lines
 
 
-def upstream_views(runs: pd.DataFrame, variant: str) -> views.Views:
+def upstream_views(marked: pd.DataFrame, variant: str) -> views.Views:
     """`variant` over facebookresearch/dlrm, over every pair and over the pairs no flag doubts. A pair's two
     members are separate processes minutes apart, so a slow window of a shared host rarely hits both and does not
     cancel in the ratio: beside `flags.pair_flags`' reasons, a pair is in doubt where either member's step time
-    lies far from that loop's other runs in the invocation (`flags.with_flags`' outlier, by ms/it)."""
-    marked = flags.with_flags(runs, col.MS_MEDIAN)
+    lies far from that loop's other runs in the invocation (`marked`: the runs through `flags.with_flags` by
+    ms/it, whose outlier flag says so)."""
     found = stats.pairs(marked, variant, UPSTREAM)
     members = zip(found["flags_variant"], found["flags_baseline"], strict=True)
     jumped = [flags.has(a, {JUMP}) or flags.has(b, {JUMP}) for a, b in members]
