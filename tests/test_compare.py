@@ -236,3 +236,26 @@ def test_bf16_bench_with_an_odd_embedding_dim_measures_its_bound(tmp_path, capsy
     assert main(argv) == 0, capsys.readouterr().err
     record = store.load(out).iloc[0]
     assert record["model.embedding_dim"] == 7 and record["roofline_ms"] > 0
+
+
+def test_upstream_report_gives_the_newest_invocation_alone_beside_the_pooled_ratio():
+    """Two invocations of one code pool as two clusters (one degree of freedom: a wide interval); the target is
+    also read over the newest invocation's own pairs, in order, each two processes of their own."""
+    records = []
+    for i, speed in enumerate([1.0, 1.1, 0.9]):
+        records += upstream_round(i, speed, invocation="old", day="01")
+    faster = {"optimized-bf16": 14 / 9, "optimized-fp32": 1.1}  # the newest: bf16 at 7x upstream, fp32 at 3.3x
+    for i, speed in enumerate([1.0, 1.2, 1.0, 0.8, 1.1]):
+        records += [{**r, "samples_per_s": r["samples_per_s"] * faster.get(r["variant"], 1)}
+                    for r in upstream_round(i, speed, invocation="new", day="02")]  # fmt: skip
+    lines = [" ".join(line.split()) for line in upstream_report(pd.DataFrame(records)).splitlines()]
+    (pooled,) = [line for line in lines if line.startswith("optimized-bf16 / upstream")]
+    assert "8 pairs" in pooled and "inconclusive" in pooled  # 4.5x and 7x: two clusters, one degree of freedom
+    newest = [line for line in lines if line.startswith("the newest invocation alone")]
+    assert newest == [
+        "the newest invocation alone (5 pairs): optimized-bf16 / upstream 7.00x [7.00, 7.00], meets",
+        "the newest invocation alone (5 pairs): optimized-fp32 / upstream 3.30x [3.30, 3.30], meets",
+        "the newest invocation alone (5 pairs): reference / upstream 1.00x [1.00, 1.00]",
+    ]
+    one = [" ".join(x.split()) for x in upstream_report(pd.DataFrame(records[:12])).splitlines()]
+    assert not any("newest invocation alone" in x for x in one)  # one invocation: nothing to tell apart

@@ -175,7 +175,24 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
             judged += f", {r.n} pairs{ceiling(runs, variant, target)}"
             lines.append(f"    {variant + ' / upstream':<28}{shown:>24}   {judged}")
             lines += flagged_lines(seen, variant, target)
+            lines += newest_lines(marked, variant, target)
     return lines
+
+
+def newest_lines(marked: pd.DataFrame, variant: str, target: float | None) -> list[str]:
+    """Where a code has several invocations, the newest alone: a target is checked side by side in one
+    invocation (its pairs, each two processes of their own), while the pooled interval above takes each
+    invocation as one cluster, so two invocations give it one degree of freedom. Named by its variant, as the
+    lines above it (one number per quantity)."""
+    if marked[col.INVOCATION].nunique() < 2:
+        return []
+    newest = marked.groupby(col.INVOCATION)[col.TIMESTAMP].max().idxmax()
+    r = upstream_views(marked[marked[col.INVOCATION] == newest], variant).all
+    if not r.n:
+        return []
+    head = f"      the newest invocation alone ({wording.count(r.n, 'pair')}): {variant} / upstream"
+    said = f"{head} {wording.describe(r.center, r.low, r.high, 'x')}"
+    return [said + (f", {verdict(r.low, r.high, target)}" if target else "")]
 
 
 def upstream_views(marked: pd.DataFrame, variant: str) -> views.Views:
