@@ -259,3 +259,6 @@ def test_upstream_report_gives_the_newest_invocation_alone_beside_the_pooled_rat
     ]
     one = [" ".join(x.split()) for x in upstream_report(pd.DataFrame(records[:12])).splitlines()]
     assert not any("newest invocation alone" in x for x in one)  # one invocation: nothing to tell apart
+    ours_alone = [r for r in records[:12] if r["variant"] != "upstream-dlrm"] + records[12:]
+    alone = [" ".join(x.split()) for x in upstream_report(pd.DataFrame(ours_alone)).splitlines()]
+    assert not any("newest invocation alone" in x for x in alone)  # every pair is the newest's: said above

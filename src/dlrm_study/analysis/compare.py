@@ -188,8 +188,8 @@ def newest_lines(marked: pd.DataFrame, variant: str, target: float | None) -> li
         return []
     newest = marked.groupby(col.INVOCATION)[col.TIMESTAMP].max().idxmax()
     r = upstream_views(marked[marked[col.INVOCATION] == newest], variant).all
-    if not r.n:
-        return []
+    if not r.n or r.n == upstream_views(marked, variant).all.n:
+        return []  # no pair of its own, or every pair is its own: the pooled line above says it already
     head = f"      the newest invocation alone ({wording.count(r.n, 'pair')}): {variant} / upstream"
     said = f"{head} {wording.describe(r.center, r.low, r.high, 'x')}"
     return [said + (f", {verdict(r.low, r.high, target)}" if target else "")]
