@@ -262,3 +262,21 @@ def test_upstream_report_gives_the_newest_invocation_alone_beside_the_pooled_rat
     ours_alone = [r for r in records[:12] if r["variant"] != "upstream-dlrm"] + records[12:]
     alone = [" ".join(x.split()) for x in upstream_report(pd.DataFrame(ours_alone)).splitlines()]
     assert not any("newest invocation alone" in x for x in alone)  # every pair is the newest's: said above
+
+
+def test_the_newest_invocation_alone_is_given_without_its_flagged_pairs_and_needs_5_pairs_for_a_word():
+    records = upstream_round(0, 1.0, invocation="old", day="01")
+    for i, theirs in enumerate([1.0, 1.0, 1.0, 1 / 2, 1.0, 1.0]):  # round 3: a slow window over upstream alone
+        records += [{**r, "samples_per_s": r["samples_per_s"] * (theirs if r["variant"] == "upstream-dlrm" else 1)}
+                    for r in upstream_round(i, 1.0, invocation="new", day="02")]  # fmt: skip
+    timed = pd.DataFrame(records).assign(ms_median=lambda f: 1e5 / f["samples_per_s"])
+    lines = [" ".join(line.split()) for line in upstream_report(timed).splitlines()]
+    at = lines.index(next(x for x in lines if x.startswith("the newest invocation alone (6 pairs): optimized-bf16")))
+    assert lines[at].endswith("5.05x [3.75, 6.80], inconclusive (the interval spans the target)")  # 4.5x x5, 9x
+    assert lines[at + 1] == (
+        "without its 1 flagged pair of 6 (a step time or a ratio far from its invocation's others, or steps "
+        "spread): the newest invocation's optimized-bf16 / upstream 4.50x [4.50, 4.50], misses"
+    )
+    few = [" ".join(x.split()) for x in upstream_report(timed[timed["timestamp"] < "2026-12-02T00:00:03"]).splitlines()]
+    assert "the newest invocation alone (3 pairs): optimized-bf16 / upstream 4.50x [4.50, 4.50], too few pairs for a " \
+           "verdict (3 < 5)" in few  # fmt: skip

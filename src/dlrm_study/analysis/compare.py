@@ -174,25 +174,29 @@ def code_lines(runs: pd.DataFrame, code: str) -> list[str]:
             judged = f"target >= {target}x: {verdict(r.low, r.high, target)}" if target else "no target (faithful)"
             judged += f", {r.n} pairs{ceiling(runs, variant, target)}"
             lines.append(f"    {variant + ' / upstream':<28}{shown:>24}   {judged}")
-            lines += flagged_lines(seen, variant, target)
-            lines += newest_lines(marked, variant, target)
+            lines += flagged_lines(seen, f"{variant} / upstream", target)
+            lines += newest_lines(marked, variant, target, seen.all.n)
     return lines
 
 
-def newest_lines(marked: pd.DataFrame, variant: str, target: float | None) -> list[str]:
-    """Where a code has several invocations, the newest alone: a target is checked side by side in one
-    invocation (its pairs, each two processes of their own), while the pooled interval above takes each
-    invocation as one cluster, so two invocations give it one degree of freedom. Named by its variant, as the
-    lines above it (one number per quantity)."""
-    if marked[col.INVOCATION].nunique() < 2:
-        return []
-    newest = marked.groupby(col.INVOCATION)[col.TIMESTAMP].max().idxmax()
-    r = upstream_views(marked[marked[col.INVOCATION] == newest], variant).all
-    if not r.n or r.n == upstream_views(marked, variant).all.n:
+def newest_lines(marked: pd.DataFrame, variant: str, target: float | None, pooled: int) -> list[str]:
+    """Where a code's `pooled` pairs come from several invocations, the newest alone, and without its flagged
+    pairs. The issue's targets are read side by side in one invocation, whose pairs are each two processes of
+    their own; the pooled interval above takes each invocation as one cluster, so two invocations give it one
+    degree of freedom. A verdict word needs `stats.MIN_PAIRS` pairs. Named apart from the pooled ratio (one
+    number per quantity)."""
+    newest = marked.groupby(col.INVOCATION)[col.TIMESTAMP].max().idxmax()  # ISO timestamps: text order is time
+    seen = upstream_views(marked[marked[col.INVOCATION] == newest], variant)
+    r = seen.all
+    if not r.n or r.n == pooled:
         return []  # no pair of its own, or every pair is its own: the pooled line above says it already
-    head = f"      the newest invocation alone ({wording.count(r.n, 'pair')}): {variant} / upstream"
-    said = f"{head} {wording.describe(r.center, r.low, r.high, 'x')}"
-    return [said + (f", {verdict(r.low, r.high, target)}" if target else "")]
+    said = f"      the newest invocation alone ({wording.count(r.n, 'pair')}): {variant} / upstream "
+    said += wording.describe(r.center, r.low, r.high, "x")
+    if target and r.n < stats.MIN_PAIRS:
+        said += f", too few pairs for a verdict ({r.n} < {stats.MIN_PAIRS})"
+    elif target:
+        said += f", {verdict(r.low, r.high, target)}"
+    return [said, *flagged_lines(seen, f"the newest invocation's {variant} / upstream", target, indent=8)]
 
 
 def upstream_views(marked: pd.DataFrame, variant: str) -> views.Views:
@@ -207,14 +211,14 @@ def upstream_views(marked: pd.DataFrame, variant: str) -> views.Views:
     return views.Views.of_pairs(found, also=pd.Series(jumped, index=found.index, dtype=bool))
 
 
-def flagged_lines(seen: views.Views, variant: str, target: float | None) -> list[str]:
+def flagged_lines(seen: views.Views, name: str, target: float | None, indent: int = 6) -> list[str]:
     """What the flagged pairs change: the ratio without them (and its word against the target), or that too few
-    are left to tell; named by its variant, as the line above it (one number per quantity)."""
+    are left to tell; named as the line above it (`name`: one number per quantity)."""
     if not seen.flagged:
         return []
     why = "a step time or a ratio far from its invocation's others, or steps spread"
     flagged = wording.count(seen.flagged, "flagged pair")
-    head = f"      without its {flagged} of {seen.all.n} ({why}): {variant} / upstream"
+    head = f"{' ' * indent}without its {flagged} of {seen.all.n} ({why}): {name}"
     if seen.clean is None:
         return [f"{head} not checked, fewer than {views.MIN_CLEAN} pairs left"]
     c = seen.clean
