@@ -192,10 +192,8 @@ def newest_lines(marked: pd.DataFrame, variant: str, target: float | None, poole
         return []  # no pair of its own, or every pair is its own: the pooled line above says it already
     said = f"      the newest invocation alone ({wording.count(r.n, 'pair')}): {variant} / upstream "
     said += wording.describe(r.center, r.low, r.high, "x")
-    if target and r.n < stats.MIN_PAIRS:
-        said += f", too few pairs for a verdict ({r.n} < {stats.MIN_PAIRS})"
-    elif target:
-        said += f", {verdict(r.low, r.high, target)}"
+    if target:
+        said += f", {wording.too_few(r.n, 'pairs') or verdict(r.low, r.high, target)}"
     return [said, *flagged_lines(seen, f"the newest invocation's {variant} / upstream", target, indent=8)]
 
 

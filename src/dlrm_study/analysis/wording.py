@@ -65,10 +65,15 @@ def describe(center: float, low: float, high: float, unit: str = "", digits: int
     return f"{shown(center)}{unit} [{shown(low)}, {shown(high)}]"
 
 
+def too_few(n: int, noun: str = "repeats") -> str | None:
+    """The gate on a verdict word: what it says where `n` is short of `stats.MIN_PAIRS`, else None."""
+    return f"too few {noun} for a verdict ({n} < {stats.MIN_PAIRS})" if n < stats.MIN_PAIRS else None
+
+
 def direction(r: stats.Ratio, up: str = "higher", down: str = "lower", gate: bool = True) -> str:
     """A directional word only where the interval of a ratio excludes 1 (and, gated, on MIN_PAIRS pairs)."""
-    if gate and r.n < stats.MIN_PAIRS:
-        return f"too few repeats for a verdict ({r.n} < {stats.MIN_PAIRS})"
+    if gate and (short := too_few(r.n)):
+        return short
     where = side(r, 1.0)
     if where == "none":
         return "no interval"
