@@ -107,3 +107,41 @@ def test_a_records_loop_names_its_fingerprint():
     with pytest.raises(ValueError, match="unknown loop"):
         ci.files_of("nope")
     assert set(ci.files_of(ci.ANY)) == {f for loop in ci.LOOPS for f in ci.files_of(loop)}
+
+
+@pytest.mark.parametrize("loop", ci.LOOPS)
+def test_each_loops_code_today_is_in_its_lock(loop):
+    assert ci.lock_problem(loop) is None, ci.lock_problem(loop)
+
+
+def test_a_loaders_function_may_be_declared_alike_and_its_constants_a_kernel_or_a_model_file_may_not(package):
+    before = ci.loop_fingerprints()
+    steps = {loop: ci.step_digest(loop) for loop in ci.LOOPS}
+    loader = package / "model/kernels/__init__.py"
+    edit(loader, "    return load() or torch_ops", "    ops = load()\n    return ops or torch_ops")
+    assert changed(before) == {"optimized", "gpu"}
+    assert {loop: ci.step_digest(loop) for loop in ci.LOOPS} == steps  # a loader's function: the step as it was
+    assert "append" in ci.lock_problem("optimized") and "step changed" not in ci.lock_problem("optimized")
+    assert ci.lock_problem("reference") is None
+    edit(loader, '"-ffp-contract=off"', '"-ffp-contract=fast"')  # a loader's constant
+    assert ci.step_digest("optimized") != steps["optimized"] and ci.step_digest("gpu") != steps["gpu"]
+    assert "step changed" in ci.lock_problem("optimized")
+    for path, old, new, loops in [
+        ("model/kernels/fused_cpu.cpp", "#include", "static const int edited = 1;\n#include", {"optimized", "gpu"}),
+        ("model/fused_mlp.py", "import torch", "import torch\nimport math", set(ci.LOOPS)),
+        ("distributed/remote.py", "import torch", "import torch\nimport math", {"optimized"}),
+    ]:
+        steps = {loop: ci.step_digest(loop) for loop in ci.LOOPS}
+        edit(package / path, old, new)
+        assert {loop for loop in ci.LOOPS if ci.step_digest(loop) != steps[loop]} == loops, path
+
+
+def test_a_fingerprint_declared_alike_is_read_as_the_first_of_its_lock(monkeypatch):
+    monkeypatch.setattr(ci, "LOOP_LOCK", {"optimized": ("step", ("old000000000", "new000000000"))})
+    monkeypatch.setattr(ci, "fingerprint_here", lambda loop: "new000000000")
+    assert ci.code_of("optimized", "new000000000") == ci.code_of("optimized", "old000000000") == "old000000000"
+    assert ci.code_of("optimized", "other0000000") == "other0000000"
+    assert ci.code_of("reference", "old000000000") == "old000000000"  # a lock is per loop
+    assert ci.today("optimized") == "old000000000"
+    assert ci.code_of_record("optimized", "new000000000") == "old000000000"
+    assert ci.code_of_record("optimized", float("nan")) == "" and ci.code_of_record(None, None) == ""

@@ -76,3 +76,17 @@ def test_the_why_column_names_earlier_code_once_with_its_commits(monkeypatch):
     found = results_page.judged(loops("0123456789ab", "abcdef0123456789"))["S2"]
     assert (found[MACHINE].word, found[MACHINE].reason) == ("earlier code", "commit abcdef0")
     assert results_page.why("S2", found) == "No machine could decide it: earlier code (commit abcdef0)."
+
+
+def test_a_column_measured_by_code_declared_alike_with_today_s_keeps_its_verdict_word(monkeypatch):
+    """LOOP_LOCK: records of a fingerprint declared to run the step as today's does are today's code; records of
+    a fingerprint it does not list are earlier code."""
+    from dlrm_study.records import code_identity
+
+    monkeypatch.setattr(code_identity, "LOOP_LOCK", {"reference": ("step", ("old000000000", "new000000000"))})
+    monkeypatch.setattr(code_identity, "fingerprint_here", lambda _: "new000000000")
+    for code in ("old000000000", "new000000000"):
+        alike = loops(code, "abcdef0123456789").cpu_loops.assign(**{"train.loop": "reference"})
+        assert ledger.earlier_commits(Evidence(cpu_loops=alike), MACHINE) is None
+    other = loops("0123456789ab", "abcdef0123456789").cpu_loops.assign(**{"train.loop": "reference"})
+    assert ledger.earlier_commits(Evidence(cpu_loops=other), MACHINE) == "commit abcdef0"

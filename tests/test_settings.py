@@ -11,14 +11,6 @@ from dlrm_study.errors import UsageError
 
 PACKAGE = Path(settings.__file__).resolve().parent
 NAME = re.compile(r"DLRM_STUDY_[A-Z0-9_]+")
-# Files that still read their switch from the environment themselves, and why. Shrink-only: an entry whose file
-# no longer names its variables fails below, so it must be removed.
-DEBT = {
-    # Code the optimized and GPU loops run: moving the reads changes those loops' fingerprints and stales their
-    # records on every machine; they move with the next change to the optimized loop, measured again anyway.
-    "model/kernels/__init__.py": {"DLRM_STUDY_KERNELS", "DLRM_STUDY_KERNEL_WAIT_S"},
-    "distributed/launch.py": {"DLRM_STUDY_FAULT"},
-}
 
 
 def named_in_code(path: Path) -> set[str]:
@@ -29,19 +21,18 @@ def named_in_code(path: Path) -> set[str]:
             and NAME.fullmatch(node.value)}  # fmt: skip
 
 
-def test_no_module_but_settings_spells_a_switch_name_outside_its_debt():
+def test_no_module_but_settings_spells_a_switch_name():
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
         if relative != "settings.py" and (names := named_in_code(path)):
             found[relative] = names
-    assert found == DEBT
+    assert found == {}
 
 
 def test_every_variable_is_declared_once_and_known_to_current():
     assert len(set(settings.VARIABLES)) == len(settings.VARIABLES) == 12
     assert all(NAME.fullmatch(name) for name in settings.VARIABLES)
-    assert set(DEBT["model/kernels/__init__.py"] | DEBT["distributed/launch.py"]) <= set(settings.VARIABLES)
 
 
 def test_an_empty_environment_gives_the_defaults():

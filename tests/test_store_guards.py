@@ -76,3 +76,19 @@ def test_a_resumed_training_run_counts_only_its_own_steps(tmp_path, monkeypatch)
     record = training.train_and_record(resumed, None, progress=False)
     assert record[col.STEPS] == 7
     assert record[col.SAMPLES_PER_S] == pytest.approx(4 * 8 / 10.0)
+
+
+def test_a_record_of_code_declared_alike_is_not_measured_again_and_one_of_other_code_is(tmp_path, monkeypatch):
+    """A resume skips what today's code would measure the same: a record whose fingerprint LOOP_LOCK declares
+    to run its loop's step alike has the key today's record of that cell would have; any other has not."""
+    from dlrm_study.records import code_identity
+
+    spec = measured_sweep(tmp_path)
+    row = store.read_rows(Path(spec.out))[1][0]
+    loop, measured = row[col.TRAIN_LOOP], row[col.CODE_FINGERPRINT]
+    today = {**row, col.CODE_FINGERPRINT: "new000000000"}  # the record today's code would write of that cell
+    monkeypatch.setattr(code_identity, "fingerprint_here", lambda _: "new000000000")  # the code changed since
+    monkeypatch.setattr(code_identity, "LOOP_LOCK", {loop: ("step", (measured, "new000000000"))})
+    assert store.key_of(row) == store.key_of(today)
+    monkeypatch.setattr(code_identity, "LOOP_LOCK", {loop: ("step", ("new000000000",))})  # a new code: not alike
+    assert store.key_of(row) != store.key_of(today)

@@ -9,10 +9,8 @@ its children, and tests set switches per test, so a cached copy could only ever 
 variables costs microseconds. A value that does not parse is bad input: one line naming the variable
 (`UsageError`), whichever switch the caller asked for.
 
-Two readers still read their variable directly (tests/test_settings.py lists them as debt): the fused kernels'
-switch and build wait (`model/kernels/__init__.py`) and the rank fault hook (`distributed/launch.py`). Both files
-are code a timed loop runs, so moving them changes those loops' fingerprints and stales their records; they move
-with the next change to the optimized loop, which is measured again anyway.
+One switch is read once per process: the fault tests' hook (`distributed.launch.planned_fault`), which every
+step of a distributed run asks, and which a rank is given when it starts.
 """
 
 import dataclasses

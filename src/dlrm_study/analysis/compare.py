@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dlrm_study import config
-from dlrm_study.analysis import clusters, flags, physical, stats, views, wording
+from dlrm_study.analysis import clusters, current, flags, physical, stats, views, wording
 from dlrm_study.config.variants import (
     BF16_PAIR,
     OPTIMIZED_BF16,
@@ -131,7 +131,8 @@ def upstream_report(records: pd.DataFrame, bounds: pd.DataFrame | None = None) -
     older = here[col.LOOP].where(here[col.LOOP].isin(["reference", UPSTREAM]))  # records from before variants
     here[col.VARIANT] = here[col.VARIANT].fillna(older) if col.VARIANT in here else older
     here = here.sort_values(col.TIMESTAMP) if col.TIMESTAMP in here else here
-    for column in (col.CODE_FINGERPRINT, col.INVOCATION, col.TIMESTAMP):
+    here[col.CODE_FINGERPRINT] = current.fingerprints(here)  # code declared alike read as one
+    for column in (col.INVOCATION, col.TIMESTAMP):
         here[column] = here[column].fillna("").astype(str) if column in here else ""
     lines = []
     for machine, runs in here.groupby(col.MACHINE):

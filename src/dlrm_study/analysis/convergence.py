@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import stats
+from dlrm_study.analysis import current, stats
 from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
 from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REFERENCE
 from dlrm_study.plans.convergence import RECORDS, accuracy_configs, variant_config
@@ -153,7 +153,7 @@ class AccuracyJudgement:
     emulated: bool = False  # bf16 trained without native bf16 (same rounding, no speed to judge beside it)
 
 
-READ = {*SEED, col.CODE_FINGERPRINT, col.KIND, col.CONFIG_NAME, col.VARIANT, col.EVAL_AUC, col.STEP}
+READ = {*SEED, col.CODE_FINGERPRINT, col.TRAIN_LOOP, col.KIND, col.CONFIG_NAME, col.VARIANT, col.EVAL_AUC, col.STEP}
 READ |= {col.LOSS, col.POINT, col.STUDY, col.PRECISION_LABEL, ATTAINABLE}  # every column `s3_accuracy` reads
 
 
@@ -166,7 +166,7 @@ def s3_accuracy(
     rows = frame[frame[col.MACHINE] == machine] if col.MACHINE in frame else frame.iloc[0:0]
     rows = rows[[c for c in rows.columns if c in READ]]  # the filters below take these columns, not every one
     if fingerprint is not None and col.CODE_FINGERPRINT in rows:
-        rows = rows[rows[col.CODE_FINGERPRINT].fillna("").astype(str).isin(fingerprint.split())]
+        rows = rows[current.fingerprints(rows).isin(fingerprint.split())]
     final = rows[rows[col.KIND] == "eval"] if not rows.empty else rows
     if final.empty:
         return AccuracyJudgement(NO_RECORDS, NO_RECORDS)

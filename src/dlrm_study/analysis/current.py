@@ -41,10 +41,13 @@ class Code:
 
 
 def fingerprints(frame: pd.DataFrame) -> pd.Series:
-    """Each record's fingerprint ("" where it has none)."""
+    """Each record's code: its fingerprint, or the first of those declared to run its loop's step alike
+    (`code_identity.code_of`); "" where it has none."""
     if col.CODE_FINGERPRINT not in frame:
         return pd.Series("", index=frame.index, dtype=str)
-    return frame[col.CODE_FINGERPRINT].fillna("").astype(str)
+    found = frame[col.CODE_FINGERPRINT].fillna("").astype(str)
+    return pd.Series([code_identity.code_of(loop, fp) for loop, fp in zip(loops(frame), found, strict=True)],
+                     index=frame.index, dtype=str)  # fmt: skip
 
 
 def loops(frame: pd.DataFrame) -> pd.Series:

@@ -175,7 +175,7 @@ def most_measured(loops: pd.DataFrame) -> str | None:
     loops = loops[[Machine.parse(m).recorded for m in loops[col.MACHINE]]]
     if loops.empty:
         return None
-    today = fingerprints(loops) == current_loops(loops).map(code_identity.fingerprint_here)
+    today = fingerprints(loops) == current_loops(loops).map(code_identity.today)
     runs = loops[today].groupby(col.MACHINE)[col.RUN_ID].nunique() if col.RUN_ID in loops else pd.Series()
     last = loops.groupby(col.MACHINE)[col.TIMESTAMP].max()
     return str(max(last.index, key=lambda machine: (runs.get(machine, 0), last[machine])))

@@ -114,7 +114,7 @@ def records(files: tuple[tuple[str, str], ...], machine: str, code: str, runs: i
     parts = []
     for name, study in files:
         frame = load(name)
-        fingerprint = frame[col.CODE_FINGERPRINT].fillna("").astype(str)
+        fingerprint = current.fingerprints(frame)
         parts.append(frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine) & (fingerprint == code)])
     found = pd.concat(parts, ignore_index=True)
     if runs is not None and col.RUN_SLOT in found:

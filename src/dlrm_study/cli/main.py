@@ -385,7 +385,8 @@ def cmd_fingerprint(args: argparse.Namespace) -> None:
     from dlrm_study.records import code_identity
 
     for loop, fp in code_identity.loop_fingerprints().items():
-        print(f"{loop} {fp}")
+        code = code_identity.today(loop)
+        print(f"{loop} {fp}" + (f" (declared to run its step as {code} did)" if code != fp else ""))
     print(f"rules {provenance.rules_hash() or 'unknown (src/dlrm_study/rules/ has no rules.toml or golden.json)'}")
 
 

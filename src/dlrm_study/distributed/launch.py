@@ -7,6 +7,7 @@ process when it has made no progress for `timeout` seconds, naming the ranks tha
 Collectives get the same timeout, so a rank blocked on a dead peer raises instead of waiting.
 """
 
+import functools
 import os
 import signal
 import sys
@@ -18,6 +19,7 @@ from typing import NoReturn
 
 import torch.distributed as dist
 
+from dlrm_study import settings
 from dlrm_study.errors import UsageError
 
 # Refused here, before a process group starts, and again by hybrid.check_config.
@@ -152,15 +154,20 @@ class Watchdog(threading.Thread):
                 os._exit(EXIT_PEER_FAILED)
 
 
+@functools.cache
+def planned_fault() -> settings.Fault | None:
+    """The fault DLRM_STUDY_FAULT plans for this process's run (None for none), read once: a rank or a server is
+    a process started with its switches, and `inject_fault` runs in every step, which pays no parse for it."""
+    return settings.current().fault
+
+
 def inject_fault(rank: int, step: int) -> None:
     """DLRM_STUDY_FAULT=RANK:STEP:kill|hang makes that rank die or hang at that step (fault tests)."""
-    spec = os.environ.get("DLRM_STUDY_FAULT")
-    if not spec:
+    fault = planned_fault()
+    if fault is None or (fault.rank, fault.step) != (rank, step):
         return
-    at_rank, at_step, kind = spec.split(":")
-    if int(at_rank) == rank and int(at_step) == step:
-        print(f"dlrm-study: rank {rank}: injected fault '{kind}' at step {step}", file=sys.stderr, flush=True)
-        if kind == "kill":
-            os._exit(9)
-        while True:
-            time.sleep(3600)
+    print(f"dlrm-study: rank {rank}: injected fault '{fault.kind}' at step {step}", file=sys.stderr, flush=True)
+    if fault.kind == "kill":
+        os._exit(9)
+    while True:
+        time.sleep(3600)

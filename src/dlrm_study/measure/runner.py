@@ -49,8 +49,8 @@ from dlrm_study.config import Config, Loop
 from dlrm_study.errors import Fault, UsageError
 from dlrm_study.measure import context
 from dlrm_study.plans.sweep import Planned
+from dlrm_study.records import code_identity, provenance, selfcheck, store
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance, selfcheck, store
 from dlrm_study.records.machine import machine_key
 from dlrm_study.records.record import make_record
 
@@ -68,11 +68,11 @@ class Task:
     threads: int = 0
     slot: int = 1  # which of the study's runs
     versions: dict[str, str] = field(default_factory=provenance.versions, compare=False)
-    code: str = field(default="", compare=False)  # its loop's code fingerprint (`records.code_identity`)
+    code: str = field(default="", compare=False)  # its loop's code (`records.code_identity.today`)
 
     def __post_init__(self) -> None:
         if not self.code:
-            object.__setattr__(self, "code", provenance.code_fingerprint(self.cfg.train.loop))
+            object.__setattr__(self, "code", provenance.today_code(self.cfg.train.loop))
 
     @property
     def key(self) -> str:
@@ -395,7 +395,12 @@ def failed(out: Path) -> set[tuple[str, str, str, str]]:
     other repeats or runs of the same code (a failure of other code rules out nothing now)."""
     rows = store.read_rows(Path(out))[1]
     return {
-        (r.get(col.CONFIG_HASH, ""), r.get(col.VARIANT, ""), r.get(col.MACHINE, ""), r.get(col.CODE_FINGERPRINT) or "")
+        (
+            r.get(col.CONFIG_HASH, ""),
+            r.get(col.VARIANT, ""),
+            r.get(col.MACHINE, ""),
+            code_identity.code_of_record(r.get(col.TRAIN_LOOP), r.get(col.CODE_FINGERPRINT)),
+        )
         for r in rows
         if r.get(col.ERROR)
     }

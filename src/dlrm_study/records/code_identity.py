@@ -11,6 +11,12 @@ A loop's fingerprint hashes, with comments, docstrings and blank lines taken out
   measure/ choose, through PROCEDURE_LOCK, between raising it and declaring it measures alike. Records of
   protocol 1 hash measure/'s source instead, since no number stood for their procedure.
 
+A change that leaves a loop's step as it ran (a refactor of its kernel loader or rank launcher, LOADERS) may be
+declared to run it alike: LOOP_LOCK lists, per loop, the fingerprints so declared, and records of any of them are
+today's code (`code_of`, `today`), as PROCEDURE_LOCK does for measure/. The declaration is checked, not taken on
+trust: it holds only while the loop's step digest (every file but the loaders' functions) is the one locked, so a
+change to a kernel, a model file, the config or a loader's constants (the compiler flags) starts a new code.
+
 So a docstring or a comment changes no fingerprint, a CPU kernel changes only the loops that run it (the GPU
 loop's host placement runs the fused CPU kernels, so it is among them), and a new protocol changes every one.
 Library versions are not hashed: records carry them and the resume key compares them (`provenance.versions`).
@@ -62,6 +68,24 @@ LOOP_FILES: dict[str, tuple[str, ...]] = {
             "model/tables/hugepages.py", "model/tables/placement.py", "model/tables/registry.py"),
 }  # fmt: skip
 LOOPS = tuple(LOOP_FILES)
+# Code a loop runs before its steps that computes none of them: the fused kernels' loader (which build to load, how
+# long to wait for another's) and the ranks' launcher (process groups, the fault tests' hook). Their functions may
+# change without changing how a step runs; their constants (the kernels' compiler flags) are the step's.
+LOADERS = ("model/kernels/__init__.py", "distributed/launch.py")
+# loop -> (its step digest, the fingerprints declared to run its step alike, oldest first, today's last). A change
+# to a loop's files either starts a new entry, (today's step digest, (today's fingerprint,)): records measured before
+# are then earlier code; or, where only its loaders' functions changed (the step digest is the entry's), appends
+# today's fingerprint, with the reason below: records measured before stay today's code. tests/test_code_identity.py
+# makes each change choose (`lock_problem`). The changes declared alike, oldest first:
+# - optimized 5844f3095569, gpu 8c88c66422b1: the loader's and the launcher's switches (DLRM_STUDY_KERNELS,
+#   DLRM_STUDY_KERNEL_WAIT_S, DLRM_STUDY_FAULT) read through `dlrm_study.settings`; the fault once per process,
+#   so a distributed step asks a cached value (67 ns) where it read the environment (0.7 us).
+LOOP_LOCK: dict[str, tuple[str, tuple[str, ...]]] = {
+    "reference": ("abc938939c6f", ("a3d3afd44e4d",)),
+    "optimized": ("f612866759ad", ("1edc391635d5", "5844f3095569")),
+    "torchrec": ("513a4329a73b", ("61e889b2c72e",)),
+    "gpu": ("498427c5537f", ("054bba56463c", "8c88c66422b1")),
+}
 ANY = ""  # a record of no one loop (a cache's counted hit rates): every loop's files
 # The procedure (measure/) at each protocol: its digest, with comments and docstrings out. A change to measure/
 # either raises `PROTOCOL_VERSION` (records measured before are of another protocol) or, for a change that
@@ -82,11 +106,12 @@ LOCKED_FROM = 2  # records of an earlier protocol hash the procedure's source in
 # 59a214557004 a measuring process's state (run slot, tally, limits, GPU windows and fallbacks, profiler way) in one
 # `measure.context.RunContext`; f1c9a0455bcc the line probes' progress line says their two orders; fc0f3a4e2516
 # the line probes draw each step's batch once and derive both orders from it (the same rows, drawn once); d70ba2bc4285
-# the limits cache's default folder from `settings.cache_path` (the same folder, shared with the verdict cache).
+# the limits cache's default folder from `settings.cache_path` (the same folder, shared with the verdict cache);
+# 84bdc9ebef79 a resume compares codes as LOOP_LOCK names them (`code_identity.code_of`: which tasks, not how).
 PROCEDURE_LOCK = {
     2: ("80f0ab6a591f", "5afb86919c8b", "1f6b16d44f18", "53233377ec15", "d37d777ef35b", "9bf8a8869ad6", "475601ee6749",
         "72938caf04f5", "075b7734ce1d", "49071b34a3f3", "001dfa02b918", "54f6e7ac07ee", "b1225aec2bdd",
-        "59a214557004", "f1c9a0455bcc", "fc0f3a4e2516", "d70ba2bc4285")
+        "59a214557004", "f1c9a0455bcc", "fc0f3a4e2516", "d70ba2bc4285", "84bdc9ebef79")
 }  # fmt: skip
 
 Read = Callable[[str], str | None]  # a package-relative path -> its text (None: no such file)
@@ -138,6 +163,59 @@ def fingerprint_here(loop: str) -> str:
 def loop_fingerprints() -> dict[str, str]:
     """loop -> its fingerprint here, every loop."""
     return {loop: fingerprint_here(loop) for loop in LOOPS}
+
+
+def step_digest(loop: str, read: Read = read_here, listing: List = list_here) -> str:
+    """12 hex digits over what a loop's step runs: its fingerprint's files less comments and docstrings, of
+    LOADERS only their module-level assignments (what LOOP_LOCK keeps fixed across changes declared alike)."""
+    digest = hashlib.sha256()
+    for path in files_of(loop, listing):
+        text = read(path)
+        body = "<missing>" if text is None else constants(text) if path in LOADERS else stripped(path, text)
+        digest.update(f"{path}\0{body}\0".encode())
+    return digest.hexdigest()[:12]
+
+
+def constants(text: str) -> str:
+    """A Python module's top-level assignments, as ast prints them (the whole text where it does not parse)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    kept = [node for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)]
+    return "\n".join(ast.unparse(node) for node in kept)
+
+
+def code_of(loop: str, fingerprint: str) -> str:
+    """The code a record's fingerprint stands for: the first fingerprint of its loop's LOOP_LOCK entry where the
+    entry holds it (declared to run the step alike), else the fingerprint itself."""
+    alike = LOOP_LOCK.get(loop, ("", ()))[1]
+    return alike[0] if fingerprint in alike else fingerprint
+
+
+def today(loop: str) -> str:
+    """Today's code of a loop, as `code_of` names it (a record of it is measured by today's code)."""
+    return code_of(loop, fingerprint_here(loop))
+
+
+def code_of_record(loop: object, fingerprint: object) -> str:
+    """`code_of` a record's `train.loop` and `code_fingerprint` as stored ("" for a record without one)."""
+    text = "" if fingerprint is None or fingerprint != fingerprint else str(fingerprint)
+    return code_of(loop_of(loop), text)
+
+
+def lock_problem(loop: str) -> str | None:
+    """Why LOOP_LOCK does not hold this loop's code today (None where it does): what to write there."""
+    fingerprint, step = fingerprint_here(loop), step_digest(loop)
+    locked_step, alike = LOOP_LOCK[loop]
+    if alike and alike[-1] == fingerprint and locked_step == step:
+        return None
+    fresh = f"LOOP_LOCK[{loop!r}] = ({step!r}, ({fingerprint!r},)): records measured before become earlier code"
+    if locked_step != step:
+        return f"{loop}'s step changed (step digest {step}, fingerprint {fingerprint}): write {fresh}"
+    return (f"{loop}'s code changed (fingerprint {fingerprint}) but not its step (digest {step}: only its loaders' "
+            f"functions, {', '.join(LOADERS)}). If its step runs alike, append {fingerprint!r} to LOOP_LOCK[{loop!r}] "
+            f"with the reason; if not, write {fresh}")  # fmt: skip
 
 
 def procedure_digest(read: Read = read_here, listing: List = list_here) -> str:

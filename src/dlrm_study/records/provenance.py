@@ -119,6 +119,12 @@ def code_fingerprint(loop: object = code_identity.ANY) -> str:
     return code_identity.fingerprint_here(code_identity.loop_of(loop))
 
 
+def today_code(loop: object = code_identity.ANY) -> str:
+    """The code a record of `loop` measured now counts as (`code_identity.today`): its fingerprint, or the first of
+    the fingerprints declared to run its step alike (`code_identity.LOOP_LOCK`). What records are compared by."""
+    return code_identity.today(code_identity.loop_of(loop))
+
+
 def invocation() -> str:
     """The invocation a record's process belongs to where its launcher named one (else "")."""
     return settings.current().invocation

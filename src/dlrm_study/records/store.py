@@ -33,8 +33,9 @@ import torch
 from dlrm_study.config import Config
 from dlrm_study.errors import Fault, UsageError
 from dlrm_study.records import columns as col
+from dlrm_study.records.code_identity import code_of_record
 from dlrm_study.records.machine import is_legacy_key, machine_key
-from dlrm_study.records.provenance import TIMING_VERSIONS, code_fingerprint, versions
+from dlrm_study.records.provenance import TIMING_VERSIONS, today_code, versions
 
 # Columns read as text whatever they look like (a hash of digits only is not a number).
 TEXT_COLUMNS = (
@@ -68,8 +69,8 @@ def resume_key(
     slot: object,
 ) -> str:
     """What makes a stored record the measurement a run would make now: the same point, variant, machine,
-    threads, library versions, code (its fingerprint; "" for a record older than fingerprints, which so
-    matches no run), run slot and repeat."""
+    threads, library versions, code (`code_identity.code_of` its fingerprint; "" for a record older than
+    fingerprints, which so matches no run), run slot and repeat."""
     stamp = ",".join(f"{key}={text(versions.get(key))}" for key in TIMING_VERSIONS)
     return f"{config_hash}|{variant}|{machine}|{text(threads)}t|{stamp}|{text(code)}|run{text(slot)}|{text(repeat)}"
 
@@ -77,14 +78,15 @@ def resume_key(
 def key_here(cfg: Config, variant: str, repeat: object = 0, threads: int | None = None, slot: int = 1) -> str:
     """The resume key a measurement of `cfg` would get on this machine, at this code, now."""
     return resume_key(cfg.hash(), variant, machine_key(), threads or cfg.train.threads or torch.get_num_threads(),
-                      repeat, versions(), code_fingerprint(cfg.train.loop), slot)  # fmt: skip
+                      repeat, versions(), today_code(cfg.train.loop), slot)  # fmt: skip
 
 
 def key_of(row: dict[str, object]) -> str:
     """The resume key of a stored record (a row of `read_rows`, or a record dict)."""
     return resume_key(
         text(row.get(col.CONFIG_HASH)), text(row.get(col.VARIANT)), text(row.get(col.MACHINE)), row.get(col.THREADS),
-        row.get(col.REPEAT), row, row.get(col.CODE_FINGERPRINT), row.get(col.RUN_SLOT),
+        row.get(col.REPEAT), row, code_of_record(row.get(col.TRAIN_LOOP), row.get(col.CODE_FINGERPRINT)),
+        row.get(col.RUN_SLOT),
     )  # fmt: skip
 
 

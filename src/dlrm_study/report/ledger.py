@@ -79,8 +79,8 @@ MACHINE_FACTS = (Status.NOT_MEASURABLE, Status.UNRECORDED)  # what a machine is,
 
 
 def today_of(frame: pd.DataFrame) -> pd.Series:
-    """Today's code fingerprint of each record's loop (`provenance.code_fingerprint`)."""
-    return loops(frame).map(provenance.code_fingerprint)
+    """Today's code of each record's loop (`provenance.today_code`)."""
+    return loops(frame).map(provenance.today_code)
 
 
 def earlier_commits(evidence: Evidence, machine: str) -> str | None:

@@ -104,11 +104,12 @@ def train_once(results: Path) -> bool:
 
 
 def records_of_this_code(results: Path) -> int:
-    """The records under `results` measured on this machine by this code (its fingerprint)."""
+    """The records under `results` measured on this machine by this code (`provenance.today_code`)."""
     here = machine_key()
     return sum(
         row.get(col.MACHINE) == here
-        and row.get(col.CODE_FINGERPRINT) == provenance.code_fingerprint(row.get(col.TRAIN_LOOP))
+        and code_identity.code_of_record(row.get(col.TRAIN_LOOP), row.get(col.CODE_FINGERPRINT))
+        == provenance.today_code(row.get(col.TRAIN_LOOP))
         for path in sorted(results.glob("*.csv"))
         for row in store.read_rows(path)[1]
     )

@@ -21,7 +21,7 @@ from dlrm_study.analysis.wording import amount
 from dlrm_study.claims.registry import BY_ID, papers
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.plans.gpu_targets import TARGETS
-from dlrm_study.records import Machine, provenance, store
+from dlrm_study.records import Machine, code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.report import gallery, ledger, manifest, reading
 from dlrm_study.report.readable import machine_words
@@ -370,8 +370,9 @@ def machines_table(out: Path) -> list[str]:
             if str(newest.get(col.TIMESTAMP, "")) >= str(row["last"]):
                 row["last"] = str(newest.get(col.TIMESTAMP, ""))
                 row["commit"] = str(newest.get(col.GIT_COMMIT, "") or "").removesuffix("-dirty")[:7]
-                row["code"] = str(newest.get(col.CODE_FINGERPRINT, "") or "")
-                row["today"] = row["code"] == provenance.code_fingerprint(newest.get(col.TRAIN_LOOP, ""))
+                loop, fingerprint = newest.get(col.TRAIN_LOOP, ""), newest.get(col.CODE_FINGERPRINT, "")
+                row["code"] = code_identity.code_of_record(loop, fingerprint)
+                row["today"] = row["code"] == provenance.today_code(loop)
     lines = [
         "| machine | records | files | last measured | at commit | its newest code |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO
 
+from dlrm_study import settings
 from dlrm_study.errors import Fault, UsageError
 from dlrm_study.model.kernels import torch_ops
 
@@ -47,7 +48,7 @@ CFLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off"]
 @functools.cache
 def load() -> ModuleType | None:
     """The compiled kernels, or None (PyTorch fallback) if they cannot be built here."""
-    if os.environ.get("DLRM_STUDY_KERNELS", "auto") == "torch":
+    if settings.current().kernels == "torch":
         return None
     print("dlrm-study: loading the fused CPU kernels (compiled once, then cached)", file=sys.stderr)
     try:
@@ -95,14 +96,8 @@ def build_folder() -> Path:
 
 def wait_s() -> float:
     """How long to wait for a live build: DLRM_STUDY_KERNEL_WAIT_S, else WAIT_S."""
-    text = os.environ.get("DLRM_STUDY_KERNEL_WAIT_S", "")
-    try:
-        seconds = float(text) if text else WAIT_S
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise UsageError(f"DLRM_STUDY_KERNEL_WAIT_S must be a number of seconds, got {text!r}")
-    return seconds
+    given = settings.current().kernel_wait_s
+    return WAIT_S if given is None else given
 
 
 @contextlib.contextmanager
