@@ -4,6 +4,7 @@ every loop; every file a loop's tiny run executes is in its fingerprint; a chang
 between a new protocol and a declared refactor."""
 
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -114,30 +115,61 @@ def test_each_loops_code_today_is_in_its_lock(loop):
     assert ci.lock_problem(loop) is None, ci.lock_problem(loop)
 
 
-def test_a_loaders_function_may_be_declared_alike_and_its_constants_a_kernel_or_a_model_file_may_not(package):
+def test_a_free_function_may_be_declared_alike_and_nothing_else_may(package):
+    """FREE code (a loader's switch reads, its build wait) keeps the step digest; a loader's other code, its
+    constants, a kernel, a model or distributed file and the protocol change it (no declaration can hold)."""
     before = ci.loop_fingerprints()
     steps = {loop: ci.step_digest(loop) for loop in ci.LOOPS}
     loader = package / "model/kernels/__init__.py"
-    edit(loader, "    return load() or torch_ops", "    ops = load()\n    return ops or torch_ops")
+    edit(loader, "    given = settings.current().kernel_wait_s", "    given = settings.current().kernel_wait_s or None")
+    edit(
+        loader,
+        "from dlrm_study import settings",
+        "from dlrm_study import settings as switches\nfrom dlrm_study import settings",
+    )
     assert changed(before) == {"optimized", "gpu"}
-    assert {loop: ci.step_digest(loop) for loop in ci.LOOPS} == steps  # a loader's function: the step as it was
+    assert {loop: ci.step_digest(loop) for loop in ci.LOOPS} == steps  # FREE code only: the step as it was
     assert "append" in ci.lock_problem("optimized") and "step changed" not in ci.lock_problem("optimized")
     assert ci.lock_problem("reference") is None
-    edit(loader, '"-ffp-contract=off"', '"-ffp-contract=fast"')  # a loader's constant
-    assert ci.step_digest("optimized") != steps["optimized"] and ci.step_digest("gpu") != steps["gpu"]
-    assert "step changed" in ci.lock_problem("optimized")
     for path, old, new, loops in [
+        ("model/kernels/__init__.py", '"-ffp-contract=off"', '"-ffp-contract=fast"', {"optimized", "gpu"}),
+        ("model/kernels/__init__.py", 'extra_ldflags=["-fopenmp"]', "extra_ldflags=[]", {"optimized", "gpu"}),
+        ("model/kernels/__init__.py", "    return load() or torch_ops", "    return torch_ops", {"optimized", "gpu"}),
+        (
+            "model/kernels/__init__.py",
+            "\n@functools.cache",
+            "\ntorch_ops.NAME = 'x'\n\n@functools.cache",
+            {"optimized", "gpu"},
+        ),
+        ("distributed/launch.py", "\ndef inject_fault", "\nEXTRA = 1\n\n\ndef inject_fault", {"optimized"}),
         ("model/kernels/fused_cpu.cpp", "#include", "static const int edited = 1;\n#include", {"optimized", "gpu"}),
         ("model/fused_mlp.py", "import torch", "import torch\nimport math", set(ci.LOOPS)),
         ("distributed/remote.py", "import torch", "import torch\nimport math", {"optimized"}),
     ]:
         steps = {loop: ci.step_digest(loop) for loop in ci.LOOPS}
         edit(package / path, old, new)
-        assert {loop for loop in ci.LOOPS if ci.step_digest(loop) != steps[loop]} == loops, path
+        assert {loop for loop in ci.LOOPS if ci.step_digest(loop) != steps[loop]} == loops, (path, new)
+        assert all("step changed" in ci.lock_problem(loop) for loop in loops)
+    steps = {loop: ci.step_digest(loop) for loop in ci.LOOPS}
+    assert all(ci.step_digest(loop, col.PROTOCOL_VERSION + 1) != steps[loop] for loop in ci.LOOPS)
+
+
+def test_each_fingerprint_the_lock_lists_is_its_commits_and_runs_the_locked_step():
+    """A declaration names a commit whose tree gives its fingerprint; that tree's step digest is the one locked
+    (so an entry cannot name a fingerprint of other code). Read through git: skipped where the commit is absent."""
+    tree_of = runpy.run_path(str(TESTS.parent / "scripts" / "refingerprint.py"))["Tree"]
+    for loop, (step, alike) in ci.LOOP_LOCK.items():
+        for fingerprint, commit in alike:
+            try:
+                tree = tree_of(commit)
+            except subprocess.CalledProcessError:
+                pytest.skip(f"commit {commit} is not in this clone")
+            assert ci.fingerprint(loop, read=tree.read, listing=tree.listing) == fingerprint, (loop, commit)
+            assert ci.step_digest(loop, read=tree.read, listing=tree.listing) == step, (loop, commit)
 
 
 def test_a_fingerprint_declared_alike_is_read_as_the_first_of_its_lock(monkeypatch):
-    monkeypatch.setattr(ci, "LOOP_LOCK", {"optimized": ("step", ("old000000000", "new000000000"))})
+    monkeypatch.setattr(ci, "LOOP_LOCK", {"optimized": ("step", (("old000000000", "c1"), ("new000000000", "c2")))})
     monkeypatch.setattr(ci, "fingerprint_here", lambda loop: "new000000000")
     assert ci.code_of("optimized", "new000000000") == ci.code_of("optimized", "old000000000") == "old000000000"
     assert ci.code_of("optimized", "other0000000") == "other0000000"

@@ -83,7 +83,9 @@ def test_a_column_measured_by_code_declared_alike_with_today_s_keeps_its_verdict
     a fingerprint it does not list are earlier code."""
     from dlrm_study.records import code_identity
 
-    monkeypatch.setattr(code_identity, "LOOP_LOCK", {"reference": ("step", ("old000000000", "new000000000"))})
+    monkeypatch.setattr(
+        code_identity, "LOOP_LOCK", {"reference": ("step", (("old000000000", "c1"), ("new000000000", "c2")))}
+    )
     monkeypatch.setattr(code_identity, "fingerprint_here", lambda _: "new000000000")
     for code in ("old000000000", "new000000000"):
         alike = loops(code, "abcdef0123456789").cpu_loops.assign(**{"train.loop": "reference"})

@@ -29,6 +29,9 @@ def test_one_line_says_what_a_measuring_render_added(tmp_path):
     store.append(tmp_path / "b.csv", {**make_record("s", {}, cfg, variant="x", repeat=2), col.MACHINE: "x/avx2/1cpu"})
     assert render.records_of_this_code(tmp_path) == 1
     none = render.measured_line(1, 1)
-    code = ", ".join(f"{loop} {fp}" for loop, fp in code_identity.loop_fingerprints().items())  # each loop's
+    code = ", ".join(
+        f"{loop} {fp}" + (f" (as {code_identity.today(loop)})" if code_identity.today(loop) != fp else "")
+        for loop, fp in code_identity.loop_fingerprints().items()
+    )  # each loop's, and what it runs as
     assert none.startswith("measured nothing:") and f"({code}, 1 records)" in none and "\n" not in none
     assert render.measured_line(1, 5).startswith(f"measured 4 new records of this code ({code})")

@@ -79,16 +79,21 @@ def test_a_resumed_training_run_counts_only_its_own_steps(tmp_path, monkeypatch)
 
 
 def test_a_record_of_code_declared_alike_is_not_measured_again_and_one_of_other_code_is(tmp_path, monkeypatch):
-    """A resume skips what today's code would measure the same: a record whose fingerprint LOOP_LOCK declares
-    to run its loop's step alike has the key today's record of that cell would have; any other has not."""
+    """A resume skips what today's code would measure the same: the tasks a run of today's code makes have the
+    keys of records whose fingerprint LOOP_LOCK declares to run their loop's step alike; of no other record."""
     from dlrm_study.records import code_identity
 
     spec = measured_sweep(tmp_path)
-    row = store.read_rows(Path(spec.out))[1][0]
-    loop, measured = row[col.TRAIN_LOOP], row[col.CODE_FINGERPRINT]
-    today = {**row, col.CODE_FINGERPRINT: "new000000000"}  # the record today's code would write of that cell
+    rows = store.read_rows(Path(spec.out))[1]
+
+    def left() -> set[str]:  # the keys a resume of today's code would measure
+        return {task.key for task in sweep.tasks(spec)} - {store.key_of(row) for row in rows}
+
+    lock = {row[col.TRAIN_LOOP]: row[col.CODE_FINGERPRINT] for row in rows}  # loop -> the code that measured it
+    assert left() == set()  # today's code: nothing left to measure
     monkeypatch.setattr(code_identity, "fingerprint_here", lambda _: "new000000000")  # the code changed since
-    monkeypatch.setattr(code_identity, "LOOP_LOCK", {loop: ("step", (measured, "new000000000"))})
-    assert store.key_of(row) == store.key_of(today)
-    monkeypatch.setattr(code_identity, "LOOP_LOCK", {loop: ("step", ("new000000000",))})  # a new code: not alike
-    assert store.key_of(row) != store.key_of(today)
+    monkeypatch.setattr(code_identity, "LOOP_LOCK", {
+        loop: ("step", ((measured, "c1"), ("new000000000", "c2"))) for loop, measured in lock.items()})  # fmt: skip
+    assert left() == set()  # declared alike: still nothing to measure
+    monkeypatch.setattr(code_identity, "LOOP_LOCK", {loop: ("step", (("new000000000", "c2"),)) for loop in lock})
+    assert len(left()) == len(rows)  # new code: every task measured again

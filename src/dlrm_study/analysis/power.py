@@ -24,8 +24,8 @@ import pandas as pd
 from dlrm_study.analysis import clusters, current, stats
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
 from dlrm_study.plans.profiles import REPO
+from dlrm_study.records import code_identity, store
 from dlrm_study.records import columns as col
-from dlrm_study.records import store
 from dlrm_study.rules import literal
 
 # The committed design, declared with the rules (src/dlrm_study/rules/rules.toml, [design]; tests/test_power.py
@@ -114,8 +114,9 @@ def records(files: tuple[tuple[str, str], ...], machine: str, code: str, runs: i
     parts = []
     for name, study in files:
         frame = load(name)
-        fingerprint = current.fingerprints(frame)
-        parts.append(frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine) & (fingerprint == code)])
+        wanted = [code_identity.code_of(loop, code) for loop in current.loops(frame)]  # as `fingerprints` reads it
+        same = current.fingerprints(frame) == pd.Series(wanted, index=frame.index, dtype=str)
+        parts.append(frame[(frame[col.STUDY] == study) & (frame[col.MACHINE] == machine) & same])
     found = pd.concat(parts, ignore_index=True)
     if runs is not None and col.RUN_SLOT in found:
         found = first_runs(found, runs)

@@ -23,7 +23,7 @@ runs are kept across repeats where all of the study's runs fit in memory togethe
 (`KeptRuns`), so a repeat's spread is the machine's, not a rebuild's; otherwise each task
 builds its own (records say which, `builds`); a run never reuses another run's builds. Started
 again after a kill, `run` skips every task whose record is stored (`records.store.resume_key`: of
-this code, `records.provenance.code_fingerprint`, and this run slot), so it loses at most the task it
+this code, `records.provenance.today_code`, and this run slot), so it loses at most the task it
 was measuring and duplicates nothing; the resumed tasks carry the new run's id. Records of other code
 are never reused: their tasks are measured again, and the old records stay where they are. Nor are the
 records of a run that holds a record of one of its tasks made by other code or libraries beside today's

@@ -11,11 +11,13 @@ A loop's fingerprint hashes, with comments, docstrings and blank lines taken out
   measure/ choose, through PROCEDURE_LOCK, between raising it and declaring it measures alike. Records of
   protocol 1 hash measure/'s source instead, since no number stood for their procedure.
 
-A change that leaves a loop's step as it ran (a refactor of its kernel loader or rank launcher, LOADERS) may be
-declared to run it alike: LOOP_LOCK lists, per loop, the fingerprints so declared, and records of any of them are
-today's code (`code_of`, `today`), as PROCEDURE_LOCK does for measure/. The declaration is checked, not taken on
-trust: it holds only while the loop's step digest (every file but the loaders' functions) is the one locked, so a
-change to a kernel, a model file, the config or a loader's constants (the compiler flags) starts a new code.
+A change that leaves a loop's step as it ran may be declared to run it alike: LOOP_LOCK lists, per loop, the
+fingerprints so declared, and records of any of them are today's code (`code_of`, `today`), as PROCEDURE_LOCK does
+for measure/. A declaration is a person's, and the tests bound it: it holds only while the loop's step digest (the
+protocol and every file the fingerprint reads, less a few named functions of the kernel loader and the rank
+launcher, FREE) is the one locked, so a change to a kernel, a model or training file, the config, the protocol or
+the build's flags and arguments is always new code. What FREE's functions do is not checked (`load`'s switch to
+the PyTorch twins among them: records say which kernels ran, `kernel_path`).
 
 So a docstring or a comment changes no fingerprint, a CPU kernel changes only the loops that run it (the GPU
 loop's host placement runs the fused CPU kernels, so it is among them), and a new protocol changes every one.
@@ -68,23 +70,28 @@ LOOP_FILES: dict[str, tuple[str, ...]] = {
             "model/tables/hugepages.py", "model/tables/placement.py", "model/tables/registry.py"),
 }  # fmt: skip
 LOOPS = tuple(LOOP_FILES)
-# Code a loop runs before its steps that computes none of them: the fused kernels' loader (which build to load, how
-# long to wait for another's) and the ranks' launcher (process groups, the fault tests' hook). Their functions may
-# change without changing how a step runs; their constants (the kernels' compiler flags) are the step's.
-LOADERS = ("model/kernels/__init__.py", "distributed/launch.py")
-# loop -> (its step digest, the fingerprints declared to run its step alike, oldest first, today's last). A change
-# to a loop's files either starts a new entry, (today's step digest, (today's fingerprint,)): records measured before
-# are then earlier code; or, where only its loaders' functions changed (the step digest is the entry's), appends
-# today's fingerprint, with the reason below: records measured before stay today's code. tests/test_code_identity.py
-# makes each change choose (`lock_problem`). The changes declared alike, oldest first:
+# What a change declared alike may touch: in the fused kernels' loader and the ranks' launcher, their imports and
+# these functions (which switches they read and how, the build's wait and lock, the fault tests' hook). Everything
+# else, there too (their constants, the build's arguments, `cpu_ops`, the process group), is the step's.
+FREE = {
+    "model/kernels/__init__.py": ("load", "wait_s", "build_lock", "try_lock", "holder_of", "clear_dead_build",
+                                  "compilers_in"),
+    "distributed/launch.py": ("inject_fault", "planned_fault"),
+}  # fmt: skip
+# loop -> (its step digest, the (fingerprint, a commit whose tree gives it) declared to run its step alike, oldest
+# first, today's last). A change to a loop's files either starts a new entry, (today's step digest, ((today's
+# fingerprint, its commit),)): records measured before are then earlier code; or, where the step digest is still the
+# entry's (only FREE code changed), appends today's fingerprint with its commit and the reason below: records measured
+# before stay today's code. tests/test_code_identity.py makes each change choose (`lock_problem`), and recomputes each
+# listed fingerprint and its step digest from its commit's tree. The changes declared alike, oldest first:
 # - optimized 5844f3095569, gpu 8c88c66422b1: the loader's and the launcher's switches (DLRM_STUDY_KERNELS,
 #   DLRM_STUDY_KERNEL_WAIT_S, DLRM_STUDY_FAULT) read through `dlrm_study.settings`; the fault once per process,
 #   so a distributed step asks a cached value (67 ns) where it read the environment (0.7 us).
-LOOP_LOCK: dict[str, tuple[str, tuple[str, ...]]] = {
-    "reference": ("abc938939c6f", ("a3d3afd44e4d",)),
-    "optimized": ("f612866759ad", ("1edc391635d5", "5844f3095569")),
-    "torchrec": ("513a4329a73b", ("61e889b2c72e",)),
-    "gpu": ("498427c5537f", ("054bba56463c", "8c88c66422b1")),
+LOOP_LOCK: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "reference": ("a3d3afd44e4d", (("a3d3afd44e4d", "98d4b762"),)),
+    "optimized": ("efd94a1538a9", (("1edc391635d5", "98d4b762"), ("5844f3095569", "c267d15d"))),
+    "torchrec": ("61e889b2c72e", (("61e889b2c72e", "98d4b762"),)),
+    "gpu": ("63e5f97d06ae", (("054bba56463c", "98d4b762"), ("8c88c66422b1", "c267d15d"))),
 }
 ANY = ""  # a record of no one loop (a cache's counted hit rates): every loop's files
 # The procedure (measure/) at each protocol: its digest, with comments and docstrings out. A change to measure/
@@ -165,31 +172,39 @@ def loop_fingerprints() -> dict[str, str]:
     return {loop: fingerprint_here(loop) for loop in LOOPS}
 
 
-def step_digest(loop: str, read: Read = read_here, listing: List = list_here) -> str:
-    """12 hex digits over what a loop's step runs: its fingerprint's files less comments and docstrings, of
-    LOADERS only their module-level assignments (what LOOP_LOCK keeps fixed across changes declared alike)."""
-    digest = hashlib.sha256()
+def step_digest(loop: str, protocol: int = PROTOCOL_VERSION, read: Read = read_here, listing: List = list_here) -> str:
+    """12 hex digits over what a loop's step runs: the protocol's number and its fingerprint's files less comments
+    and docstrings, less, in FREE's files, their imports and FREE's functions (what LOOP_LOCK keeps fixed)."""
+    digest = hashlib.sha256(f"protocol {protocol}\n".encode())
     for path in files_of(loop, listing):
         text = read(path)
-        body = "<missing>" if text is None else constants(text) if path in LOADERS else stripped(path, text)
+        body = "<missing>" if text is None else bound(path, text) if path in FREE else stripped(path, text)
         digest.update(f"{path}\0{body}\0".encode())
     return digest.hexdigest()[:12]
 
 
-def constants(text: str) -> str:
-    """A Python module's top-level assignments, as ast prints them (the whole text where it does not parse)."""
+def bound(path: str, text: str) -> str:
+    """A FREE file's statements, each as the fingerprint reads it, less its imports and FREE's functions (the
+    whole text where it does not parse)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return text
-    kept = [node for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)]
-    return "\n".join(ast.unparse(node) for node in kept)
+        return stripped(path, text)
+    lines = text.splitlines()
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom) or getattr(node, "name", None) in FREE[path]:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        kept.append(stripped(path, "\n".join(lines[first - 1 : node.end_lineno])))
+    return "\n".join(kept)
 
 
 def code_of(loop: str, fingerprint: str) -> str:
     """The code a record's fingerprint stands for: the first fingerprint of its loop's LOOP_LOCK entry where the
-    entry holds it (declared to run the step alike), else the fingerprint itself."""
-    alike = LOOP_LOCK.get(loop, ("", ()))[1]
+    entry holds it (declared to run the step alike), else the fingerprint itself (ANY, a record of no one loop,
+    has no entry: a change to any loop is new code for it)."""
+    alike = [fp for fp, _commit in LOOP_LOCK.get(loop, ("", ()))[1]]
     return alike[0] if fingerprint in alike else fingerprint
 
 
@@ -208,14 +223,15 @@ def lock_problem(loop: str) -> str | None:
     """Why LOOP_LOCK does not hold this loop's code today (None where it does): what to write there."""
     fingerprint, step = fingerprint_here(loop), step_digest(loop)
     locked_step, alike = LOOP_LOCK[loop]
-    if alike and alike[-1] == fingerprint and locked_step == step:
+    if alike and alike[-1][0] == fingerprint and locked_step == step:
         return None
-    fresh = f"LOOP_LOCK[{loop!r}] = ({step!r}, ({fingerprint!r},)): records measured before become earlier code"
+    fresh = (f"LOOP_LOCK[{loop!r}] = ({step!r}, (({fingerprint!r}, <the commit>),)): records measured before "
+             "become earlier code")  # fmt: skip
     if locked_step != step:
         return f"{loop}'s step changed (step digest {step}, fingerprint {fingerprint}): write {fresh}"
-    return (f"{loop}'s code changed (fingerprint {fingerprint}) but not its step (digest {step}: only its loaders' "
-            f"functions, {', '.join(LOADERS)}). If its step runs alike, append {fingerprint!r} to LOOP_LOCK[{loop!r}] "
-            f"with the reason; if not, write {fresh}")  # fmt: skip
+    return (f"{loop}'s code changed (fingerprint {fingerprint}) but not its step (digest {step}: only FREE code). "
+            f"If its step runs alike, append ({fingerprint!r}, <the commit>) to LOOP_LOCK[{loop!r}] with the "
+            f"reason; if not, write {fresh}")  # fmt: skip
 
 
 def procedure_digest(read: Read = read_here, listing: List = list_here) -> str:

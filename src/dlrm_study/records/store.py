@@ -5,7 +5,7 @@ midway leaves either the old file or the new one, never a half-written row, and 
 fields widens the header instead of breaking it. A write that fails (a full disk, a folder frozen or
 gone) is a `Fault` that names the file and the cause, and leaves the file as it was. The resume key
 (`resume_key`) is config hash, variant, machine, threads, the versions of the libraries that change
-timing, the code fingerprint (`provenance.code_fingerprint`: the source of the timed region), the run
+timing, the code (`provenance.today_code`: its loop's fingerprint, read through `code_identity.LOOP_LOCK`), the run
 slot (which of a study's runs) and the repeat. A record of other code, or one written before records
 carried a fingerprint, is never the measurement a run would make now: it is not reused, and it stays in
 its file (nothing here deletes a record).

@@ -116,8 +116,13 @@ def records_of_this_code(results: Path) -> int:
 
 
 def fingerprint_line() -> str:
-    """Today's code, per loop (`records.code_identity`), in a few words."""
-    return ", ".join(f"{loop} {fp}" for loop, fp in code_identity.loop_fingerprints().items())
+    """Today's code, per loop (`records.code_identity`), in a few words: its fingerprint, and the one it is
+    declared to run its step as (LOOP_LOCK) where that is another."""
+    said = []
+    for loop, fp in code_identity.loop_fingerprints().items():
+        code = code_identity.today(loop)
+        said.append(f"{loop} {fp}" + (f" (as {code})" if code != fp else ""))
+    return ", ".join(said)
 
 
 def measured_line(before: int, after: int) -> str:
