@@ -111,15 +111,17 @@ def earlier_code(evidence: Evidence, machine: str) -> str:
 
 def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], earlier: dict[str, str]) -> list[str]:
     """A per-class claim (S3) per bf16 class: the set of its machines' verdicts (`machines disagree` where they
-    differ). A machine whose column reads earlier code (`earlier_code`) is named so and left out of the set: a
-    verdict word on the first screen is of today's code."""
+    differ), each with its notes (what its cell has no room for: S3's control that kept the accuracy too). A
+    machine whose column reads earlier code (`earlier_code`) is named so and left out of the set: a verdict word
+    on the first screen is of today's code."""
     classes = sorted({Machine.parse(h).bf16_class for h in hosts if Machine.parse(h).native_bf16})
     lines = []
     today = {h: by_machine[h] for h in hosts if not earlier.get(h)}
     for name in classes:
         status, mine = class_status(today, name)
         old = [h for h in hosts if earlier.get(h) and Machine.parse(h).bf16_class == name]
-        each = [f"`{m}` {s}" for m, s in mine.items()] + [f"`{m}` {EARLIER}, not counted" for m in old]
+        each = [f"`{m}` {s}" + (f" ({today[m].note})" if today[m].note else "") for m, s in mine.items()]
+        each += [f"`{m}` {EARLIER}, not counted" for m in old]
         lines.append(f"- {claim} on {name}: **{status}** ({', '.join(each)})")
     return ["", f"{claim} per hardware class, the set of its machines' verdicts:", "", *lines] if lines else []
 
