@@ -8,7 +8,7 @@ import pytest
 from tests.test_verdicts import GPU, XEON, aucs, evidence, only, paired, placements, ratios, speed
 
 from dlrm_study.analysis import evidence as ev
-from dlrm_study.analysis.judgement import Status, conjunction
+from dlrm_study.analysis.judgement import Judgement, Status, conjunction
 from dlrm_study.claims import h4 as h4_claim
 from dlrm_study.claims import s3 as s3_claim
 from dlrm_study.claims.rule import Lens
@@ -152,9 +152,16 @@ def test_h4_host_cost_needs_host_wholly_below_1() -> None:
 
 
 def test_s3_says_where_its_benchmark_cannot_tell_split_sgd_from_plain_bf16():
+    """A note of the verdict where the control kept the gain too, and the ledger's class row prints it beside the
+    machine's word (a cell has no room for it); none where the control failed."""
     from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
-    from dlrm_study.claims.s3 import accuracy_said
+    from dlrm_study.claims.s3 import CONTROL_KEPT, control_notes
+    from dlrm_study.report.ledger import class_rows
 
-    control_kept = accuracy_said(AccuracyJudgement(status=HOLDS, plain_status=HOLDS))
-    assert "does not tell Split-SGD from plain bf16" in control_kept
-    assert "does not tell" not in accuracy_said(AccuracyJudgement(status=HOLDS, plain_status=FAILS))
+    assert control_notes(AccuracyJudgement(status=HOLDS, plain_status=HOLDS)) == (CONTROL_KEPT,)
+    assert "does not tell Split-SGD" in CONTROL_KEPT
+    assert control_notes(AccuracyJudgement(status=HOLDS, plain_status=FAILS)) == ()
+    host = "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
+    kept = Judgement(Status.REPRODUCED, "speed and accuracy", notes=(CONTROL_KEPT,))
+    row = [line for line in class_rows("S3", {host: kept}, [host], {}) if line.startswith("- ")]
+    assert row == [f"- S3 on native bf16 without AMX: **reproduced** (`{host}` reproduced ({CONTROL_KEPT}))"]

@@ -42,6 +42,11 @@ S3_PRESETS = tuple(literal(ID, "presets"))
 CONTROL_KEPT = "plain bf16 SGD, the control, kept fp32's accuracy too: this benchmark does not tell Split-SGD from it"
 
 
+def control_notes(accuracy: AccuracyJudgement) -> tuple[str, ...]:
+    """The verdict's note on its control: CONTROL_KEPT where plain bf16 SGD kept the gain too, else none."""
+    return (CONTROL_KEPT,) if accuracy.plain_status == HOLDS else ()
+
+
 def accuracy_said(accuracy: AccuracyJudgement) -> str:
     """S3's accuracy half in a clause: its status and each preset's Split-SGD gain with its interval and seeds."""
     gains = ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in accuracy.split)
@@ -123,8 +128,7 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     judged = {name: r for name, r in measured.items() if lens.enough(r)}
     text += s3_said(halves, status, judged, measured)
     found = counted(decided(status, text, measured if halves[0] in LACKING else judged), loops)
-    kept = accuracy.plain_status == HOLDS
-    return dataclasses.replace(found, notes=(*found.notes, CONTROL_KEPT)) if kept else found
+    return dataclasses.replace(found, notes=(*found.notes, *control_notes(accuracy)))
 
 
 def s3_said(halves: tuple[Status, Status], status: Status, judged: dict, measured: dict) -> str:
