@@ -92,3 +92,29 @@ def test_a_column_measured_by_code_declared_alike_with_today_s_keeps_its_verdict
         assert ledger.earlier_commits(Evidence(cpu_loops=alike), MACHINE) is None
     other = loops("0123456789ab", "abcdef0123456789").cpu_loops.assign(**{"train.loop": "reference"})
     assert ledger.earlier_commits(Evidence(cpu_loops=other), MACHINE) == "commit abcdef0"
+
+
+def test_notebook_00s_tally_and_findings_say_earlier_code_as_the_ledger_does(monkeypatch):
+    """The summary under the ledger counts a verdict of earlier code as the ledger's cell says it, and its findings
+    line puts that word first; "not yet measured" and machine facts hold whatever the code, so keep their word."""
+    from pathlib import Path
+
+    from dlrm_study.report import reading, session
+
+    old = loops("0123456789ab", "abcdef0123456789")
+    table = {"S2": {MACHINE: Judgement(Status.TOO_FEW, "45% (2 runs)")},
+             "S4": {MACHINE: Judgement(Status.NOT_YET, "no records")},
+             "H1": {MACHINE: Judgement(Status.NOT_MEASURABLE, "no GPU")}}  # fmt: skip
+    monkeypatch.setattr(reading, "judged", lambda out, profile: (old, table))
+    assert session.tally(Path("."), "quick") == (
+        f"On {MACHINE}: 1 claim earlier code (commit abcdef0), 1 claim not yet measured, 1 claim not measurable here"
+    )
+    lines = session.verdict_lines(Path("."), "quick").splitlines()
+    assert (
+        lines[0]
+        == f"S2 on {MACHINE}: earlier code (commit abcdef0), not judged: its records said too few repeats: 45% (2 runs)"
+    )
+    assert lines[1] == f"S4 on {MACHINE}: not yet measured: no records"
+    assert ledger.short_cell("S4", table["S4"][MACHINE], earlier="earlier code (commit abcdef0)").startswith(
+        "**not yet measured**"
+    )

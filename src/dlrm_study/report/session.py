@@ -8,16 +8,17 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.current import newest_code_only, without_warm_up
-from dlrm_study.analysis.evidence import published_machine
+from dlrm_study.analysis.evidence import Evidence, published_machine
+from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.predictions import table, table_text
 from dlrm_study.analysis.wording import count
 from dlrm_study.claims import registry
 from dlrm_study.measure import context
 from dlrm_study.plans import profiles
+from dlrm_study.records import Machine, provenance
 from dlrm_study.records import columns as col
-from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key, slug
-from dlrm_study.report import manifest, reading
+from dlrm_study.report import ledger, manifest, reading
 from dlrm_study.report.gallery import gpu_note, plain
 from dlrm_study.report.readable import for_readers, machine_words, words
 from dlrm_study.train import checkpoint
@@ -85,17 +86,40 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
 
 
 def tally(out: Path, profile: str) -> str:
-    """Notebook 00's summary: per machine, how many claims got each verdict."""
+    """Notebook 00's summary: per machine, how many claims got each verdict, in the ledger's words (`today_said`)."""
+    evidence, table = reading.judged(Path(out), profile)
     by_host: dict[str, dict[str, int]] = {}
-    for by_claim in reading.judged(Path(out), profile)[1].values():
+    for by_claim in table.values():
         for host, verdict in by_claim.items():
             counts = by_host.setdefault(host, {})
-            counts[verdict.status] = counts.get(verdict.status, 0) + 1
+            word = today_said(evidence, host, verdict) or str(verdict.status)
+            counts[word] = counts.get(word, 0) + 1
     lines = [
-        f"On {host}: " + ", ".join(f"{n} claim{'s' if n > 1 else ''} {status}" for status, n in counts.items())
+        f"On {host}: " + ", ".join(f"{n} claim{'s' if n > 1 else ''} {word}" for word, n in counts.items())
         for host, counts in by_host.items()
     ]
     return "\n".join(lines) or "no machine has records yet: run notebooks 01-07"
+
+
+def verdict_lines(out: Path, profile: str) -> str:
+    """Notebook 00's findings: a line per claim and machine, its verdict and evidence; where the machine's records
+    are of earlier code, the ledger's word first (`today_said`) and what they said after it."""
+    evidence, table = reading.judged(Path(out), profile)
+    lines = []
+    for claim, by_host in table.items():
+        for host, verdict in by_host.items():
+            earlier = today_said(evidence, host, verdict)
+            said = f"{earlier}, not judged: its records said {plain(verdict)}" if earlier else plain(verdict)
+            lines.append(f"{claim} on {host}: {said}")
+    return "\n".join(lines) or "no records yet: run notebooks 01-07"
+
+
+def today_said(evidence: Evidence, host: str, verdict: Judgement) -> str:
+    """The ledger's word for a verdict of records of earlier code ("earlier code (commit ...)", `ledger.earlier_code`);
+    "" where the records are today's code or the verdict holds whatever the code (no GPU, nothing measured yet)."""
+    if verdict.status in ledger.WHATEVER_THE_CODE or not Machine.parse(host).recorded:
+        return ""
+    return ledger.earlier_code(evidence, host)
 
 
 def scratch(profile: str, results_dir: str | None) -> bool:
