@@ -1,10 +1,10 @@
 """Which GPU records the old, dispatch-bound GPU loop wrote, so that wherever they are shown they say so.
 
 Before the GPU step was captured as a CUDA graph (`train.gpu`, records with a `capture` of `graph` or
-`eager`), the gpu loop launched its kernels one by one from Python: its first H200 session found a
-floor of about 4 ms per step whatever the model, so its samples/s measure the host's dispatch more
-than the GPU. Those records carry no `capture`. They stay in the records and are scored against
-the pre-registered predictions, but every figure or line that shows them names them.
+`eager`), the gpu loop launched its kernels one by one from Python: in its first H200 session the step
+time hardly moved with the model (docs/results.md gives its median from the records), so its samples/s
+measure the host's dispatch more than the GPU. Those records carry no `capture`. They stay in the records
+and are scored against the pre-registered predictions, but every figure or line that shows them names them.
 """
 
 import pandas as pd
@@ -12,7 +12,7 @@ import pandas as pd
 from dlrm_study.config import Loop
 from dlrm_study.records import columns as col
 
-OLD_LOOP = "the old GPU loop: dispatch-bound, about 4 ms per step whatever the model, before CUDA graphs"
+OLD_LOOP = "the old GPU loop: dispatch-bound (each kernel launched from Python), before CUDA graphs"
 
 
 def old_loop(records: pd.DataFrame) -> pd.Series:
