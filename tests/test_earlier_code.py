@@ -118,3 +118,21 @@ def test_notebook_00s_tally_and_findings_say_earlier_code_as_the_ledger_does(mon
     assert ledger.short_cell("S4", table["S4"][MACHINE], earlier="earlier code (commit abcdef0)").startswith(
         "**not yet measured**"
     )
+
+
+def test_a_machine_with_records_but_no_column_is_named_under_the_ledger(tmp_path):
+    """Every machine results/*.csv names is either a ledger column or named under the ledger, none unsaid."""
+    import types
+
+    pd.DataFrame({"machine": [MACHINE, ""], "x": [1, 2]}).to_csv(tmp_path / "sweeps.csv", index=False)
+    pd.DataFrame({"machine": ["amd-epyc-f26m2s1/avx512f+avx512_bf16/2cpu"]}).to_csv(tmp_path / "bench.csv", index=False)
+    pd.DataFrame({"y": [1]}).to_csv(tmp_path / "other.csv", index=False)  # no machine column: names none
+    judged = types.SimpleNamespace(machines=lambda: [MACHINE])
+    assert ledger.without_column(tmp_path, judged) == ["amd-epyc-f26m2s1/avx512f+avx512_bf16/2cpu"]
+    assert "No column: `amd-epyc-f26m2s1/avx512f+avx512_bf16/2cpu`" in ledger.unjudged_line(tmp_path, judged)[1]
+    assert (
+        ledger.unjudged_line(
+            tmp_path, types.SimpleNamespace(machines=lambda: [MACHINE, "amd-epyc-f26m2s1/avx512f+avx512_bf16/2cpu"])
+        )
+        == []
+    )

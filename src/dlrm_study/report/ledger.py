@@ -127,6 +127,24 @@ def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], e
     return ["", f"{claim} per hardware class, the set of its machines' verdicts:", "", *lines] if lines else []
 
 
+def without_column(out: Path, evidence: Evidence) -> list[str]:
+    """The machines some `out`/*.csv names that the ledger has no column for (no record a claim reads)."""
+    named: set[str] = set()
+    for path in sorted(out.glob("*.csv")):
+        frame = pd.read_csv(path, usecols=lambda c: c == col.MACHINE, dtype=str, keep_default_na=False)
+        named |= set(frame[col.MACHINE]) - {""} if col.MACHINE in frame else set()
+    return sorted(named - set(evidence.machines()))
+
+
+def unjudged_line(out: Path, evidence: Evidence) -> list[str]:
+    """Under the ledger, the machines it has no column for, so that none goes unsaid."""
+    if not (others := without_column(out, evidence)):
+        return []
+    names = ", ".join(f"`{m}`" for m in others)
+    return ["", f"No column: {names}, whose records no claim's rule reads at today's plans (docs/results.md lists "
+                "every machine with records, and its files)."]  # fmt: skip
+
+
 def rules_line(evidence: Evidence, out: Path) -> str:
     """The code's commit, the records' digest and the rules' hash this section came from, and whether the records
     were measured under these rules or before them."""
@@ -192,6 +210,7 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             rules_line(evidence, out),
             "",
             ledger(evidence),
+            *unjudged_line(out, evidence),
             "",
             "## GPU predictions",
             "",
