@@ -68,8 +68,8 @@ def short_cell(claim: str, judgement: Judgement, old: bool = False, earlier: str
     """THE ledger cell (README, notebook 00, docs/results.md): at most MAX_CELL characters, the numbers named in
     words (`wording.cell`); the whole judgement is printed by the claim's notebook. `earlier`: the machine's records
     are of earlier code (`earlier_code`), so the first screen says so in place of what they would judge."""
-    if earlier and judgement.status not in WHATEVER_THE_CODE:
-        return f"**{earlier}**"
+    if said := in_place_of(judgement, earlier):
+        return f"**{said}**"
     note = OLD_GPU_LOOP if old else ""
     return cell(judgement, BY_ID[claim].names, MAX_CELL - len(note)) + note
 
@@ -77,6 +77,12 @@ def short_cell(claim: str, judgement: Judgement, old: bool = False, earlier: str
 EARLIER = "earlier code"
 MACHINE_FACTS = (Status.NOT_MEASURABLE, Status.UNRECORDED)  # what a machine is, not what its records judge
 WHATEVER_THE_CODE = (*MACHINE_FACTS, Status.NOT_YET)  # true of a machine whichever code measured its records
+
+
+def in_place_of(judgement: Judgement, earlier: str) -> str:
+    """What the first screen says in place of a verdict's word: `earlier` (the machine's `earlier_code`), unless
+    the verdict holds whatever the code (WHATEVER_THE_CODE); "" where the word stands."""
+    return earlier if earlier and judgement.status not in WHATEVER_THE_CODE else ""
 
 
 def today_of(frame: pd.DataFrame) -> pd.Series:

@@ -86,13 +86,14 @@ def in_short(out: Path, profile: str, claims: tuple[str, ...]) -> str:
 
 
 def tally(out: Path, profile: str) -> str:
-    """Notebook 00's summary: per machine, how many claims got each verdict, in the ledger's words (`today_said`)."""
+    """Notebook 00's summary: per machine, how many claims got each verdict, in the ledger's words."""
     evidence, table = reading.judged(Path(out), profile)
+    earlier = earlier_codes(evidence, table)
     by_host: dict[str, dict[str, int]] = {}
     for by_claim in table.values():
         for host, verdict in by_claim.items():
             counts = by_host.setdefault(host, {})
-            word = today_said(evidence, host, verdict) or str(verdict.status)
+            word = ledger.in_place_of(verdict, earlier[host]) or str(verdict.status)
             counts[word] = counts.get(word, 0) + 1
     lines = [
         f"On {host}: " + ", ".join(f"{n} claim{'s' if n > 1 else ''} {word}" for word, n in counts.items())
@@ -102,24 +103,24 @@ def tally(out: Path, profile: str) -> str:
 
 
 def verdict_lines(out: Path, profile: str) -> str:
-    """Notebook 00's findings: a line per claim and machine, its verdict and evidence; where the machine's records
-    are of earlier code, the ledger's word first (`today_said`) and what they said after it."""
+    """Notebook 00's findings: a line per claim and machine, its verdict and evidence; where the ledger says
+    earlier code in its place (`ledger.in_place_of`), that first and what the records said after it."""
     evidence, table = reading.judged(Path(out), profile)
+    earlier = earlier_codes(evidence, table)
     lines = []
     for claim, by_host in table.items():
         for host, verdict in by_host.items():
-            earlier = today_said(evidence, host, verdict)
-            said = f"{earlier}, not judged: its records said {plain(verdict)}" if earlier else plain(verdict)
+            instead = ledger.in_place_of(verdict, earlier[host])
+            said = f"{instead}, not judged: its records said {plain(verdict)}" if instead else plain(verdict)
             lines.append(f"{claim} on {host}: {said}")
     return "\n".join(lines) or "no records yet: run notebooks 01-07"
 
 
-def today_said(evidence: Evidence, host: str, verdict: Judgement) -> str:
-    """The ledger's word for a verdict of records of earlier code ("earlier code (commit ...)", `ledger.earlier_code`);
-    "" where the records are today's code or the verdict holds whatever the code (no GPU, nothing measured yet)."""
-    if verdict.status in ledger.WHATEVER_THE_CODE or not Machine.parse(host).recorded:
-        return ""
-    return ledger.earlier_code(evidence, host)
+def earlier_codes(evidence: Evidence, table: dict[str, dict[str, Judgement]]) -> dict[str, str]:
+    """Each judged machine's `ledger.earlier_code`, once a machine ("" for a machine that never said its ISA,
+    which the ledger lists apart)."""
+    hosts = {host for by_host in table.values() for host in by_host}
+    return {h: ledger.earlier_code(evidence, h) if Machine.parse(h).recorded else "" for h in hosts}
 
 
 def scratch(profile: str, results_dir: str | None) -> bool:
