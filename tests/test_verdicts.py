@@ -344,6 +344,24 @@ def test_s2_is_judged_at_every_timed_preset_each_named() -> None:
     assert verdict("S2", XEON, cpu_loops=high).status == "reproduced"
 
 
+def test_s2_counts_today_s_reference_records_in_runs_beside_an_older_optimized_loop() -> None:
+    """Per loop (`current.at_head`): runs whose optimized records are of an older code than the machine's newest keep
+    their reference records of the newest reference code, which S2 (the reference alone) counts; their optimized
+    records are history, so no optimized-over-reference pair (S1) joins two codes of one run."""
+    loop = {"train.loop": "reference", "code_fingerprint": "ref000000001"}
+    ref = breakdown(spread_shares(0.7)).assign(**loop)  # runs r1-0 .. r1-4
+    old = pd.DataFrame(rows(XEON, "optimized-fp32", [3.0] * 5, config_name="dlrm-benchmark"))  # the same runs
+    old = old.assign(**{"train.loop": "optimized", "code_fingerprint": "opt000000001"})
+    new = pd.DataFrame(rows(XEON, "optimized-fp32", [3.0], run="later", config_name="dlrm-benchmark"))
+    new = new.assign(**{"train.loop": "optimized", "code_fingerprint": "opt000000002", "timestamp": "2026-12-02"})
+    v = judged("S2", XEON, cpu_loops=pd.concat([ref, old, new]))
+    assert v.status == "reproduced" and "(5 repeats, 5 runs)" in v.evidence, v.evidence
+    assert v.left_out[current.HISTORY] == len(old)  # the older optimized records alone
+    part = evidence(cpu_loops=pd.concat([ref, old, new])).of(XEON).cpu_loops
+    assert set(part[part["variant"] == "reference"]["run_id"]) == {f"r1-{i}" for i in range(5)}
+    assert stats.pairs(part, "optimized-fp32", "reference").empty  # across loops: no pair of two codes
+
+
 # --- S3 -------------------------------------------------------------------------------------------
 
 
@@ -461,7 +479,7 @@ def flag(records: pd.DataFrame, variant: str, runs: list[str], what: str = "spre
 
 def test_flagged_slow_pairs_stay_in_the_verdict() -> None:
     """Two slow runs, flagged: the verdict is over every pair, the flagged ones included."""
-    base = ratios(1.9, 1.8, n=7)
+    base = ratios(2.2, 2.1, n=7)
     slow = [r * (0.9 if i < 2 else 1.0) for i, r in enumerate(base)]
     loops = flag(pd.DataFrame(speed(XEON, slow)), "optimized-bf16", ["r1-0", "r1-1"])
     v = judged("S3", XEON, cpu_loops=loops, accuracy=aucs(XEON, SAME))
@@ -500,13 +518,13 @@ def clean_study(runs: int) -> tuple[int, int]:
 
 
 def test_a_clean_run_is_rarely_called_fragile() -> None:
-    """4 runs: of the verdicts that say reproduced, fewer than 5% are called fragile (0 of 40). At 3 runs, the
-    fewest a word needs, most are (29 of 40): with one left out, the t interval over the 2 runs left has one
-    degree of freedom (t = 25.5 at 1 - 0.05/4 two-sided), as the verdict's own interval would over 2 runs."""
-    words, fragile = clean_study(4)
+    """5 runs, the design's second look: of the verdicts that say reproduced, fewer than 5% are called fragile (0 of
+    40). At 3 runs, the first look, most are (33 of 35): with one left out, the t interval over the 2 runs left has
+    one degree of freedom, read at the look's level (`analysis.sequential`), as the verdict's own would over 2."""
+    words, fragile = clean_study(5)
     assert words == 40 and fragile < 0.05 * words, (words, fragile)
     words, fragile = clean_study(3)
-    assert words == 40 and fragile > 0.5 * words, (words, fragile)
+    assert words > 0.8 * 40 and fragile > 0.5 * words, (words, fragile)
 
 
 def test_leave_one_out_reads_the_verdicts_own_interval_over_the_runs_left() -> None:
@@ -548,7 +566,7 @@ def test_records_of_protocol_2_keep_repeat_0() -> None:
     """Protocol 2 warms each variant up until its step time settles: repeat 0 is timed like the rest. Three runs,
     the third's bf16 measured at repeat 0 only: with protocol 2 it pairs (3 runs: reproduced); the same records
     without a protocol (protocol 1) lose it as a warm-up, counted (2 runs: too few repeats)."""
-    loops = pd.DataFrame(speed(XEON, ratios(1.9, 1.8, n=3)))
+    loops = pd.DataFrame(speed(XEON, ratios(2.2, 2.1, n=3)))
     loops = loops[~((loops["run_id"] == "r1-2") & (loops["variant"] == "optimized-bf16") & (loops["repeat"] == 1))]
     settled = verdict("S3", XEON, cpu_loops=loops.assign(protocol=2), accuracy=aucs(XEON, SAME))
     assert settled.status == "reproduced" and "warm-up (repeat 0 of its run)" not in settled.left_out
@@ -588,7 +606,7 @@ def test_only_the_newest_code_of_a_machine_is_judged() -> None:
 
 
 def test_records_without_a_fingerprint_are_current_only_where_nothing_is_newer() -> None:
-    unknown = pd.DataFrame(speed(XEON, ratios(1.9, 1.8))).assign(git_commit="4bf682c0")
+    unknown = pd.DataFrame(speed(XEON, ratios(2.2, 2.1))).assign(git_commit="4bf682c0")
     v = judged("S3", XEON, cpu_loops=unknown, accuracy=aucs(XEON, SAME))
     assert v.status == "reproduced" and "code unknown: measured before code fingerprints (commit 4bf682c)" in v.note
 

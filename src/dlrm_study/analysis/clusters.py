@@ -27,6 +27,24 @@ MIN_RUNS = literal("intervals", "min_runs")  # runs a verdict word needs (one le
 RUN_KEYS = (col.MACHINE, col.THREADS, col.RUN_ID)  # one run: one invocation on one machine at one thread count
 
 
+def invocations(frames: Sequence[pd.DataFrame]) -> dict[str, frozenset[str]]:
+    """The runs of each invocation (one `make reproduce`, one notebook run) among these frames' records, by the
+    invocation they recorded; records that recorded none, by the commit that measured them (one invocation runs at
+    one commit, so runs of two commits are two invocations; runs of one commit may be several, read as one)."""
+    found: dict[str, set[str]] = {}
+    for frame in frames:
+        if frame.empty or col.RUN_ID not in frame:
+            continue
+        named = frame[col.INVOCATION].fillna("").astype(str) if col.INVOCATION in frame else ""
+        commit = frame[col.GIT_COMMIT].fillna("").astype(str) if col.GIT_COMMIT in frame else ""
+        keys = pd.Series(named, index=frame.index).where(
+            lambda k: k != "", "commit " + pd.Series(commit, index=frame.index)
+        )
+        for key, runs in frame[col.RUN_ID].astype(str).groupby(keys):
+            found.setdefault(str(key), set()).update(runs)
+    return {key: frozenset(runs) for key, runs in sorted(found.items())}
+
+
 def run_groups(found: pd.DataFrame) -> list[pd.DataFrame]:
     """The rows of `found` (pairs or repeats), one frame per run."""
     keys = [k for k in RUN_KEYS if k in found]

@@ -110,9 +110,13 @@ class Evidence:
 
     def without_run(self, run: str) -> "Evidence":
         """This evidence less one run's records (a leave-one-out check)."""
+        return self.without_runs(frozenset({run}))
+
+    def without_runs(self, runs: frozenset[str]) -> "Evidence":
+        """This evidence less these runs' records (leaving out one run, or one invocation's runs)."""
 
         def less(frame: pd.DataFrame) -> pd.DataFrame:
-            return frame[frame[col.RUN_ID].astype(str) != run] if col.RUN_ID in frame else frame
+            return frame[~frame[col.RUN_ID].astype(str).isin(runs)] if col.RUN_ID in frame else frame
 
         plain = {name: less(getattr(self, name)) for name in self.plain_frames()}
         return dataclasses.replace(self, **plain, gpu_knobs={k: less(v) for k, v in self.gpu_knobs.items()})

@@ -361,6 +361,87 @@ def chance(value: float) -> str:
     return "-" if value != value else f"{value:.1%}"
 
 
+# --- the sequential design: looks, and where it stops ---------------------------------------------------
+
+
+class Schedule(NamedTuple):
+    """A claim's chances under the sequential design, at one truth per comparison: the word said where it stopped
+    (or at the cap) and the mean runs it measured."""
+
+    reproduced: float
+    not_reproduced: float
+    runs: float
+
+
+def schedule(
+    designs: tuple[Design, ...], truths: tuple[float, ...], between_sds: tuple[float, ...] | None = None,
+    within_sds: tuple[float, ...] | None = None, n_sims: int = N_SIMS, seed: int = SEED,
+) -> Schedule:  # fmt: skip
+    """A claim's comparisons (`designs`, in the units of their margins, at `truths`) measured in the same runs and
+    judged at every look of `sequential` as the rule judges them: each comparison's word at its look's level
+    (`sequential.look_confidence`) and not fragile, combined as the claim combines them (`Design.reproduce`,
+    `.refute`); the runs stop at the first look where the claim has a word, else at the last. SDs: the designs'
+    own, unless given (a machine class's)."""
+    from dlrm_study.analysis.sequential import LOOKS, look_confidence  # the looks' levels: simulated once, on use
+
+    between_sds = between_sds or tuple(d.between_sd for d in designs)
+    within_sds = within_sds or tuple(d.within_sd for d in designs)
+    top = max(LOOKS)
+    means = [
+        draw(on_scale(d, t), w, b, top, d.pairs, n_sims, seed + i).mean(axis=-1)
+        for i, (d, t, w, b) in enumerate(zip(designs, truths, within_sds, between_sds, strict=True))
+    ]
+    said_yes, said_no = np.zeros(n_sims, bool), np.zeros(n_sims, bool)
+    stopped = np.full(n_sims, float(top))
+    (how, _), (refute_how, _) = designs[0].reproduce, designs[0].refute
+    combine = {"any": np.logical_or.reduce, "all": np.logical_and.reduce}
+    for look in LOOKS:
+        yes, no = [], []
+        for d, m in zip(designs, means, strict=True):
+            margin, other = on_scale(d, d.margin), "within" if d.band else {"above": "below", "below": "above"}[
+                d.direction]  # fmt: skip
+            yes.append(word(m[:, :look], margin, d.direction, look_confidence(d.confidence)))
+            no.append(word(m[:, :look], margin, other, look_confidence(d.refute_confidence)))
+        claim_yes, claim_no = combine[how](yes), combine[refute_how](no)
+        new = ~(said_yes | said_no) & (claim_yes | claim_no)
+        said_yes |= new & claim_yes
+        said_no |= new & ~claim_yes & claim_no
+        stopped[new] = look
+    return Schedule(float(said_yes.mean()), float(said_no.mean()), float(stopped.mean()))
+
+
+def scenarios(designs: tuple[Design, ...]) -> dict[str, tuple[float, ...]]:
+    """The truths a claim's targets are read at: "claimed" (an "any" claim at one comparison only, the others on
+    the margin), "other" (a "refute any" claim missed at one comparison, the others at the claim) and "margin" (an
+    "any" claim with every comparison on the margin; an "all" claim with one there, the others at the claim)."""
+    k, first = len(designs), designs[0]
+    claimed = tuple(d.claimed if d.claimed is not None else d.margin for d in designs)
+    at_margin = tuple(d.margin for d in designs)
+    one = lambda at, rest: (at[0], *rest[1:])  # noqa: E731
+    return {
+        "claimed": one(claimed, at_margin) if first.reproduce[0] == "any" and k > 1 else claimed,
+        "other": one(tuple(d.other for d in designs), claimed)
+        if first.refute[0] == "any" and k > 1
+        else tuple(d.other for d in designs),
+        "margin": at_margin if first.reproduce[0] == "any" else one(at_margin, claimed),
+    }
+
+
+def sequential_powers(designs: tuple[Design, ...], n_sims: int = N_SIMS, seed: int = SEED) -> dict[str, float]:
+    """A claim's chances under the sequential design at the truths of `scenarios`, and its mean runs there."""
+    truths = scenarios(designs)
+    yes, no, margin = (schedule(designs, truths[name], n_sims=n_sims, seed=seed) for name in ("claimed", "other",
+                                                                                                 "margin"))  # fmt: skip
+    return {
+        "reproduced": yes.reproduced if all(d.claimed is not None for d in designs) else math.nan,
+        "not_reproduced": no.not_reproduced,
+        "false_reproduced": margin.reproduced,
+        "runs_claimed": yes.runs,
+        "runs_other": no.runs,
+        "runs_margin": margin.runs,
+    }
+
+
 # --- S3's accuracy half: seeds, not runs -----------------------------------------------------------
 
 ACCURACY_SEEDS = 6  # seeds per preset (profiles.ACCURACY_SEEDS["quick"]: tests/test_power.py holds them equal)

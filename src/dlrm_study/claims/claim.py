@@ -99,10 +99,13 @@ class Claim:
             counts[reason] = counts.get(reason, 0) + n
         return counts
 
-    def reads(self, evidence: Evidence) -> list[pd.DataFrame]:
-        """The frames of `evidence` this claim's rule reads."""
+    def reads(self, evidence: Evidence, runs_only: bool = False) -> list[pd.DataFrame]:
+        """The frames of `evidence` this claim's rule reads (`runs_only`: those measured in runs, not the trained
+        seeds of S3's accuracy half)."""
         out: list[pd.DataFrame] = []
         for name in self.frames:
+            if runs_only and name == "accuracy":
+                continue
             out += list(evidence.gpu_knobs.values()) if name == "gpu_knobs" else [getattr(evidence, name)]
         return out
 
@@ -119,8 +122,11 @@ class Claim:
         notes = list(found.notes)
         if (turned := self.fragile(evidence, machine, found)) is not None:
             found = dataclasses.replace(found, status=Status.FRAGILE,
-                                        detail=f"{found.status} over every run ({found.detail}); without run "
+                                        detail=f"{found.status} over every run ({found.detail}); without "
                                         f"{turned[0]}: {turned[1]}")  # fmt: skip
+        if found.status.word or found.status == Status.FRAGILE:
+            n = len(clusters.invocations(self.reads(evidence, runs_only=True)))
+            notes.append(f"{n} invocation{'s' * (n != 1)}")
         code = code_of(self.reads(evidence), machine)
         if not code.known and code.commits:
             notes.append(f"code unknown: measured before code fingerprints (commit {', '.join(code.commits)})")
@@ -129,16 +135,23 @@ class Claim:
         return dataclasses.replace(found, notes=tuple(notes), left_out=self.account(evidence, machine, found))
 
     def fragile(self, evidence: Evidence, machine: str, found: Judgement) -> tuple[str, Status] | None:
-        """The first run whose removal turns a verdict word into another outcome (inconclusive or the opposite
-        word), the rest judged by the verdict's own interval over the runs left (`Lens(loo=True)`: from 2 runs,
-        so a word's MIN_RUNS leave one out); None where none does."""
+        """The first run (then, with two or more invocations, the first invocation) whose removal turns a verdict
+        word into another outcome (inconclusive or the opposite word), the rest judged by the verdict's own interval
+        over the runs left (`Lens(loo=True)`: from 2 runs, so a word's MIN_RUNS leave one out); None where none
+        does. Leaving out an invocation sees a batch of runs disturbed together, which no single run reveals."""
         if not found.status.word:
             return None
         outcomes = {Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE} - {found.status}
-        for run in runs_of(self.reads(evidence)):
+        frames = self.reads(evidence)
+        for run in runs_of(frames):
             again = self.rule(evidence.without_run(run), machine, Lens(loo=True))
             if again.status in outcomes:
-                return run, again.status
+                return f"run {run}", again.status
+        invoked = clusters.invocations(self.reads(evidence, runs_only=True))
+        for name, runs in invoked.items() if len(invoked) >= 2 else ():
+            again = self.rule(evidence.without_runs(runs), machine, Lens(loo=True))
+            if again.status in outcomes:
+                return f"invocation {name}", again.status
         return None
 
 

@@ -23,9 +23,20 @@ from dlrm_study.analysis.power import (
     meets,
     powers,
     runs_needed,
+    schedule,
+    sequential_powers,
 )
 from dlrm_study.analysis.power import measure as measure_with
 from dlrm_study.claims import registry
+from dlrm_study.plans.profiles import LOOKS
+
+SEQUENTIAL = ("S2", "S3")  # the claims judged at the looks (`claims.looks`)
+# The classes whose runs of today's loops give the expected runs (a machine, and the codes its S2 and S3 read).
+CLASSES = (
+    ("intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/2cpu", "AMX Xeon"),
+    ("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "Zen 4"),
+)
+TODAY = {"S2": "a3d3afd44e4d", "S3": "1edc391635d5"}  # the reference's and the optimized loop's code of those runs
 
 DESIGNS = tuple(design for claim in registry.CLAIMS for design in claim.designs)
 
@@ -88,7 +99,67 @@ def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
                 f"  - `{s.machine}` (code {s.code or 'unfingerprinted'}): {runs}, {s.pairs} pairs{steps}; "
                 f"centre {amount(s.center, d.scale)}, within {s.within_sd:.4f}, between {between}"
             )
-    return "\n".join(lines) + "\n\n" + accuracy_markdown()
+    return "\n".join(lines) + "\n\n" + sequential_markdown(n_sims, seed) + "\n" + accuracy_markdown()
+
+
+@functools.cache
+def sequential_table(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
+    """Per sequential claim: its chances at the looks (`analysis.power.sequential_powers`) at the designs' SDs."""
+    rows = []
+    for claim in SEQUENTIAL:
+        found = sequential_powers(registry.claim(claim).designs, n_sims, seed)
+        rows.append({"claim": claim, **found, "meets": meets(found)})
+    return pd.DataFrame(rows)
+
+
+@functools.cache
+def class_runs(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
+    """Per judged class and sequential claim: the word and mean runs the looks give at that class's own truths and
+    SDs (its committed runs of today's loops, read as the claim's design reads them)."""
+    rows = []
+    for machine, name in CLASSES:
+        for claim in SEQUENTIAL:
+            designs = registry.claim(claim).designs
+            found = [measure(claim, d.comparison, machine, TODAY[claim]) for d in designs]
+            if any(f.runs < 2 for f in found):
+                continue
+            truths = tuple(f.center for f in found)
+            said = schedule(designs, truths, tuple(f.between_sd for f in found), tuple(f.within_sd for f in found),
+                            n_sims, seed)  # fmt: skip
+            rows.append({"class": name, "machine": machine, "claim": claim, "truths": truths, **said._asdict()})
+    return pd.DataFrame(rows)
+
+
+def sequential_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
+    """docs/claims.md's account of the looks: the claims' chances under them and the runs each class takes."""
+    found = sequential_table(n_sims, seed)
+    lines = [
+        f"Looks: S2 and S3 are judged after {', '.join(map(str, LOOKS[:-1]))} and {LOOKS[-1]} runs; each look reads "
+        "the rule's intervals at one smaller level (Pocock-type, `analysis.sequential`), so that a false word at "
+        "any look is as likely as at one look of a fixed design; measuring stops at the first look where every "
+        "claim has a word that is not fragile.",
+        "",
+        "| claim | reproduced (truth: the claim) | not reproduced (truth: other) | false reproduced (margin) | "
+        "mean runs: claim / other / margin | targets |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in found.itertuples():
+        lines.append(
+            f"| {row.claim} | {chance(row.reproduced)} | {chance(row.not_reproduced)} | "
+            f"{chance(row.false_reproduced)} | {row.runs_claimed:.1f} / {row.runs_other:.1f} / {row.runs_margin:.1f} | "
+            f"{'met' if row.meets else 'missed'} |"
+        )
+    lines += ["", "Expected runs per class, at its own truths and SDs (its committed runs of today's loops):", ""]
+    lines += [
+        "| class | claim | truths | reproduced | not reproduced | mean runs |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in class_runs(n_sims, seed).itertuples():
+        scale = registry.claim(row.claim).designs[0].scale
+        truths = ", ".join(amount(t, scale) for t in row.truths)
+        lines.append(f"| {row._1} | {row.claim} | {truths} | {chance(row.reproduced)} | "
+                     f"{chance(row.not_reproduced)} | {row.runs:.1f} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def with_table(doc: str, text: str | None = None) -> str:

@@ -15,6 +15,7 @@ from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.judgement import Judgement, Status, decided
 from dlrm_study.analysis.power import XEON_AMX, Design, Measured, Reader, records
 from dlrm_study.analysis.readers import leave_out
+from dlrm_study.analysis.sequential import look_confidence
 from dlrm_study.analysis.views import side
 from dlrm_study.analysis.wording import amount, describe
 from dlrm_study.claims.claim import SC20, Claim
@@ -48,12 +49,12 @@ def s2(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     if ref.empty:
         return counted(Judgement(Status.NOT_YET), ref)
     presets = [p for p in S2_PRESETS if p in set(ref[col.CONFIG_NAME])]
-    family = stats.family(len(presets))
+    each, family = look_confidence(stats.CONFIDENCE), look_confidence(stats.family(len(presets)))
     shares, strict, parts = {}, {}, []
     for preset in presets:
         rows = embedding_share_rows(ref[ref[col.CONFIG_NAME] == preset])
         forward = embedding_share_rows(ref[ref[col.CONFIG_NAME] == preset], ("embedding_forward",))
-        shares[preset] = lens.ratio(rows, value="share", share=True)
+        shares[preset] = lens.ratio(rows, each, value="share", share=True)
         strict[preset] = lens.ratio(rows, family, value="share", share=True)
         f, r = lens.ratio(forward, value="share", share=True), shares[preset]
         biggest, its = largest_operator(rows)

@@ -39,6 +39,16 @@ class Protocol:
 # its targets by tests/test_power.py.
 RUNS = {"smoke": 2, "quick": 1, "full": 2}
 CLAIM_RUNS = {"smoke": 3, "quick": literal("design", "claim_runs"), "full": literal("design", "claim_runs")}
+# The claim runs are sequential: judged after the runs of each look, they stop at the first look where every claim
+# they feed has its word (`claims.looks`); CLAIM_RUNS is the last look, the cap (`analysis.sequential`).
+LOOKS: tuple[int, ...] = tuple(literal("design", "looks"))
+
+
+def next_look(runs: int) -> int | None:
+    """The first look after `runs` runs (None past the last: the cap)."""
+    return next((look for look in LOOKS if look > runs), None)
+
+
 # Repeats are per run, and every one counts: each variant warms up untimed until its step time settles
 # (`measure.settle`, at least `warmup` steps), so first-use costs stay out of the first repeat.
 # Timed studies at small configs (the sensitivity sweeps, the dense x sparse grid). The

@@ -25,6 +25,7 @@ from pathlib import Path
 import nbformat
 
 from dlrm_study import config
+from dlrm_study.claims import looks
 from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
@@ -140,7 +141,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     before = records_of_this_code(results) if measure else 0
     if measure:
         train_once(results)
-        runs.measure(profile, results)  # every run of every study, a process each; then rendered from the records
+        # every run of every study, a process each, the claim runs to the look where their claims have their words
+        runs.measure(profile, results, look=looks.look)
     for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
         old.unlink()
     execute(results / "notebooks", profile, publish=True, repo=repo)

@@ -8,6 +8,11 @@ also spread in time. Each child measures its slot alone (`context.one_run`) unde
 variant order, and says what it measured in one line. A study resumes as before: a slot already
 recorded at this code measures nothing.
 
+The CPU loops' claim runs follow the sequential design (docs/claims.md, "Design and power"): after the runs of each
+look (`plans.profiles.LOOKS`) the caller's `look` judges the claims they feed, and once every one has its word
+no further claim runs are measured (`make reproduce` passes `claims.looks.look`; run alone, this module measures
+every slot up to the cap).
+
     python -m dlrm_study.studies.runs --profile quick              # every study, every run (make reproduce)
     python -m dlrm_study.studies.runs --study cpu-loops --slot 3   # one run of one study, in this process
 """
@@ -40,8 +45,9 @@ class Study:
     """A study `make reproduce` measures: its runs (slots) and how one slot is measured in this process."""
 
     name: str
-    runs: Callable[[str], int]  # the profile's number of run slots
+    runs: Callable[[str], int]  # the profile's number of run slots (for claim runs: the last look)
     measure: Callable[[str, Path], object]  # measures the slot `context.one_run` names (what it did, printable)
+    sequential: bool = False  # its later slots are claim runs, judged at the looks (`Look`)
 
 
 def trained(profile: str, out: Path) -> str:
@@ -75,7 +81,7 @@ def descriptive(profile: str) -> int:
 
 STUDIES = (
     Study("cpu-loops", lambda p: max(profiles.RUNS[p], profiles.CLAIM_RUNS[p]),
-          lambda p, out: sweep.run(cpu.cpu_loops(p, out), progress=False)),
+          lambda p, out: sweep.run(cpu.cpu_loops(p, out), progress=False), sequential=True),
     Study("ablation", descriptive, lambda p, out: sweep.run(cpu.ablation(p, out), progress=False)),
     Study("baseline-2020", descriptive, old_stack),
     Study("sensitivity", descriptive, lambda p, out: "; ".join(sensitivity.measure(p, out))),
@@ -103,21 +109,34 @@ def order(studies: Sequence[Study], profile: str) -> list[tuple[int, Study]]:
     return [(slot, s) for slot in range(1, most + 1) for s in studies if slot <= s.runs(profile)]
 
 
-def measure(profile: str, out: Path, names: Sequence[str] | None = None, python: str = sys.executable) -> int:
+# After a look's runs: (whether the claims they feed all have their word, what each says), from the records in `out`.
+Look = Callable[[Path, str, str], tuple[bool, str]]
+
+
+def measure(
+    profile: str, out: Path, names: Sequence[str] | None = None, python: str = sys.executable, look: Look | None = None
+) -> int:
     """Every run of the studies, one process each; a line per process. A run that dies is said and the rest go
-    on (it resumes next time); a refusal (exit 2: bad input) stops them all. The processes that failed."""
+    on (it resumes next time); a refusal (exit 2: bad input) stops them all. A sequential study's runs stop at the
+    first look (`plans.profiles.LOOKS`) where `look` says its claims have their words. The processes that failed."""
     plan = order(chosen(names), profile)
     studies = list(dict.fromkeys(study for _, study in plan))
     # The log names where and at what it ran: docs/reproduce.md's run times are read from kept logs.
-    print(f"machine: {machine_key()}\ncommit: {provenance.git_commit()}\ndate: {datetime.date.today()}", flush=True)
+    # One invocation: its processes' records name it, so a verdict can leave it out whole (`claims.claim`).
+    invocation = settings.current().invocation or f"reproduce-{provenance.new_run_id()}"
+    print(f"machine: {machine_key()}\ncommit: {provenance.git_commit()}\ndate: {datetime.date.today()}\n"
+          f"invocation: {invocation}", flush=True)  # fmt: skip
     print(f"{len(plan)} processes: " + ", ".join(f"{s.name} {count(s.runs(profile), 'run')}" for s in studies),
           flush=True)  # fmt: skip
-    failed, spent = 0, dict.fromkeys((s.name for s in studies), 0.0)
+    failed, spent, settled = 0, dict.fromkeys((s.name for s in studies), 0.0), set()
     for i, (slot, study) in enumerate(plan, 1):
+        if study.name in settled:
+            continue
         command = [python, "-m", MODULE, "--profile", profile, "--out", str(out), "--study", study.name,
                    "--slot", str(slot)]  # fmt: skip
         start = time.monotonic()
-        lines = {**os.environ, settings.PROGRESS_LINES: "1"}  # each measurement's line on the console (stderr)
+        # each measurement's line on the console (stderr); every record names this invocation
+        lines = {**os.environ, settings.PROGRESS_LINES: "1", settings.INVOCATION: invocation}
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=lines)
         said = heard(done.stdout)
         spent[study.name] += time.monotonic() - start
@@ -130,6 +149,13 @@ def measure(profile: str, out: Path, names: Sequence[str] | None = None, python:
             print(f"{head}: the process failed (exit {done.returncode}, {took}); it resumes next time", flush=True)
             continue
         print(f"{head}: {said} ({took})", flush=True)
+        if look and study.sequential and slot in profiles.LOOKS and slot < study.runs(profile):
+            done_here, words = look(out, profile, machine_key())
+            print(f"look at {count(slot, 'run')} of {study.name}: {words}"
+                  + ("; every claim has its word: no more claim runs" if done_here else
+                     f"; on to {profiles.next_look(slot)} runs"), flush=True)  # fmt: skip
+            if done_here:
+                settled.add(study.name)
     print("time per study: " + ", ".join(f"{name} {minutes(s)}" for name, s in spent.items()), flush=True)
     return failed
 
