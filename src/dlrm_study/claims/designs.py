@@ -69,7 +69,8 @@ def power_markdown(n_sims: int = N_SIMS, seed: int = SEED) -> str:
     """The table of `power_table` as docs/claims.md shows it, with each row's basis."""
     found = power_table(n_sims, seed)
     lines = [
-        f"Design: the CPU claims {RUNS} runs x {PAIRS} repeats x {STEPS} timed steps per deciding point; the GPU "
+        f"Design: the CPU claims at most {RUNS} runs (the last look) x {PAIRS} repeats x {STEPS} timed steps per "
+        "deciding point, the fixed columns below read as if at the cap; the GPU "
         f"claims one lending's runs (the design column); targets: >= {TARGET_POWER:.0%} for each word where the "
         f'truth is on its side, <= {TARGET_FALSE:.1%} "reproduced" where it sits on the margin; {N_SIMS:,} '
         f"simulated designs each (seed {SEED}).",

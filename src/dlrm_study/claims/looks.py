@@ -14,6 +14,7 @@ from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.claims import s2, s3
 from dlrm_study.claims.claim import Claim
+from dlrm_study.plans.profiles import LOOKS
 
 # What the claim runs decide, per claim: S2 whole, S3's speed half.
 BY_RUNS: tuple[Claim, ...] = (s2.CLAIM, dataclasses.replace(s3.CLAIM, rule=s3.speed_only))
@@ -32,3 +33,17 @@ def look(results: Path, profile: str, machine: str) -> tuple[bool, str]:
     found = judged(Evidence.load(results, profile), machine)
     words = ", ".join(f"{claim} {j.status}" for claim, j in found.items())
     return all(j.status in SETTLED for j in found.values()), words
+
+
+def expected(machine: str) -> str:
+    """What the claim runs should take on `machine`'s class, in one line: the mean runs the looks give at its
+    class's committed truths and SDs (`claims.designs.class_runs`), or the cap for a class not yet measured."""
+    from dlrm_study.claims.designs import class_runs  # simulated on use: a second or two
+
+    found = class_runs()
+    mine = found[found["machine"] == machine]
+    if mine.empty:
+        return (f"claim runs: a class with no committed runs of today's loops, so up to {LOOKS[-1]}, judged after "
+                f"{', '.join(map(str, LOOKS))}")  # fmt: skip
+    said = ", ".join(f"{row.claim} {row.runs:.1f}" for row in mine.itertuples())
+    return f"claim runs on this class: judged after {', '.join(map(str, LOOKS))}; expected (mean runs) {said}"

@@ -141,6 +141,7 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     before = records_of_this_code(results) if measure else 0
     if measure:
         train_once(results)
+        print(looks.expected(machine_key()), file=sys.stderr)
         # every run of every study, a process each, the claim runs to the look where their claims have their words
         runs.measure(profile, results, look=looks.look)
     for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
