@@ -30,20 +30,27 @@ def test_a_figure_draws_each_machines_newest_code_only():
     assert list(zip(kept[col.MACHINE], kept[col.CODE_FINGERPRINT], strict=True)) == [("a", "new"), ("b", "old")]
 
 
-def test_a_run_of_an_older_code_beside_the_newest_is_history_whole():
+def test_a_run_s_records_of_a_loop_at_an_older_code_are_history_whole_per_loop():
     """The reference's code unchanged, the optimized loop's changed: the old run's reference records are of the newest
-    reference code, but they belong to a run of the old optimized code (`make reproduce` measures it again whole)."""
+    reference code and stay (a reference-only claim counts them); its optimized records are history. A run that
+    holds one loop at two codes loses that loop's records whole, so no pair within a loop joins two codes."""
     frame = pd.DataFrame({
-        col.MACHINE: ["a"] * 4,
-        col.TRAIN_LOOP: ["reference", "optimized", "reference", "optimized"],
-        col.CODE_FINGERPRINT: ["ref1", "opt1", "ref1", "opt2"],
-        col.TIMESTAMP: ["2026-12-01", "2026-12-01", "2026-12-02", "2026-12-02"],
-        col.RUN_ID: ["old", "old", "new", "new"],
+        col.MACHINE: ["a"] * 7,
+        col.TRAIN_LOOP: ["reference", "optimized", "reference", "optimized", "reference", "optimized", "optimized"],
+        col.CODE_FINGERPRINT: ["ref1", "opt1", "ref1", "opt2", "ref1", "opt1", "opt2"],
+        col.TIMESTAMP: ["2026-12-01", "2026-12-01", "2026-12-02", "2026-12-02", "2026-12-03", "2026-12-03",
+                        "2026-12-03"],
+        col.RUN_ID: ["old", "old", "new", "new", "mixed", "mixed", "mixed"],
     })  # fmt: skip
     kept = current.newest_code_only(frame)
-    assert list(kept[col.RUN_ID]) == ["new", "new"]
-    assert current.newest_code_only(frame.drop(columns=col.RUN_ID))[col.CODE_FINGERPRINT].tolist() == ["ref1", "ref1",
-                                                                                                  "opt2"]  # fmt: skip
+    assert list(zip(kept[col.RUN_ID], kept[col.TRAIN_LOOP], strict=True)) == [
+        ("old", "reference"), ("new", "reference"), ("new", "optimized"), ("mixed", "reference")
+    ]  # fmt: skip
+    assert current.newest_code_only(frame.drop(columns=col.RUN_ID))[col.CODE_FINGERPRINT].tolist() == [
+        "ref1", "ref1", "opt2", "ref1", "opt2"
+    ]  # fmt: skip
+    no_loop = frame.drop(columns=col.TRAIN_LOOP)  # records of no one loop: a run of two codes is history whole
+    assert set(current.at_head(no_loop, {("a", ""): "opt2"})[col.RUN_ID]) == set()
 
 
 def test_a_timed_figure_draws_the_repeats_its_verdict_judges():

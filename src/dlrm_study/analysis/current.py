@@ -78,11 +78,12 @@ def newest(frames: Iterable[pd.DataFrame]) -> dict[tuple[str, str], str]:
 
 
 def at_head(frame: pd.DataFrame, newest_code: dict[tuple[str, str], str]) -> pd.DataFrame:
-    """The records of each machine's newest code of their loop, in runs of that code alone; the others counted
-    under HISTORY. A run that holds a record of an older code beside records of the newest (one loop's code
-    changed after it, the others' not) is history whole: a run is one process measuring one code, and
-    `make reproduce` measures its slot again whole (`runner.pending`), so the unchanged loops' records of the
-    old run are neither paired with the changed loop's nor counted as a run of their own."""
+    """The records of each machine's newest code of their loop, in runs of that code alone per loop; the others
+    counted under HISTORY. A run's records of one loop are history whole where the run holds a record of that
+    loop at an older code. Per loop: a run whose optimized loop is of an older code beside its reference loop
+    of the newest keeps its reference records (a reference-only claim, S2, counts them), and its optimized
+    records are history, so no pair across loops (S1: optimized over reference, within a run) or within one
+    (S3: bf16 over fp32, both optimized) ever joins two codes."""
     if frame.empty or col.MACHINE not in frame:
         return frame
     keys = zip(frame[col.MACHINE].astype(str), loops(frame), strict=True)
@@ -90,7 +91,8 @@ def at_head(frame: pd.DataFrame, newest_code: dict[tuple[str, str], str]) -> pd.
     newest = fingerprints(frame) == wanted
     if col.RUN_ID in frame:
         run = frame[col.RUN_ID].fillna("").astype(str)
-        newest &= ~run.isin(set(run[~newest]) - {""})
+        of_loop = run + "\x1f" + loops(frame)  # a run's records of one loop
+        newest &= ~of_loop.isin(set(of_loop[~newest & (run != "")]))
     return leave_out(frame, newest, HISTORY)
 
 

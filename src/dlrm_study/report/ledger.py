@@ -15,6 +15,7 @@ from dlrm_study.analysis.clusters import MIN_RUNS
 from dlrm_study.analysis.current import fingerprints, loops
 from dlrm_study.analysis.evidence import Evidence, primary_machine
 from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
+from dlrm_study.analysis.identity import record_ids
 from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.analysis.wording import MAX_CELL, cell
 from dlrm_study.claims.registry import BY_ID, CLAIMS, class_status
@@ -38,10 +39,10 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
     unrecorded = [m for m in every if m not in hosts]
     head = "| id | claim | " + " | ".join(f"`{h}`" for h in hosts) + " | notebook |"
     rule = "| --- | --- | " + " | ".join("---" for _ in hosts) + " | --- |"
-    earlier = {h: earlier_code(evidence, h) for h in hosts}  # a machine's, whatever the claim
+    earlier = earlier_table(evidence, table, hosts)
     rows = [
         f"| {c.id} | {c.text} | " + " | ".join(short_cell(c.id, table[c.id][h], old_gpu_loop(c.id, evidence, h),
-                                                          earlier[h]) for h in hosts)
+                                                          earlier[c.id][h]) for h in hosts)
         + f" | [{c.notebook[:2]}]({notebooks}{c.notebook}.ipynb) |"
         for c in CLAIMS
     ]  # fmt: skip
@@ -50,7 +51,7 @@ def ledger(evidence: Evidence, notebooks: str = "results/notebooks/") -> str:
         "Not judged: records of " + ", ".join(f"`{m}`" for m in unrecorded) + ", written before machine keys "
         "recorded the ISA (their keys were given once from their own fields by `scripts/migrate_records.py`).",
     ]
-    classes = [row for c in CLAIMS if c.per_class for row in class_rows(c.id, table[c.id], hosts, earlier)]
+    classes = [row for c in CLAIMS if c.per_class for row in class_rows(c.id, table[c.id], hosts, earlier[c.id])]
     unused = not_used({c.id: {h: table[c.id][h] for h in hosts} for c in CLAIMS})
     return "\n".join([head, rule, *rows, *classes, *(listed if unrecorded else []), *(["", unused] if unused else [])])
 
@@ -66,12 +67,13 @@ def old_gpu_loop(claim: str, evidence: Evidence, machine: str) -> bool:
 
 def short_cell(claim: str, judgement: Judgement, old: bool = False, earlier: str = "") -> str:
     """THE ledger cell (README, notebook 00, docs/results.md): at most MAX_CELL characters, the numbers named in
-    words (`wording.cell`); the whole judgement is printed by the claim's notebook. `earlier`: the machine's records
-    are of earlier code (`earlier_code`), so the first screen says so in place of what they would judge."""
-    if said := in_place_of(judgement, earlier):
-        return f"**{said}**"
+    words (`wording.cell`); the whole judgement is printed by the claim's notebook. `earlier`: the records its
+    verdict read are of earlier code (`earlier_at`), so its word says at which (`said_word`), its numbers after."""
     note = OLD_GPU_LOOP if old else ""
-    return cell(judgement, BY_ID[claim].names, MAX_CELL - len(note)) + note
+    at = said_word(judgement, earlier).removeprefix(str(judgement.status))
+    said = cell(judgement, BY_ID[claim].names, MAX_CELL - len(note) - len(at)) + note
+    word = f"**{judgement.status}**"
+    return word + at + said.removeprefix(word)
 
 
 EARLIER = "earlier code"
@@ -79,10 +81,59 @@ MACHINE_FACTS = (Status.NOT_MEASURABLE, Status.UNRECORDED)  # what a machine is,
 WHATEVER_THE_CODE = (*MACHINE_FACTS, Status.NOT_YET)  # true of a machine whichever code measured its records
 
 
-def in_place_of(judgement: Judgement, earlier: str) -> str:
-    """What the first screen says in place of a verdict's word: `earlier` (the machine's `earlier_code`), unless
-    the verdict holds whatever the code (WHATEVER_THE_CODE); "" where the word stands."""
-    return earlier if earlier and judgement.status not in WHATEVER_THE_CODE else ""
+def said_word(judgement: Judgement, earlier: str) -> str:
+    """A verdict's word as the first screen says it (ledger cell, class rows, notebook 00's tally and findings):
+    "<word> at earlier code (<code>, <date>)" where `earlier` (`earlier_at`) says its records are of earlier code,
+    unless the verdict holds whatever the code (WHATEVER_THE_CODE); else the word alone."""
+    if earlier and judgement.status not in WHATEVER_THE_CODE:
+        return f"{judgement.status} at {earlier}"
+    return str(judgement.status)
+
+
+def earlier_records(evidence: Evidence, machine: str, claim: str, judgement: Judgement) -> str | None:
+    """None where the records a verdict read on a machine (its claim's frames of the machine's part, less what
+    its rule left out: `Judgement.left_records`) are all of today's code of their loops (`today_of`), or where
+    it holds whatever the code; else the code they are of, as said: each earlier loop's short fingerprint, or
+    its commits where it has none ("reference ec2605c", "optimized commit 1d7da30/4f9e144"), and the day of the
+    newest record ("2026-12-05")."""
+    if judgement.status in WHATEVER_THE_CODE:
+        return None
+    left = frozenset().union(*judgement.left_records.values())
+    read = [f[f[col.MACHINE] == machine] for f in BY_ID[claim].reads(reading.of(evidence, machine))
+            if not f.empty and col.MACHINE in f]  # fmt: skip
+    read = [f[~record_ids(f).isin(left)] if left else f for f in read if not f.empty]
+    if not read or all((fingerprints(f) == today_of(f)).all() for f in read):
+        return None
+    frame = pd.concat(read)
+    stale = frame[(fingerprints(frame) != today_of(frame)).to_numpy()]
+    parts = []
+    for loop, part in stale.groupby(loops(stale).to_numpy(), sort=True):
+        codes = "/".join(sorted({fp[:7] for fp in fingerprints(part)} - {""}))
+        commits = short(part[col.GIT_COMMIT]) if col.GIT_COMMIT in part else ""
+        code = codes or (f"commit {commits}" if commits else "code unrecorded")
+        parts.append(f"{loop} {code}" if loop else code)
+    stamps = frame[col.TIMESTAMP].dropna().astype(str) if col.TIMESTAMP in frame else pd.Series(dtype=str)
+    return ", ".join(parts + ([stamps.max()[:10]] if len(stamps) and stamps.max() else []))
+
+
+def short(commits: pd.Series) -> str:
+    """Commits as said: the first two of 7 hex digits ("-dirty" dropped), "/..." after where there are more."""
+    found = sorted({str(c).removesuffix("-dirty")[:7] for c in commits.dropna()} - {""})
+    return "/".join(found[:2]) + ("/..." if len(found) > 2 else "")
+
+
+def earlier_at(evidence: Evidence, machine: str, claim: str, judgement: Judgement) -> str:
+    """`earlier_said` of the verdict's `earlier_records`: "" where they are of today's code."""
+    return earlier_said(earlier_records(evidence, machine, claim, judgement))
+
+
+def earlier_table(
+    evidence: Evidence, table: dict[str, dict[str, Judgement]], hosts: list[str]
+) -> dict[str, dict[str, str]]:
+    """claim -> machine -> `earlier_at` of its verdict, for these machines: what the ledger's cells, its class rows
+    and notebook 00's tally and findings say of each verdict's code."""
+    return {claim: {h: earlier_at(evidence, h, claim, by_machine[h]) for h in hosts if h in by_machine}
+            for claim, by_machine in table.items()}  # fmt: skip
 
 
 def today_of(frame: pd.DataFrame) -> pd.Series:
@@ -91,8 +142,9 @@ def today_of(frame: pd.DataFrame) -> pd.Series:
 
 
 def earlier_commits(evidence: Evidence, machine: str) -> str | None:
-    """None where the machine's judged records were all measured by today's code of their loops (`today_of`);
-    else the commits they were measured at, as said ("commit abc1234, def5678"; "" where none is recorded)."""
+    """Of a machine, whatever the claim (a GPU session's choice of lending): None where its judged records were
+    all measured by today's code of their loops (`today_of`); else the commits they were measured at, as said
+    ("commit abc1234, def5678"; "" where none is recorded)."""
     part = reading.of(evidence, machine)
     mine = [f[f[col.MACHINE] == machine] for f in part.frames().values() if not f.empty and col.MACHINE in f]
     if all((fingerprints(frame) == today_of(frame)).all() for frame in mine):
@@ -104,8 +156,8 @@ def earlier_commits(evidence: Evidence, machine: str) -> str | None:
 
 
 def earlier_said(commits: str | None) -> str:
-    """What the first screen says of a column in place of a verdict (`earlier_commits`): "" for today's code,
-    else "earlier code (commit ...)". A verdict word on the first screen is of today's code, or not said."""
+    """What the first screen says of records of earlier code (`earlier_commits`, `earlier_records`): "" for
+    today's code, else "earlier code (...)"."""
     if commits is None:
         return ""
     return f"{EARLIER} ({commits})" if commits else EARLIER
@@ -119,8 +171,8 @@ def earlier_code(evidence: Evidence, machine: str) -> str:
 def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], earlier: dict[str, str]) -> list[str]:
     """A per-class claim (S3) per bf16 class: the set of its machines' verdicts (`machines disagree` where they
     differ), each with its notes (what its cell has no room for: S3's control that kept the accuracy too). A
-    machine whose column reads earlier code (`earlier_code`) is named so and left out of the set: a verdict word
-    on the first screen is of today's code."""
+    machine whose verdict read earlier code (`earlier`: machine -> `earlier_at`) is named with its word at that
+    code (`said_word`) and left out of the set: a class's set is of today's code."""
     classes = sorted({Machine.parse(h).bf16_class for h in hosts if Machine.parse(h).native_bf16})
     lines = []
     today = {h: by_machine[h] for h in hosts if not earlier.get(h)}
@@ -128,7 +180,7 @@ def class_rows(claim: str, by_machine: dict[str, Judgement], hosts: list[str], e
         status, mine = class_status(today, name)
         old = [h for h in hosts if earlier.get(h) and Machine.parse(h).bf16_class == name]
         each = [f"`{m}` {s}" + (f" ({today[m].note})" if today[m].note else "") for m, s in mine.items()]
-        each += [f"`{m}` {EARLIER}, not counted" for m in old]
+        each += [f"`{m}` {said_word(by_machine[m], earlier[m])}, not counted" for m in old]
         lines.append(f"- {claim} on {name}: **{status}** ({', '.join(each)})")
     return ["", f"{claim} per hardware class, the set of its machines' verdicts:", "", *lines] if lines else []
 
@@ -205,7 +257,8 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             "",
             f"Computed from the `{profile}` profile's records in `results/` (machines: {hosts}); the claims and",
             "their verdict rules are in [docs/claims.md](docs/claims.md). Per machine, only the records of its",
-            "newest code are judged (older code's are counted as history), repeat 0 of every run measured before",
+            "newest code are judged (older code's are counted as history; a verdict whose records are older than",
+            "today's code keeps its word, said at their code and day), repeat 0 of every run measured before",
             "protocol 2 is a warm-up (counted, not used); ratios are paired within repeats of one run, summarized",
             "per run, and the interval is a t interval over the run means (95%; a rule that holds when any of m",
             f"comparisons does takes each at 1 - 0.05/m); a verdict word needs {MIN_RUNS} runs, and a verdict is",

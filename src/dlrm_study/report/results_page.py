@@ -65,7 +65,7 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
     records say their ISA. Rewire this function alone when the verdict API changes."""
     table = reading.verdicts_of(evidence)
     hosts = [m for m in evidence.machines() if Machine.parse(m).recorded]
-    code = {host: ledger.earlier_commits(evidence, host) for host in hosts}  # a machine's, whatever the claim
+    code = ledger.earlier_table(evidence, table, hosts)  # the code of each verdict's records
     found = {}
     for claim in BY_ID:
         found[claim] = {}
@@ -75,10 +75,11 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
             old = ledger.old_gpu_loop(claim, evidence, host)
             figures = [(name(key), amount(r)) for key, r in v.numbers.items() if r.n]
             reason = re.split(r"[;:]", v.evidence, maxsplit=1)[0].strip() if v.evidence else ""
-            earlier = ledger.earlier_said(code[host])
+            earlier = code[claim][host]
             cell = ledger.short_cell(claim, v, old, earlier)
-            if earlier and cell == f"**{earlier}**":  # no verdict word of earlier code on the first screen
-                found[claim][host] = Judged(ledger.EARLIER, [], code[host] or "", old, cell)  # the reason: commits
+            if ledger.said_word(v, earlier) != str(v.status):  # a word of earlier code decides no row of today's
+                reason = earlier.removeprefix(ledger.EARLIER).strip(" ()")  # the reason: its code and date
+                found[claim][host] = Judged(ledger.EARLIER, [], reason, old, cell)
                 continue
             found[claim][host] = Judged(v.status, figures, reason, old, cell)
     return found

@@ -90,10 +90,10 @@ def tally(out: Path, profile: str) -> str:
     evidence, table = reading.judged(Path(out), profile)
     earlier = earlier_codes(evidence, table)
     by_host: dict[str, dict[str, int]] = {}
-    for by_claim in table.values():
+    for claim, by_claim in table.items():
         for host, verdict in by_claim.items():
             counts = by_host.setdefault(host, {})
-            word = ledger.in_place_of(verdict, earlier[host]) or str(verdict.status)
+            word = ledger.said_word(verdict, earlier[claim][host])
             counts[word] = counts.get(word, 0) + 1
     lines = [
         f"On {host}: " + ", ".join(f"{n} claim{'s' if n > 1 else ''} {word}" for word, n in counts.items())
@@ -103,24 +103,24 @@ def tally(out: Path, profile: str) -> str:
 
 
 def verdict_lines(out: Path, profile: str) -> str:
-    """Notebook 00's findings: a line per claim and machine, its verdict and evidence; where the ledger says
-    earlier code in its place (`ledger.in_place_of`), that first and what the records said after it."""
+    """Notebook 00's findings: a line per claim and machine, its verdict and evidence; the word as the ledger
+    says it (`ledger.said_word`: at which earlier code, where its records are of earlier code)."""
     evidence, table = reading.judged(Path(out), profile)
     earlier = earlier_codes(evidence, table)
     lines = []
     for claim, by_host in table.items():
         for host, verdict in by_host.items():
-            instead = ledger.in_place_of(verdict, earlier[host])
-            said = f"{instead}, not judged: its records said {plain(verdict)}" if instead else plain(verdict)
+            said = ledger.said_word(verdict, earlier[claim][host]) + plain(verdict).removeprefix(str(verdict.status))
             lines.append(f"{claim} on {host}: {said}")
     return "\n".join(lines) or "no records yet: run notebooks 01-07"
 
 
-def earlier_codes(evidence: Evidence, table: dict[str, dict[str, Judgement]]) -> dict[str, str]:
-    """Each judged machine's `ledger.earlier_code`, once a machine ("" for a machine that never said its ISA,
-    which the ledger lists apart)."""
-    hosts = {host for by_host in table.values() for host in by_host}
-    return {h: ledger.earlier_code(evidence, h) if Machine.parse(h).recorded else "" for h in hosts}
+def earlier_codes(evidence: Evidence, table: dict[str, dict[str, Judgement]]) -> dict[str, dict[str, str]]:
+    """claim -> machine -> `ledger.earlier_at` of its verdict, as the ledger reads it (`ledger.earlier_table`;
+    "" for a machine that never said its ISA, which the ledger lists apart)."""
+    hosts = sorted({host for by_host in table.values() for host in by_host})
+    found = ledger.earlier_table(evidence, table, [h for h in hosts if Machine.parse(h).recorded])
+    return {claim: {h: found[claim].get(h, "") for h in by_host} for claim, by_host in table.items()}
 
 
 def scratch(profile: str, results_dir: str | None) -> bool:
