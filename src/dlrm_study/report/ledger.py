@@ -261,8 +261,10 @@ def readme_section(out: Path, profile: str = "quick") -> str:
             "today's code keeps its word, said at their code and day), repeat 0 of every run measured before",
             "protocol 2 is a warm-up (counted, not used); ratios are paired within repeats of one run, summarized",
             "per run, and the interval is a t interval over the run means (95%; a rule that holds when any of m",
-            f"comparisons does takes each at 1 - 0.05/m); a verdict word needs {MIN_RUNS} runs, and a verdict is",
-            "**fragile** where the same interval over the runs left, with any one run out, turns it; a claim of two",
+            "comparisons does takes each at 1 - 0.05/m; S2 and S3, judged at every look of their sequential design,",
+            "read each at the look's smaller level, docs/claims.md); a verdict word needs "
+            f"{MIN_RUNS} runs, and a verdict is **fragile** where the same interval over the runs left, with any one",
+            "run or (from two) any one invocation out, turns it; a claim of two",
             "halves (S3, H4) is not reproduced where either half is not; flags are diagnostics only. S1-S3 read the",
             "machine's most threads.",
             "",
