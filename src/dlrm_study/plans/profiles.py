@@ -92,8 +92,9 @@ def described(name: str) -> str:
     """A profile's design in words, from the literals above (the README's profiles line is this sentence)."""
     cpu, sweep, ranks = PRESETS[name], SWEEP[name], RANKS[name]
     return (
-        f"{RUNS[name]} run(s) of each descriptive study and {CLAIM_RUNS[name]} runs of the points the CPU claims' "
-        f"rules read, each run a process; per run, {cpu.repeats} repeats of {cpu.steps} timed and "
+        f"{RUNS[name]} run(s) of each descriptive study and up to {CLAIM_RUNS[name]} runs of the points the CPU "
+        f"claims' rules read (judged after {', '.join(map(str, LOOKS))} runs, stopped at the first look where "
+        f"every claim they feed has its word), each run a process; per run, {cpu.repeats} repeats of {cpu.steps} timed and "
         f"{cpu.profile_steps} profiled steps at the full presets, {sweep.repeats} repeats of {sweep.steps} timed "
         f"steps at the sensitivity points and the ablation, {ranks.repeats} repeats of {ranks.steps} steps per "
         f"distributed point; {CONVERGENCE_SEEDS[name]} seeds per loop for convergence and {ACCURACY_SEEDS[name]} "
