@@ -2,7 +2,6 @@
 that keeps a false word at any look as rare as at one, the claims' chances under it, and `make reproduce`'s claim
 runs stopping at the first look where every claim has its word."""
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -81,15 +80,12 @@ def fake_study(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(runs, "STUDIES", (study,))
     monkeypatch.setattr(runs, "BY_NAME", {"fake": study})
     launched: list[int] = []
-    real = subprocess.run
 
-    def run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
-        if "--slot" not in command:  # the log's own lines (the commit) ask git
-            return real(command, **kwargs)
+    def launch(command: list[str], env: dict[str, str]) -> tuple[int, str, int]:
         launched.append(int(command[command.index("--slot") + 1]))
-        return subprocess.CompletedProcess(command, 0, stdout="measured\n")
+        return 0, "measured\n", 4242
 
-    monkeypatch.setattr(runs.subprocess, "run", run)
+    monkeypatch.setattr(runs, "launch", launch)
     return launched
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis.baseline import baseline_records
+from dlrm_study.analysis.contention import contended_runs, without_contended
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
 from dlrm_study.analysis.current import at_head, current, fingerprints, newest
 from dlrm_study.analysis.current import loops as current_loops
@@ -58,8 +59,9 @@ class Evidence:
             except NoRecords:  # nothing measured yet; any other error (two records of one cell) is said
                 return pd.DataFrame()
 
+        caught = contended_runs(out)  # runs the load guard caught: counted, not judged
         return cls(
-            cpu_loops=read(sweep_records, cpu.cpu_loops(profile, out), None),
+            cpu_loops=without_contended(read(sweep_records, cpu.cpu_loops(profile, out), None), caught),
             cpu_compare=read(point_records, cpu.cpu_loops(profile, out), out / COMPARE_RECORDS, COMPARE_STUDIES, None),
             convergence=read(convergence_records, profile, out, None),
             accuracy=read(accuracy_records, profile, out, None),

@@ -58,6 +58,10 @@ WRITTEN: set[str] = set()
 CHECKED: dict[tuple[str, int, int], list[tuple[int, str, str]]] = {}
 
 
+# The load guard's rows (`studies.guard`): one per run process, beside the records, not records themselves.
+GUARD_ROWS = "guard/runs.csv"
+
+
 def resume_key(
     config_hash: str,
     variant: str,

@@ -13,7 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from dlrm_study.records import provenance
+from dlrm_study.records import provenance, store
 
 MANIFEST = "manifest.json"
 CODE = ("src", "notebooks")  # what a render's output follows from (with the records and the rules)
@@ -23,11 +23,17 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:12]
 
 
+def records_files(results: Path) -> list[Path]:
+    """Every file the verdicts read: the records (`*.csv`) and the load guard's rows (`store.GUARD_ROWS`)."""
+    guard = Path(results) / store.GUARD_ROWS
+    return sorted(Path(results).glob("*.csv")) + ([guard] if guard.exists() else [])
+
+
 def records_digest(results: Path) -> str:
-    """12 hex digits over every records file (`*.csv`) of a results folder, by name and content."""
+    """12 hex digits over every records file of a results folder (`records_files`), by name and content."""
     hasher = hashlib.sha256()
-    for path in sorted(Path(results).glob("*.csv")):
-        hasher.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in records_files(results):
+        hasher.update(str(path.relative_to(results)).encode() + b"\0" + path.read_bytes() + b"\0")
     return hasher.hexdigest()[:12]
 
 
@@ -53,7 +59,7 @@ def write(results: Path, commit: str | None = None) -> Path:
     git would call the tree dirty."""
     results = Path(results)
     artifacts = {name: digest((results / name).read_bytes()) for name in published(results)}
-    records = {path.name: digest(path.read_bytes()) for path in sorted(results.glob("*.csv"))}
+    records = {str(path.relative_to(results)): digest(path.read_bytes()) for path in records_files(results)}
     doc = {**stamp(results, commit), "records_files": records, "artifacts": artifacts}
     path = results / MANIFEST
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")

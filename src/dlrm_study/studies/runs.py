@@ -34,7 +34,7 @@ from dlrm_study.measure import context, sweep
 from dlrm_study.plans import cpu, profiles
 from dlrm_study.records import provenance
 from dlrm_study.records.machine import machine_key
-from dlrm_study.studies import baseline, convergence, placement, scaling, sensitivity
+from dlrm_study.studies import baseline, convergence, guard, placement, scaling, sensitivity
 from dlrm_study.studies.bf16_rounding import run_rounding
 
 MODULE = "dlrm_study.studies.runs"  # what a child runs (`python -m`), the name even where this runs as __main__
@@ -51,11 +51,16 @@ class Study:
 
 
 def trained(profile: str, out: Path) -> str:
-    """The trained studies (convergence, S3's accuracy seeds, the rounding probe): seeds, not timed repeats, so
-    one slot; each resumes by its own keys."""
+    """The trained studies (convergence, the rounding probe): seeds, not timed repeats, so one slot; each resumes
+    by its own keys."""
     convergence.run_convergence(profile, out)
-    convergence.run_accuracy(profile, out)
     run_rounding(profile, out)
+    return "trained what was not recorded"
+
+
+def accuracy(profile: str, out: Path) -> str:
+    """S3's accuracy seeds: one slot, resumed by their own keys."""
+    convergence.run_accuracy(profile, out)
     return "trained what was not recorded"
 
 
@@ -88,8 +93,10 @@ STUDIES = (
     Study("remote", descriptive, placement.measure_remote),
     Study("scaling", descriptive, lambda p, out: scaling.measure(p, out, progress=False)),
     Study("cache", one, cached),
+    Study("accuracy", one, accuracy),
     Study("trained", one, trained),
 )  # fmt: skip
+CLAIM_STUDIES = ("cpu-loops", "accuracy")  # what S2's and S3's rules read: a fresh measurement's studies
 BY_NAME = {s.name: s for s in STUDIES}
 
 
@@ -128,27 +135,31 @@ def measure(
           f"invocation: {invocation}", flush=True)  # fmt: skip
     print(f"{len(plan)} processes: " + ", ".join(f"{s.name} {count(s.runs(profile), 'run')}" for s in studies),
           flush=True)  # fmt: skip
-    failed, spent, settled = 0, dict.fromkeys((s.name for s in studies), 0.0), set()
+    failed, contended, spent, settled = 0, 0, dict.fromkeys((s.name for s in studies), 0.0), set()
     for i, (slot, study) in enumerate(plan, 1):
         if study.name in settled:
             continue
         command = [python, "-m", MODULE, "--profile", profile, "--out", str(out), "--study", study.name,
                    "--slot", str(slot)]  # fmt: skip
-        start = time.monotonic()
+        start, before = time.monotonic(), guard.condition()
         # each measurement's line on the console (stderr); every record names this invocation
         lines = {**os.environ, settings.PROGRESS_LINES: "1", settings.INVOCATION: invocation}
-        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=lines)
-        said = heard(done.stdout)
+        code, stdout, pid = launch(command, lines)
         spent[study.name] += time.monotonic() - start
         took = f"{time.monotonic() - start:.0f} s"
+        said = heard(stdout)
         head = f"runs {i}/{len(plan)}: {study.name} run {slot}/{study.runs(profile)}"
-        if done.returncode == 2:
+        if code == 2:
             raise UsageError(f"{head}: refused ({said or 'exit 2'})")
-        if done.returncode:
+        if code:
             failed += 1
-            print(f"{head}: the process failed (exit {done.returncode}, {took}); it resumes next time", flush=True)
+            print(f"{head}: the process failed (exit {code}, {took}); it resumes next time", flush=True)
             continue
-        print(f"{head}: {said} ({took})", flush=True)
+        row = guard.record(out, machine_key(), invocation, study.name, slot, pid, before, guard.condition(False))
+        contended += bool(row["contended"])
+        caught = f"; load guard: contended ({row['contended']}), its records counted, not judged" * bool(
+            row["contended"])  # fmt: skip
+        print(f"{head}: {said} ({took}){caught}", flush=True)
         if look and study.sequential and slot in profiles.LOOKS and slot < study.runs(profile):
             done_here, words = look(out, profile, machine_key())
             print(f"look at {count(slot, 'run')} of {study.name}: {words}"
@@ -157,7 +168,16 @@ def measure(
             if done_here:
                 settled.add(study.name)
     print("time per study: " + ", ".join(f"{name} {minutes(s)}" for name, s in spent.items()), flush=True)
+    caught_line = f"load guard: {contended} of the runs measured under contention (results/{guard.ROWS})"
+    print(caught_line + "; their records counted, not judged", flush=True)
     return failed
+
+
+def launch(command: list[str], env: dict[str, str]) -> tuple[int, str, int]:
+    """One run's process: (its exit code, what it printed, its process id: its records' `process_id`)."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+    stdout, _ = child.communicate()
+    return child.returncode, stdout, child.pid
 
 
 def count(n: int, what: str) -> str:
