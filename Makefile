@@ -53,9 +53,17 @@ lab: env
 # `make check-render` renders again into a scratch folder and compares every printed number and word
 # with the committed render (tests/test_render.py does the same in `make test`).
 # PROFILE=quick (default; docs/reproduce.md gives its measured run times) or full.
+# `make reproduce FRESH=1`: measure the points S2's and S3's rules read afresh into results/fresh/DATE-MACHINE/
+# (whatever is committed), judge that folder alone, and print its words beside the committed ones
+# (`dlrm_study.report.fresh`); the published records and render are left as they are.
 PROFILE ?= quick
+FRESH ?=
 reproduce: env data/criteo_sample.tsv
+ifeq ($(FRESH),)
 	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --measure
+else
+	$(BIN)/python -m dlrm_study.report.fresh --profile $(PROFILE)
+endif
 
 render: env
 	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE)
