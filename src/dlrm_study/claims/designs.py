@@ -27,16 +27,16 @@ from dlrm_study.analysis.power import (
     sequential_powers,
 )
 from dlrm_study.analysis.power import measure as measure_with
-from dlrm_study.claims import registry
+from dlrm_study.claims import registry, s2, s3
 from dlrm_study.plans.profiles import LOOKS
 
-SEQUENTIAL = ("S2", "S3")  # the claims judged at the looks (`claims.looks`)
+SEQUENTIAL = (s2.ID, s3.ID)  # the claims judged at the looks (`claims.looks`)
 # The classes whose runs of today's loops give the expected runs (a machine, and the codes its S2 and S3 read).
 CLASSES = (
     ("intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/2cpu", "AMX Xeon"),
     ("amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu", "Zen 4"),
 )
-TODAY = {"S2": "a3d3afd44e4d", "S3": "1edc391635d5"}  # the reference's and the optimized loop's code of those runs
+TODAY = {s2.ID: s2.CLASS_CODE, s3.ID: s3.CLASS_CODE}  # the code of each claim's loop in those runs
 
 DESIGNS = tuple(design for claim in registry.CLAIMS for design in claim.designs)
 

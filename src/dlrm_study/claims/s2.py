@@ -86,6 +86,7 @@ def deciding(evidence: Evidence) -> list[pd.DataFrame]:
 
 # The design of its deciding comparisons (`analysis.power`): the reference's profiled shares per preset.
 S2_FILES = (("sweeps.csv", "cpu-loops-quick"),)
+CLASS_CODE = "a3d3afd44e4d"  # the reference's code in the judged classes' committed runs (`designs.class_runs`)
 
 
 def s2_shares(machine: str, code: str, preset: str, runs: int | None = None) -> pd.DataFrame:

@@ -182,6 +182,7 @@ def s3_pairs(machine: str, code: str, preset: str, runs: int | None = None) -> p
 
 READER = Reader(s3_pairs, "ratio", "log", timed=True)
 ZEN4 = "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
+CLASS_CODE = "1edc391635d5"  # the optimized loop's code in the judged classes' committed runs (`designs.class_runs`)
 S3_SOURCES = {
     "dlrm-benchmark": (
         Measured(XEON_AMX, "1edc391635d5", 32, 96, (10,), 2.3356, 0.0496, 0.0095),

@@ -34,22 +34,22 @@ from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
 from dlrm_study.studies import runs
 
-CLAIMS = ("S2", "S3")
+CLAIMS = (s2.ID, s3.ID)
 
 
-def run_means(evidence: Evidence, machine: str) -> dict[str, dict[str, list[float]]]:
-    """Per claim and comparison (preset), the run means on the rule's scale (log ratio, logit share), grouped by
-    invocation: {claim: {preset: {invocation: [means]}}} flattened to {claim: {preset: [(invocation, mean)]}}."""
+def run_means(evidence: Evidence, machine: str) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """Per claim and comparison (preset): (invocation, run mean) of each run, on the rule's scale (log ratio,
+    logit share)."""
     part = evidence.of(machine)
     invoked = {run: name for name, members in clusters.invocations([part.cpu_loops, part.cpu_compare]).items()
                for run in members}  # fmt: skip
-    found: dict[str, dict[str, list]] = {"S2": {}, "S3": {}}
+    found: dict[str, dict[str, list]] = {s2.ID: {}, s3.ID: {}}
     for preset, pairs in zip(s3.S3_PRESETS, s3.deciding(part) or [pd.DataFrame()] * 2, strict=True):
-        found["S3"][preset] = per_run(pairs, "ratio", False, invoked)
+        found[s3.ID][preset] = per_run(pairs, "ratio", False, invoked)
     ref = s2.s2_records(part)
     for preset in s2.S2_PRESETS:
         rows = embedding_share_rows(ref[ref[col.CONFIG_NAME] == preset]) if len(ref) else ref
-        found["S2"][preset] = per_run(rows, "share", True, invoked)
+        found[s2.ID][preset] = per_run(rows, "share", True, invoked)
     return found
 
 
@@ -100,7 +100,7 @@ def amount(value: float, share: bool) -> str:
 
 def comparison_lines(claim: str, committed: dict, fresh: dict) -> list[str]:
     """One line per comparison: the fresh mean, the committed mean and the prediction interval, agreeing or not."""
-    share = claim == "S2"
+    share = claim == s2.ID  # S2 reads shares (logit scale), S3 ratios (log)
     lines = []
     for preset, mine in fresh[claim].items():
         if not mine:
