@@ -128,6 +128,27 @@ def test_docs_table_is_current() -> None:
     assert power.section(CLAIMS_DOC.read_text()) == designs.power_markdown()
 
 
+def test_the_accuracy_power_reads_the_rules_own_intervals():
+    """`accuracy_power` simulates the intervals S3's accuracy half reads (`stats.mean_interval`: two-sided, at 95%
+    for "holds", at 1 - 0.05/2 for "fails"), not intervals whose alpha is halved once more."""
+    from dlrm_study.analysis import stats
+
+    sd, seeds, n = 0.0043, 6, 400
+    found = power.accuracy_power(seeds, sd, n_sims=n, seed=1)
+    rng = np.random.default_rng(1)
+    truths = (power.ACCURACY_CLAIMED, power.ACCURACY_OTHER, power.ACCURACY_MARGIN)  # the order it draws them
+    drawn = [rng.normal(truth, sd, size=(n, seeds)) for truth in truths]
+
+    def share(gains: np.ndarray, confidence: float, end: int, holds) -> float:
+        return float(np.mean([holds(stats.mean_interval(g, confidence)[end]) for g in gains]))
+
+    assert found == pytest.approx({
+        "holds": share(drawn[0], stats.CONFIDENCE, 1, lambda low: low >= power.ACCURACY_MARGIN),
+        "fails": share(drawn[1], stats.family(2), 2, lambda high: high < power.ACCURACY_MARGIN),
+        "false_holds": share(drawn[2], stats.CONFIDENCE, 1, lambda low: low >= power.ACCURACY_MARGIN),
+    })  # fmt: skip
+
+
 def test_the_accuracy_half_has_the_seeds_its_spread_asks_for():
     """S3's accuracy seeds: the committed count is profiles' and meets the targets at the largest spread of the
     records; 3 seeds (the earlier design) miss them."""

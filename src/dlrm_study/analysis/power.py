@@ -479,7 +479,7 @@ def accuracy_power(seeds: int, sd: float, n_sims: int = N_SIMS, seed: int = SEED
 
     def interval(truth: float, confidence: float) -> tuple[np.ndarray, np.ndarray]:
         gains = rng.normal(truth, sd, size=(n_sims, seeds))
-        half = t_quantile(1 - (1 - confidence) / 2, seeds - 1) * gains.std(axis=1, ddof=1) / math.sqrt(seeds)
+        half = t_quantile(confidence, seeds - 1) * gains.std(axis=1, ddof=1) / math.sqrt(seeds)  # two-sided
         return gains.mean(axis=1) - half, gains.mean(axis=1) + half
 
     return {
