@@ -20,6 +20,7 @@ C = "src/dlrm_study/claims/"
 R = "src/dlrm_study/report/render.py"
 T = "src/dlrm_study/rules/rules.toml"  # the declared literals
 GATE = "gate or did_not_learn or every_preset"  # tests/test_accuracy.py's scenarios of S3's accuracy gate
+MUTANTS = "tests/test_mutants.py"  # issue 68's asymmetric cases of the verdict layer
 M = [
     (T, "margin = 0.1 ", "margin = 0.15 ", "tests/test_verdicts.py", "margin_is_pinned"),
     (T, "margin = 0.1 ", "margin = 0.08 ", "tests/test_verdicts.py", "margin_is_pinned"),
@@ -138,8 +139,8 @@ M = [
     # Leave-one-out reading the first frame only (the sweep's runs, never compare's): a fragile S3 read "reproduced".
     (
         C + "claim.py",
-        "for run in runs_of(self.reads(evidence)):",
-        "for run in runs_of(self.reads(evidence)[:1]):",
+        "for run in runs_of(frames):",
+        "for run in runs_of(frames[:1]):",
         "tests/test_verdicts.py",
         "every_frame",
     ),
@@ -320,6 +321,77 @@ M = [
         '"met" if got >= 0.9 * least',
         "tests/test_gpu_check.py",
         "met_at_its_least",
+    ),
+    # Issue 68's survivors of the verdict layer, each turning a status in an asymmetric case (tests/test_mutants.py;
+    # the same cases are golden scenarios): S3 refuted where any preset (not every one) lies below; S3 without its
+    # most-threads filter; leave-one-out skipping the last-sorted run; S2's and H2/H3's gate of runs over any
+    # comparison; S2 "holds" at the family's confidence; S2's family over its 3 presets where 2 were measured; H4's
+    # host refutation at 95%; the newest code chosen by its name; a run of mixed codes of one loop kept whole.
+    (
+        C + "s3.py",
+        "    return Status.NOT_REPRODUCED if all(r.high < reach",
+        "    return Status.NOT_REPRODUCED if any(r.high < reach",
+        MUTANTS,
+        "every_preset_lies_below",
+    ),
+    (C + "s3.py", "    return most_threads(loops)\n", "    return loops\n", MUTANTS, "most_threads"),
+    (C + "claim.py", "    return sorted(found)\n", "    return sorted(found)[:-1]\n", MUTANTS, "last_sorted_run"),
+    (
+        C + "s2.py",
+        "if not all(lens.enough(r) for r in shares.values()):",
+        "if not any(lens.enough(r) for r in shares.values()):",
+        MUTANTS,
+        "runs_at_every_preset",
+    ),
+    (
+        C + "grid.py",
+        "if not all(lens.enough(r) for _, r in changes):",
+        "if not any(lens.enough(r) for _, r in changes):",
+        MUTANTS,
+        "runs_at_every_change",
+    ),
+    (
+        C + "s2.py",
+        "sides = {p: side(r, S2_SHARE) for p, r in shares.items()}",
+        "sides = {p: side(r, S2_SHARE) for p, r in strict.items()}",
+        MUTANTS,
+        "95_percent_interval",
+    ),
+    (
+        C + "s2.py",
+        "look_confidence(stats.family(len(presets)))",
+        "look_confidence(stats.family(len(S2_PRESETS)))",
+        MUTANTS,
+        "presets_measured",
+    ),
+    (
+        C + "h4.py",
+        'host2 = lens.ratio(found["host"], stats.family(2))',
+        'host2 = lens.ratio(found["host"])',
+        MUTANTS,
+        "host_memorys_cost",
+    ),
+    (
+        A + "current.py",
+        "key=lambda item: (item[1], item[0][2])",
+        "key=lambda item: (item[0][2], item[1])",
+        MUTANTS,
+        "latest_measured",
+    ),
+    (
+        A + "current.py",
+        '        newest &= ~of_loop.isin(set(of_loop[~newest & (run != "")]))\n',
+        "",
+        MUTANTS,
+        "history_whole",
+    ),
+    # S3's accuracy seeds simulated at the rule's own intervals: power.t_quantile takes a two-sided confidence.
+    (
+        A + "power.py",
+        "half = t_quantile(confidence, seeds - 1)",
+        "half = t_quantile(1 - (1 - confidence) / 2, seeds - 1)",
+        "tests/test_power.py",
+        "rules_own_intervals",
     ),
 ]
 RULES_ID = "--rules-id" in sys.argv

@@ -10,6 +10,7 @@ constant of the rules either side of its boundary, and the cases that killed the
 from collections.abc import Callable
 
 import pandas as pd
+from tests import test_mutants as asym
 from tests.test_accuracy import evaluated
 from tests.test_verdicts import (
     AMX,
@@ -372,6 +373,27 @@ def grid_short_at_the_family() -> dict[str, Scenario]:
     return {"h2 short at 95% only": ("H2", GPU, evidence(gpu_grid=pd.DataFrame(out)))}
 
 
+def asymmetric() -> dict[str, Scenario]:
+    """The cases where the symmetric scenarios above let a mutation of the verdict layer pass (issue 68,
+    tests/test_mutants.py): presets apart, comparisons of unequal runs, two thread counts, a second preset near
+    the threshold, the turning run sorting last, the newest code named first, runs of mixed codes."""
+    parts = {"accuracy": aucs(XEON, SAME)}
+    return {
+        "s3 one preset across, the other below": ("S3", XEON, evidence(cpu_loops=asym.s3_speed_apart(), **parts)),
+        "s3 fewer threads, no faster": ("S3", XEON, evidence(cpu_loops=asym.s3_fewer_threads(), **parts)),
+        "s3 fragile without the last run": ("S3", XEON, evidence(cpu_loops=asym.s3_turned_by_the_last_run(),
+                                                                 **parts)),
+        "s2 one preset over one run": ("S2", XEON, evidence(cpu_loops=asym.s2_one_preset_one_run())),
+        "s2 above at 95% only, two presets": ("S2", XEON, evidence(cpu_loops=asym.s2_above_at_95_only())),
+        "s2 below at 97.5% only, two presets": ("S2", XEON, evidence(cpu_loops=asym.s2_below_at_the_family_of_two())),
+        "s2 the newest code named first": ("S2", XEON, evidence(cpu_loops=asym.s2_newest_code_named_first())),
+        "s2 runs of mixed codes": ("S2", XEON, evidence(cpu_loops=asym.s2_runs_of_mixed_codes())),
+        "h2 one run at one table count": ("H2", GPU, evidence(gpu_grid=asym.grid_one_run_at("H2"))),
+        "h3 one run at one dense count": ("H3", GPU, evidence(gpu_grid=asym.grid_one_run_at("H3"))),
+        "h4 host above 1 at 95% only": ("H4", GPU, evidence(gpu_placements=asym.h4_host_above_1_at_95_only())),
+    }  # fmt: skip
+
+
 SCENARIOS: tuple[Callable[[], dict[str, Scenario]], ...] = (
     h1,
     h2_h3,
@@ -381,6 +403,7 @@ SCENARIOS: tuple[Callable[[], dict[str, Scenario]], ...] = (
     s3,
     conjunctions,
     grid_short_at_the_family,
+    asymmetric,
     rest,
 )
 
