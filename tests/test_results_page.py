@@ -251,4 +251,7 @@ def test_the_papers_words_stand_beside_the_studys_own_readings(tmp_path):
     word = results_page.Judged("not reproduced", [], "", False, "")
     found = {"S2": {"m": word}, "S3": {"m": dataclasses.replace(word, word="reproduced")}}
     line = results_page.paper_paragraph("SC20", ("S2", "S3"), found)
-    assert "S2 (the study's hypothesis) not reproduced on 1 machine; S3 reproduced on 1 machine" in line
+    assert "Of its 1 claim (S3), 1 could be judged: S3 reproduced on 1 machine" in line
+    assert "of the study's 1 hypothesis read from it (S2), 1 could be judged: S2 not reproduced on 1 machine" in line
+    said = {"S3": {"m": dataclasses.replace(word, word="reproduced", qualifier="exceeded 1.8x at a")}}
+    assert "S3 reproduced (exceeded 1.8x at a) on 1 machine" in results_page.paper_paragraph("SC20", ("S3",), said)

@@ -84,6 +84,8 @@ def said() -> list[str]:
         f"every preset's interval lies above {s2:.0%}",
         " and ".join(f"`{p}`" for p in literal("S3", "presets")),
         f"against {s3}x less a {margin:.0%} margin ({s3 * (1 - margin):.2f}x)",
+        f'"{literal("S3", "exceeded")} {s3}x" where a preset\'s whole interval lies above {s3}x',
+        f'"{literal("S3", "reached")} {s3 * (1 - margin):.2f}x, not {s3}x" where it lies above the margin only',
         f"over >= {literal('S3_accuracy', 'min_seeds')} seeds",
         f"**Same accuracy** when every preset's interval lies at or above {gain}",
         f"below {auc:.2f} or below {share:.0%} of the attainable gain",

@@ -74,8 +74,9 @@ def kept(j: Judgement) -> dict:
     """What a judgement decided (`DIGITS` of each interval's ends), without its sentences."""
     numbers = {name: {"n": int(r.n), "runs": int(r.runs), "center": rounded(r.center), "low": rounded(r.low),
                       "high": rounded(r.high)} for name, r in sorted(j.numbers.items())}  # fmt: skip
+    said = {"qualifier": j.qualifier} if j.qualifier else {}  # what a word tested, where the rule says (S3)
     return {"status": str(j.status), "runs": j.runs, "pairs": j.pairs, "numbers": numbers,
-            "left_out": dict(sorted(j.left_out.items()))}  # fmt: skip
+            "left_out": dict(sorted(j.left_out.items())), **said}  # fmt: skip
 
 
 def judgements(path: Path = RECORDS) -> dict[str, dict]:

@@ -37,8 +37,10 @@ class Judgement:
 
     `numbers`: the comparisons it decided on, by name; `runs` and `pairs`: the fewest runs of a deciding
     comparison and the pairs over all of them; `left_out`: records of the claim's frames not used, by
-    reason; `notes`: robustness and provenance, said after the evidence; `left_records`: the identities
-    behind the rule's `left_out` (so a record two frames left out is counted once)."""
+    reason; `notes`: robustness and provenance, said after the evidence; `qualifier`: how the rule reached
+    its word, where the word alone would say more than the test (S3's "reached 1.62x" or "exceeded 1.8x");
+    `left_records`: the identities behind the rule's `left_out` (so a record two frames left out is counted
+    once)."""
 
     status: Status
     detail: str = ""
@@ -47,6 +49,7 @@ class Judgement:
     pairs: int = 0
     left_out: dict[str, int] = dataclasses.field(default_factory=dict, compare=False)
     notes: tuple[str, ...] = ()
+    qualifier: str = ""  # how a word was reached, said beside it ("exceeded 1.8x": S3's direction); "" for most
     left_records: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @property

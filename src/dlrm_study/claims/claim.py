@@ -121,7 +121,7 @@ class Claim:
         found = self.rule(evidence, machine, Lens())
         notes = list(found.notes)
         if (turned := self.fragile(evidence, machine, found)) is not None:
-            found = dataclasses.replace(found, status=Status.FRAGILE,
+            found = dataclasses.replace(found, status=Status.FRAGILE, qualifier="",
                                         detail=f"{found.status} over every run ({found.detail}); without "
                                         f"{turned[0]}: {turned[1]}")  # fmt: skip
         if found.status.word or found.status == Status.FRAGILE:

@@ -36,6 +36,7 @@ from dlrm_study.rules import literal
 ID = "S3"
 S3_FACTOR, S3_MARGIN = literal(ID, "factor"), literal(ID, "margin")
 S3_PRESETS = tuple(literal(ID, "presets"))
+REACHED, EXCEEDED = literal(ID, "reached"), literal(ID, "exceeded")  # the word's direction (`direction`)
 
 
 # Said with the verdict, and under the ledger, where the control kept the gain too: the benchmark cannot tell the two
@@ -130,7 +131,23 @@ def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
     judged = {name: r for name, r in measured.items() if lens.enough(r)}
     text += s3_said(halves, status, judged, measured)
     found = counted(decided(status, text, measured if halves[0] in LACKING else judged), loops)
-    return dataclasses.replace(found, notes=(*found.notes, *control_notes(accuracy)))
+    said = direction(judged, reach) if status == Status.REPRODUCED else ""
+    return dataclasses.replace(found, notes=(*found.notes, *control_notes(accuracy)), qualifier=said)
+
+
+def direction(judged: dict[str, stats.Ratio], reach: float) -> str:
+    """What "reproduced" tested, per preset: the paper says "up to 1.8x" and the rule asks for an interval above
+    1.8x less the margin, so a preset whose interval lies wholly above 1.8x EXCEEDED it, one above only the margin
+    REACHED the margin, and one below or across it is said as such."""
+    exceeded = [name for name, r in judged.items() if r.low > S3_FACTOR]
+    reached = [name for name, r in judged.items() if reach < r.low <= S3_FACTOR]
+    missed = [name for name, r in judged.items() if r.high < reach]
+    across = [name for name in judged if name not in exceeded + reached + missed]
+    said = [f"{EXCEEDED} {S3_FACTOR:g}x at {', '.join(exceeded)}"] if exceeded else []
+    said += [f"{REACHED} {reach:.2f}x, not {S3_FACTOR:g}x, at {', '.join(reached)}"] if reached else []
+    said += [f"below {reach:.2f}x at {', '.join(missed)}"] if missed else []
+    said += [f"across {reach:.2f}x at {', '.join(across)}"] if across else []
+    return "; ".join(said)
 
 
 def speed_only(evidence: Evidence, machine: str, lens: Lens) -> Judgement:

@@ -91,14 +91,16 @@ CACHE_BATCHES = {"smoke": (20, 4), "quick": (300, 100), "full": (3000, 500)}
 def described(name: str) -> str:
     """A profile's design in words, from the literals above (the README's profiles line is this sentence)."""
     cpu, sweep, ranks = PRESETS[name], SWEEP[name], RANKS[name]
+    claim_runs = (
+        f"up to {CLAIM_RUNS[name]} runs of the points the CPU claims' rules read (judged after "
+        f"{', '.join(map(str, LOOKS))} runs, stopped at the first look where every claim they feed has its word)"
+    )
     return (
-        f"{RUNS[name]} run(s) of each descriptive study and up to {CLAIM_RUNS[name]} runs of the points the CPU "
-        f"claims' rules read (judged after {', '.join(map(str, LOOKS))} runs, stopped at the first look where "
-        f"every claim they feed has its word), each run a process; per run, {cpu.repeats} repeats of {cpu.steps} timed and "
-        f"{cpu.profile_steps} profiled steps at the full presets, {sweep.repeats} repeats of {sweep.steps} timed "
-        f"steps at the sensitivity points and the ablation, {ranks.repeats} repeats of {ranks.steps} steps per "
-        f"distributed point; {CONVERGENCE_SEEDS[name]} seeds per loop for convergence and {ACCURACY_SEEDS[name]} "
-        f"per precision for S3's accuracy"
+        f"{RUNS[name]} run(s) of each descriptive study and {claim_runs}, each run a process; per run, "
+        f"{cpu.repeats} repeats of {cpu.steps} timed and {cpu.profile_steps} profiled steps at the full presets, "
+        f"{sweep.repeats} repeats of {sweep.steps} timed steps at the sensitivity points and the ablation, "
+        f"{ranks.repeats} repeats of {ranks.steps} steps per distributed point; {CONVERGENCE_SEEDS[name]} seeds per "
+        f"loop for convergence and {ACCURACY_SEEDS[name]} per precision for S3's accuracy"
     )
 
 

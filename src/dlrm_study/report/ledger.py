@@ -70,7 +70,8 @@ def short_cell(claim: str, judgement: Judgement, old: bool = False, earlier: str
     words (`wording.cell`); the whole judgement is printed by the claim's notebook. `earlier`: the records its
     verdict read are of earlier code (`earlier_at`), so its word says at which (`said_word`), its numbers after."""
     note = OLD_GPU_LOOP if old else ""
-    at = said_word(judgement, earlier).removeprefix(str(judgement.status))
+    how = f" ({judgement.qualifier})" if judgement.qualifier else ""  # what the word tested (S3's direction)
+    at = how + said_word(judgement, earlier).removeprefix(str(judgement.status))
     said = cell(judgement, BY_ID[claim].names, MAX_CELL - len(note) - len(at)) + note
     word = f"**{judgement.status}**"
     return word + at + said.removeprefix(word)

@@ -17,7 +17,7 @@ from dlrm_study.analysis import predictions, same_host
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.gpu_loop import old_loop
 from dlrm_study.analysis.judgement import Status
-from dlrm_study.analysis.wording import amount
+from dlrm_study.analysis.wording import amount, count
 from dlrm_study.claims.registry import BY_ID, papers
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.plans.gpu_targets import TARGETS
@@ -58,6 +58,12 @@ class Judged:
     reason: str  # the verdict's own first clause: why it reads as it does
     old_loop: bool  # drawn only from the old GPU loop's records (not the current code)
     cell: str  # the ledger's cell (`ledger.short_cell`), which the numbers here must appear in
+    qualifier: str = ""  # what the word tested, where the word alone says more (`Judgement.qualifier`)
+
+    @property
+    def said(self) -> str:
+        """The word as a reader meets it: with what it tested, where the rule says."""
+        return f"{self.word} ({self.qualifier})" if self.qualifier else str(self.word)
 
 
 def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
@@ -81,7 +87,7 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
                 reason = earlier.removeprefix(ledger.EARLIER).strip(" ()")  # the reason: its code and date
                 found[claim][host] = Judged(ledger.EARLIER, [], reason, old, cell)
                 continue
-            found[claim][host] = Judged(v.status, figures, reason, old, cell)
+            found[claim][host] = Judged(v.status, figures, reason, old, cell, v.qualifier)
     return found
 
 
@@ -89,7 +95,7 @@ def why(claim: str, by_machine: dict[str, Judged]) -> str:
     """One sentence: what decided the row, or why no machine could decide it."""
     decided = [(m, j) for m, j in by_machine.items() if j.word in DECIDED and not j.old_loop]
     if decided:
-        said = ", ".join(f"{j.word} on {machine_words(m)}" for m, j in decided)
+        said = ", ".join(f"{j.said} on {machine_words(m)}" for m, j in decided)
         return f"Against {BY_ID[claim].claimed}: {said}."
     gpus = [j for m, j in by_machine.items() if Machine.parse(m).has_gpu]
     if gpus and all(j.old_loop for j in gpus):
@@ -127,7 +133,7 @@ def reached(found: dict[str, dict[str, Judged]], claim: str) -> dict[str, int]:
     words: dict[str, int] = {}
     for j in found[claim].values():
         if j.word in DECIDED and not j.old_loop:
-            words[j.word] = words.get(j.word, 0) + 1
+            words[j.said] = words.get(j.said, 0) + 1
     return words
 
 
@@ -146,18 +152,29 @@ def hypothesis(claim: str) -> bool:
     return HYPOTHESIS in claim_words().get(claim, ("", ""))[1]
 
 
+def on_machines(words: dict[str, int]) -> str:
+    """ "reproduced on 2 machines and inconclusive on 1 machine"."""
+    return " and ".join(f"{word} on {n} machine{'s' if n > 1 else ''}" for word, n in sorted(words.items()))
+
+
 def paper_paragraph(paper: str, claims: tuple[str, ...], found: dict[str, dict[str, Judged]]) -> str:
-    """A paragraph from a fixed template: which of the paper's claims were judged, to what, on how many machines."""
+    """A paragraph from a fixed template: of the paper's own claims, and apart of the study's hypotheses read from
+    it (docs/claims.md's sources), which could be judged, to what, on how many machines."""
     judged_here = {c: w for c in claims if (w := reached(found, c))}
-    said = "; ".join(
-        f"{c}{f' ({OWN_READING})' if hypothesis(c) else ''} "
-        + " and ".join(f"{word} on {n} machine{'s' if n > 1 else ''}" for word, n in sorted(w.items()))
-        for c, w in judged_here.items()
-    )
+
+    def part(ids: list[str], what: str) -> str:
+        done = [c for c in ids if c in judged_here]
+        said = "; ".join(f"{c} {on_machines(judged_here[c])}" for c in done)
+        return f"{what} ({', '.join(ids)}), {len(done)} could be judged" + (f": {said}" if said else "")
+
+    own, ours = [c for c in claims if not hypothesis(c)], [c for c in claims if hypothesis(c)]
+    parts = [part(own, f"Of its {count(len(own), 'claim')}")] if own else []
+    hypotheses = f"{len(ours)} hypothes{'i' if len(ours) == 1 else 'e'}s"
+    parts += [part(ours, f"of the study's {hypotheses} read from it")] if ours else []
     rest = [c for c in claims if c not in judged_here]
-    head = f"**{paper}.** Of its {len(claims)} claims, {len(judged_here)} could be judged"
-    head += f": {said}." if said else "."
-    return head + (f" Not judged on any machine: {', '.join(rest)} (why: the row's last column)." if rest else "")
+    head = f"**{paper}.** " + "; ".join(parts) + "."
+    why = " (why: the last column of its row in docs/results.md)"
+    return head + (f" Not judged on any machine: {', '.join(rest)}{why}." if rest else "")
 
 
 def tally(out: Path) -> str:

@@ -159,7 +159,7 @@ def measure(
         contended += bool(row["contended"])
         caught = f"; load guard: contended ({row['contended']}), its records counted, not judged" * bool(
             row["contended"])  # fmt: skip
-        print(f"{head}: {said} ({took}){caught}", flush=True)
+        print(f"{head}: {said}{caught} ({took})", flush=True)
         if look and study.sequential and slot in profiles.LOOKS and slot < study.runs(profile):
             done_here, words = look(out, profile, machine_key())
             print(f"look at {count(slot, 'run')} of {study.name}: {words}"
