@@ -148,8 +148,9 @@ def claim_words(doc: Path = CLAIMS_DOC) -> dict[str, tuple[str, str]]:
 
 
 def hypothesis(claim: str) -> bool:
-    """Whether the study judges its own reading of the claim (docs/claims.md names its source a hypothesis)."""
-    return HYPOTHESIS in claim_words().get(claim, ("", ""))[1]
+    """Whether the claim as a whole is the study's own reading (docs/claims.md's source: "<paper>, hypothesis");
+    a claim whose number an abstract states and whose rest the study reads into it (S3) is the paper's."""
+    return re.match(rf"^\w+, {HYPOTHESIS}", claim_words().get(claim, ("", ""))[1]) is not None
 
 
 def on_machines(words: dict[str, int]) -> str:
