@@ -73,7 +73,7 @@ check-render: env
 
 # SC20's baseline as it ran in 2020: .venv-2020 (Python 3.8 from pyenv or PATH, torch 1.5.1,
 # numpy<1.20; about 750 MB), then the 2020 step beside today's loops at 1 and 2 threads
-# (notebook 02 draws the records). Not part of `make test` or `make reproduce`.
+# (notebook 02 draws the records). Not part of `make test`; `make reproduce` measures it where .venv-2020 exists.
 PY38 = $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.8*/bin/python) $(shell command -v python3.8))
 baseline-2020: env
 	@test -n "$(PY38)" || { echo "make baseline-2020: no Python 3.8 (pyenv install 3.8, or python3.8 on PATH)" >&2; exit 2; }
