@@ -46,3 +46,29 @@ def test_the_docs_section_is_rewritten_between_its_markers_and_only_there(tmp_pa
 def test_the_committed_docs_hold_what_the_kept_logs_give():
     text = (ROOT / "docs" / "reproduce.md").read_text()
     assert run_times.section(ROOT) in text
+
+
+def test_the_first_screens_time_line_reads_the_logs(tmp_path):
+    """The newest fresh log's runs, the newest whole study's, and what the looks' expected claim runs make of it:
+    a log that measured nothing (a resume) is not a whole study."""
+    from dlrm_study.report import run_times
+
+    logs = tmp_path / "results" / "logs"
+    logs.mkdir(parents=True)
+    head = "machine: m/isa/2cpu\ncommit: abc\ndate: 2026-12-07\n"
+    studies = ["ablation", "sensitivity", "remote", "scaling"]
+    whole = [f"runs {i}/9: {s} run 1/1: 3 measurements: 0 already recorded, 3 run (0 failed) (600 s)"
+             for i, s in enumerate(studies, 1)]  # fmt: skip
+    whole += [f"runs {i}/9: cpu-loops run {i - 4}/32: 21 measurements: 0 already recorded, 21 run (0 failed) (120 s)"
+              for i in range(5, 10)]  # fmt: skip
+    (logs / "2026-12-06-m-aaa.txt").write_text(head + "\n".join(whole) + "\n")
+    resumed = [line.replace("0 already recorded, 3 run", "3 already recorded, 0 run") for line in whole[:4]]
+    (logs / "2026-12-08-m-bbb.txt").write_text(head + "\n".join(resumed) + "\n")
+    fresh = "runs 1/2: cpu-loops run 1/32: 36 measurements: 0 already recorded, 36 run (0 failed) (540 s)\n"
+    fresh += "runs 2/2: accuracy run 1/1: trained what was not recorded; load guard: contended (x) (660 s)\n"
+    (logs / "2026-12-07-m-fresh-ccc.txt").write_text(head + fresh)
+    line = run_times.times_line(tmp_path, {"m/isa/2cpu": 3.0})
+    assert "`make reproduce FRESH=1` (S2 and S3 afresh) took 20 minutes on `m` (1 CPU-loop runs" in line
+    # 4 x 600 s + 5 x 120 s, from the older log: the newer one measured nothing (a resume), no whole study
+    assert "every study measured anew took 50 minutes on `m` with 5 CPU-loop runs" in line
+    assert "make about 46" in line  # 50 - 4 x 2 minutes of claim runs + 2 more at their median

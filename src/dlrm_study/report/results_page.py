@@ -18,12 +18,13 @@ from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.gpu_loop import old_loop
 from dlrm_study.analysis.judgement import Status
 from dlrm_study.analysis.wording import amount, count
+from dlrm_study.claims import designs
 from dlrm_study.claims.registry import BY_ID, papers
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.plans.gpu_targets import TARGETS
 from dlrm_study.records import Machine, code_identity, provenance, store
 from dlrm_study.records import columns as col
-from dlrm_study.report import gallery, ledger, manifest, reading
+from dlrm_study.report import gallery, ledger, manifest, reading, run_times
 from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import gpu_targets
 
@@ -408,8 +409,16 @@ def first_screen(out: Path, profile: str = "quick") -> str:
     evidence = reading.evidence(out, profile)
     found = judged(evidence)
     lines = [paper_paragraph(p, claims, found) for p, claims in papers().items()] if found else ["No records yet."]
+    lines += [took] if (took := run_times.times_line(out.parent, expected_runs())) else []
     return "\n".join([FIRST_BEGIN, *[f"{line}  " for line in lines],
                       f"The whole page: [docs/results.md]({PAGE}).", FIRST_END])  # fmt: skip
+
+
+def expected_runs() -> dict[str, float]:
+    """Per judged class's machine, the claim runs the looks are expected to take there: the later of its sequential
+    claims' mean stops (`claims.designs.class_runs`), since the runs stop when both have their words."""
+    found = designs.class_runs()
+    return {str(m): float(rows["runs"].max()) for m, rows in found.groupby("machine")} if len(found) else {}
 
 
 def write(repo: Path, profile: str = "quick") -> list[Path]:

@@ -94,3 +94,56 @@ def rewrite(path: Path, begin: str, end: str, section: str) -> bool:
     if new != text:
         path.write_text(new)
     return new != text
+
+
+FRESH = "-fresh-"  # a `make reproduce FRESH=1` log's name carries it
+WHOLE = 4  # studies that measured something: a log of the whole study measured anew, not a resume
+
+
+def measured_studies(log: Path) -> int:
+    return len({r.study for r in runs_in(log.read_text())[1] if r.kind == "measured"})
+
+
+def short(machine: str) -> str:
+    return machine.split("/", 1)[0]
+
+
+def times_line(repo: Path, expected: dict[str, float] | None = None) -> str:
+    """The first screen's line of what `make reproduce` takes, from the kept logs: the newest fresh measurement's
+    runs' seconds, and the newest whole study's (every study, its claim runs as it ran them), with what the looks'
+    expected claim runs (`expected`, per machine) would make of it: its other runs, plus that many claim runs at
+    the log's median claim run. "" without logs."""
+    logs = sorted((repo / LOGS).glob("*.txt"))
+    said = []
+    fresh = [log for log in logs if FRESH in log.name]
+    if fresh:
+        header, runs = runs_in(fresh[-1].read_text())
+        took = sum(r.seconds for r in runs) / 60  # its runs' seconds: what a render reads the same every time
+        claim = sum(r.study == "cpu-loops" for r in runs)
+        said.append(f"`make reproduce FRESH=1` (S2 and S3 afresh) took {took:.0f} minutes on "
+                    f"`{short(header.get(WHERE, '?'))}` ({claim} CPU-loop runs, {header.get(WHEN, 'undated')}; "
+                    f"log `results/logs/{fresh[-1].name}`)")  # fmt: skip
+    whole = [log for log in logs if FRESH not in log.name and measured_studies(log) >= WHOLE]
+    if whole:
+        header, runs = runs_in(whole[-1].read_text())
+        machine = header.get(WHERE, "?")
+        claim_runs = [r for r in runs if r.study == "cpu-loops" and r.slot > 1 and r.kind == "measured"]
+        total = sum(r.seconds for r in runs) / 60
+        line = (f"every study measured anew took {total:.0f} minutes on `{short(machine)}` with "
+                f"{len(claim_runs) + 1} CPU-loop runs ({header.get(WHEN, 'undated')}, before the looks)")  # fmt: skip
+        if claim_runs and expected and machine in expected:
+            rest = total - sum(r.seconds for r in claim_runs) / 60
+            median = statistics.median(r.seconds for r in claim_runs) / 60
+            line += (
+                f"; with the looks' {expected[machine]:.0f} expected there, its other runs and that many "
+                f"claim runs at its median make about {rest + (expected[machine] - 1) * median:.0f}"
+            )
+        said.append(line)
+    return (
+        (
+            "**Time.** " + "; ".join(said) + ". On a class already measured at today's code, `make reproduce` "
+            "measures nothing and renders ([docs/reproduce.md](docs/reproduce.md#whole-study))."
+        )
+        if said
+        else ""
+    )
