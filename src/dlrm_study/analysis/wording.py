@@ -14,7 +14,7 @@ from dlrm_study.config import variants as v
 from dlrm_study.records import columns as col
 
 OPPOSITE = {"above": "below", "below": "above"}
-MAX_CELL = 180  # characters in a ledger cell: the word, the number with its interval, pairs and runs
+MAX_CELL = 200  # characters in a ledger cell: the word (with how it was reached), the numbers with their intervals
 
 # Variants as a reader names them (verdicts, figure titles, legends, the results page).
 VARIANTS = {
