@@ -64,7 +64,9 @@ def test_summary_and_breakdowns_per_run(tmp_path) -> None:
     records += [record("zen4", "optimized-bf16", r, 1.0, faster, **rates) for r in range(2)]
     records += [record("old", v, 0, 1.0, FP32) | {f"op_{n}_ms": None for n in OPERATORS}
                 for v in ("optimized-fp32", "optimized-bf16")]  # fmt: skip
-    pd.DataFrame(records).to_csv(tmp_path / "sweeps.csv", index=False)
+    # protocol 2: both repeats timed after settling (`stored_records` reads the verdict's selection, which leaves out
+    # protocol 1's repeat 0 as a warm-up)
+    pd.DataFrame([r | {"protocol": 2} for r in records]).to_csv(tmp_path / "sweeps.csv", index=False)
     table = bf16.bf16_vs_fp32(bf16.stored_records(tmp_path))
     summary = bf16.summary(table)
     assert summary.loc[("zen4", "cpu-loops-quick", "p"), "GEMM bf16/fp32"] == "2.00x (one repeat: no interval)"
@@ -73,3 +75,18 @@ def test_summary_and_breakdowns_per_run(tmp_path) -> None:
     assert list(shown) == ["zen4 / cpu-loops-quick / p"]  # the old machine's records hold no breakdown
     assert shown["zen4 / cpu-loops-quick / p"].loc["top_mlp", "bf16 / fp32"] == "0.50x [0.50, 0.50]"
     assert bf16.stored_records(tmp_path / "nothing").empty
+
+
+def test_an_earlier_codes_runs_are_not_pooled_into_the_table(tmp_path) -> None:
+    """Issue 69: notebook 02's table pooled the AMX Xeon's earlier code with today's (2.21x over 192 pairs beside the
+    verdict's 2.34x over 96). The table reads the verdict's selection: each machine's newest code alone."""
+    records = []
+    for fingerprint, day, bf16_speed in (("early", "2026-12-01", 3.0), ("today", "2026-12-05", 2.0)):
+        for repeat in range(3):
+            extra = {"train.loop": "optimized", "code_fingerprint": fingerprint, "run_id": fingerprint,
+                     "timestamp": f"{day}T01:0{repeat}:00", "protocol": 2}  # fmt: skip
+            records += [record("xeon", "optimized-fp32", repeat, 1.0, FP32, **extra),
+                        record("xeon", "optimized-bf16", repeat, bf16_speed, FP32, **extra)]  # fmt: skip
+    pd.DataFrame(records).to_csv(tmp_path / "sweeps.csv", index=False)
+    table = bf16.bf16_vs_fp32(bf16.stored_records(tmp_path)).set_index("quantity")
+    assert table.loc["samples/s", "n"] == 3 and table.loc["samples/s", "center"] == pytest.approx(2.0)

@@ -126,3 +126,16 @@ def test_beaten_names_each_part_faster_than_its_bound():
               col.MS_MEDIAN: 9.0, col.ROOFLINE_MS: 10.0}  # fmt: skip
     assert beaten(fields) == ["interaction", "step"]
     assert beaten({col.MS_MEDIAN: 9.0}) == []  # no bound: nothing beaten
+
+
+def test_a_row_reads_its_newest_invocation_alone():
+    """Two invocations of one code measured one loop days apart: the row is the newest invocation's, the other's
+    records counted under the table, so the physical bound's table and the roofline's print one step time (issue 69:
+    463.05 and 307.84 ms for one key). Fails before: the two invocations' repeats were pooled."""
+    earlier = records([9.0, 9.1, 9.2]).assign(**{col.INVOCATION: "first", col.TIMESTAMP: "2026-12-04T01:00:00"})
+    newest = records([4.4, 4.5, 4.6]).assign(**{col.INVOCATION: "second"})
+    newest[col.TIMESTAMP] = [f"2026-12-05T02:0{i}:00" for i in range(3)]
+    both = pd.concat([earlier, newest], ignore_index=True)
+    frame = operators.table(both).set_index("part")
+    assert frame.loc["step (timed)", "n"] == 3 and frame.loc["step (timed)", "ms"] == pytest.approx(19.0)
+    assert f"m: 3 records left out, {operators.EARLIER_INVOCATION}" in operators.report(both)

@@ -7,14 +7,22 @@ machine's own measured bf16/fp32 GEMM rate at the config's layer shapes and its 
 gather rate, where the records carry the roofline's rates (`roofline.rates`). A time ratio
 below 1 is an operator bf16 makes faster; a GEMM ratio near or below 1 is hardware (or a
 library path) whose bf16 GEMM is no faster than its fp32 one, which no loop can make up for.
+
+Each machine's records of its newest code only, warm-ups and the load guard's contended runs out: the records S3's
+verdict reads (`evidence_records`, `claims.s3.s3_records`), so the table's bf16 over fp32 is the verdict's quantity
+(at 95%; the verdict's intervals are at its own level) and never pools an earlier code's runs into it.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis import clusters, wording
+from dlrm_study.analysis.contention import contended_runs, without_contended
+from dlrm_study.analysis.current import current, newest
+from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis.readers import pool
 from dlrm_study.config.variants import BF16_PAIR
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -33,10 +41,39 @@ PRESET_STUDIES = r"^(cpu-loops|cpu-compare)"
 
 
 def stored_records(folder: Path) -> pd.DataFrame:
-    """Every machine's records of the CPU loops on the presets in a results folder."""
+    """Every machine's records of the CPU loops on the presets in a results folder, each machine's newest code only
+    (`analysis.current`: warm-ups out), the runs the load guard caught left out."""
+    caught = contended_runs(folder)
     frames = [store.load(folder / name) for name in RECORD_FILES if (folder / name).is_file()]
     frames = [f[f[col.STUDY].astype(str).str.match(PRESET_STUDIES)] for f in frames if not f.empty]
-    frames = [f for f in frames if not f.empty]
+    frames = [without_contended(f, caught) for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=[col.VARIANT])
+    return current(pd.concat(frames, ignore_index=True), newest(frames))
+
+
+def evidence_records(
+    evidence: Evidence,
+    of: Callable[[Evidence, str], Evidence] = Evidence.of,
+    studies: tuple[str, str] = ("cpu-loops-quick", "cpu-compare"),
+) -> pd.DataFrame:
+    """What S3's verdict reads of every machine, every preset kept (`claims.s3.s3_records`): each machine's part of
+    the evidence (`of`: `report.reading.of` keeps the parts) of the CPU loops and of `dlrm-study compare`, pooled by
+    point identity as the verdict pools them, at its newest code, warm-ups and contended runs out, at the machine's
+    most threads. Their `study` is `studies` (the CPU loops' study, whatever name their points were measured under,
+    and the comparison's), joined where both hold records: one table per machine and preset. Notebook 02's table."""
+    frames = []
+    for machine in evidence.machines():
+        part = of(evidence, machine)
+        loops = pool(part.cpu_loops, part.cpu_compare)  # in their order, as the verdict pools them
+        if loops.empty or col.VARIANT not in loops:
+            continue
+        named = [studies[0]] * len(part.cpu_loops) + [studies[1]] * len(part.cpu_compare)
+        loops = loops.assign(**{col.STUDY: named})  # the evidence is shared: never written to
+        if col.THREADS in loops:  # the verdict's size: the machine's most threads
+            threads = loops[col.THREADS].astype(float)
+            loops = loops[threads == threads.max()]
+        frames.append(loops.assign(**{col.STUDY: " and ".join(dict.fromkeys(loops[col.STUDY].astype(str)))}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[col.VARIANT])
 
 

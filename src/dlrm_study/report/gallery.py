@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import baseline as old_stack
 from dlrm_study.analysis import findings
 from dlrm_study.analysis import scaling as scaling_read
 from dlrm_study.analysis.convergence import accuracy_records, convergence_records
@@ -94,6 +93,13 @@ def scaling(out: Path, profile: str, machine: str) -> pd.DataFrame:
     return read(scaling_read.scaling_records, profile, out, machine)
 
 
+def s1_records(out: Path, profile: str, machine: str) -> pd.DataFrame:
+    """The 2020 baseline's records S1's verdict reads on `machine` (its part of the evidence: its newest code,
+    warm-ups out): what notebook 02's decomposition figure draws and its table prints, the findings under it and
+    docs/results.md's lines; one set of runs, so one interval per factor (`clusters.over_runs`)."""
+    return reading.of(reading.evidence(out, profile), machine).baseline
+
+
 def when_any(records: pd.DataFrame, said: Callable[[pd.DataFrame], list[str]]) -> list[str]:
     return said(records) if not records.empty else []
 
@@ -103,7 +109,7 @@ FINDINGS: dict[str, Callable[[Path, str, str], list[str]]] = {
     "02_cpu_speedup": lambda o, p, m: when_any(cpu_loops(o, p, m), findings.speedups),
     "02_cpu_breakdown": lambda o, p, m: when_any(cpu_loops(o, p, m), findings.largest_operator),
     "02_ablation": lambda o, p, m: when_any(read(sweep_records, cpu.ablation(p, o), m), findings.ablation),
-    "02_s1_decomposition": lambda o, p, m: when_any(read(old_stack.baseline_records, p, o, m), findings.baseline_2020),
+    "02_s1_decomposition": lambda o, p, m: when_any(s1_records(o, p, m), findings.baseline_2020),
     "05_cache_hit_rate": lambda o, p, m: when_any(read(cache_hit_rates, p, o, m), lambda r: findings.cache(r, p)),
     "05_remote_tables": lambda o, p, m: when_any(read(remote_vs_local, p, o, m), findings.remote),
     "06_scaling_breakdown": lambda o, p, m: when_any(scaling(o, p, m), findings.scaling),
