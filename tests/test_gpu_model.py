@@ -116,9 +116,9 @@ def test_scoring_against_measured_records(tmp_path) -> None:
     fake = [
         {"study": row["sweep"], "config_hash": row["config_hash"], "variant": "gpu-hbm", "device": "cuda",
          "machine": H200,
-         "samples_per_s": value, "repeat": i, "error": None}
+         "samples_per_s": value, "repeat": i, "error": None, "protocol": 2}
         for i, value in enumerate([inside, inside, above])
-    ]  # fmt: skip
+    ]  # fmt: skip  # protocol 2: every repeat timed after settling (`gpu_loop.repeats` drops protocol 1's repeat 0)
     # An H100's records of the same point: an H200's prediction is never scored against them (pooled, the
     # median of the six would be `above`).
     other_gpu = [{**record, "machine": H200.replace("nvidia-h200", "nvidia-h100"), "samples_per_s": above}

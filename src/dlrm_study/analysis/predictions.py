@@ -223,26 +223,32 @@ def load(out: Path, device_name: str = "h200") -> pd.DataFrame:
 
 
 def measured_records(out: Path) -> pd.DataFrame:
-    """The GPU records a prediction is scored against: measured on a GPU, without an error."""
+    """The GPU records a prediction is scored against: measured on a GPU, as every GPU table reads them
+    (`gpu_loop.repeats`: each machine's newest code, warm-ups out, no error records)."""
     path = out / GPU_RECORDS
     if not path.exists():
         return pd.DataFrame()
     frame = store.load(path)
-    return frame[(frame[col.DEVICE] == "cuda") & frame[col.ERROR].isna()] if col.DEVICE in frame else frame.iloc[0:0]
+    return gpu_loop.repeats(frame[frame[col.DEVICE] == "cuda"]) if col.DEVICE in frame else frame.iloc[0:0]
 
 
 def measured(out: Path, device_name: str = "h200") -> pd.DataFrame:
     """GPU records measured on `device_name` (`measured_records`; a prediction for one GPU is never scored
-    against another's records), per (config, variant) whichever sweep ran it: the median of all its repeats'
-    samples/s, and whether every one of them is flagged (`flagged_only`)."""
+    against another's records), per (config, variant) whichever sweep ran it: its samples/s by the one median rule
+    of the GPU tables (`gpu_loop.rate`: docs/results.md's targets read it too), and whether every one of its repeats
+    is flagged (`flagged_only`)."""
     frame = measured_records(out)
     if frame.empty:
         return frame
     frame = frame[frame[col.MACHINE].map(gpu_model.device_of) == device_name]
     keys = [col.CONFIG_HASH, col.VARIANT]
     clean = frame[~flagging.flagged(frame)]
-    every = frame.groupby(keys)[col.SAMPLES_PER_S].median().rename("all")
-    kept = clean.groupby(keys)[col.SAMPLES_PER_S].median().rename("clean")
+
+    def rate(values: pd.Series) -> float:
+        return gpu_loop.rate(values.to_frame())
+
+    every = frame.groupby(keys)[col.SAMPLES_PER_S].agg(rate).rename("all")
+    kept = clean.groupby(keys)[col.SAMPLES_PER_S].agg(rate).rename("clean")
     both = pd.concat([every, kept], axis=1)
     both[col.SAMPLES_PER_S] = both["all"]  # every repeat counts
     both["flagged_only"] = both["clean"].isna()

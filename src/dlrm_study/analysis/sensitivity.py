@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrm_study.analysis import clusters, stats, wording
-from dlrm_study.analysis.gpu_loop import OLD_LOOP, old_loop
+from dlrm_study.analysis import clusters, gpu_loop, stats, wording
+from dlrm_study.analysis.current import current, newest
 from dlrm_study.analysis.identity import RECORDS, record_ids
 from dlrm_study.analysis.readers import check_cells, sweep_records
 from dlrm_study.analysis.wording import variant_words
@@ -169,7 +169,8 @@ def gpu_over_cpu(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def gpu_status(out: Path) -> str:
-    """Which GPU records this results folder holds: where and when they were measured."""
+    """Which GPU records this results folder holds, per GPU machine (`gpu_loop.census`: the records its verdicts
+    read, each machine's newest code with warm-ups out, counted as docs/results.md counts them)."""
     path = out / GPU_RECORDS
     frame = store.load(path) if path.exists() else pd.DataFrame()
     gpu = frame[frame["device"] == "cuda"] if "device" in frame else frame.iloc[0:0]
@@ -178,12 +179,11 @@ def gpu_status(out: Path) -> str:
             "GPU: not yet measured (no GPU records in this results folder; `bash scripts/gpu_check.sh` on a GPU "
             "makes them); no GPU curve or heatmap is drawn."
         )
-    first = gpu.iloc[0]
-    when = str(gpu[col.TIMESTAMP].min())[:10]
-    old = int(old_loop(gpu).sum())
-    commit = str(first[col.GIT_COMMIT])[:7]
-    said = f"GPU: {len(gpu)} records measured on {first[col.GPU_MODEL]} ({when}, commit {commit})"
-    return said + (f"; {old} of them of {OLD_LOOP}." if old else ".")
+    kept = current(gpu, newest([gpu]))
+    return "\n".join(
+        "GPU: " + gpu_loop.census_said(gpu_loop.census(kept[kept[col.MACHINE] == m]), m)
+        for m in sorted(set(kept[col.MACHINE]))
+    )
 
 
 def grid_rates(records: pd.DataFrame) -> pd.DataFrame:

@@ -7,18 +7,19 @@ records; the sentences are fixed templates. `make render` writes both (`write`).
 import dataclasses
 import functools
 import re
-from math import nan
 from pathlib import Path
 
 import pandas as pd
 
 from dlrm_study.analysis import baseline as old_stack
-from dlrm_study.analysis import predictions, same_host
-from dlrm_study.analysis.evidence import Evidence
+from dlrm_study.analysis import gpu_loop, predictions, same_host
+from dlrm_study.analysis.clusters import MIN_RUNS
+from dlrm_study.analysis.evidence import Evidence, gpu_hosts
 from dlrm_study.analysis.gpu_loop import old_loop
 from dlrm_study.analysis.judgement import Status
-from dlrm_study.analysis.wording import amount, count
+from dlrm_study.analysis.wording import amount, count, variant_words
 from dlrm_study.claims import designs
+from dlrm_study.claims.h4 import H4_RECOVERY
 from dlrm_study.claims.registry import BY_ID, papers
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.plans.gpu_targets import TARGETS
@@ -42,11 +43,16 @@ DECIDED = (Status.REPRODUCED, Status.NOT_REPRODUCED, Status.INCONCLUSIVE, Status
 # other runs of other studies, so their ratios differ by the run-to-run spread, and their notebooks say which.
 WHICH_NUMBER = [
     "- S3's bf16 over fp32 above is the verdict's: the CPU loops study, paired within its repeats, at the "
-    "machine's most threads. Notebook 02's ablation (its last step) and the sensitivity study's base point "
+    "machine's most threads. Notebook 02's bf16-against-fp32 table reads the same records (its centre is the "
+    "verdict's; its interval is at 95%, the verdict's at the level its line states). Notebook 02's ablation (its "
+    "last step) and the "
+    "sensitivity study's base point "
     "(notebooks 03 and 04) measure bf16 against fp32 in runs of their own; their ratios are theirs, not the verdict's.",
     "- A GPU target's samples/s below is the median of the repeats of the target's own config (a lending's "
     "targets run, and its same-host run at mlperf-scaled's batch of 2,048; the presets study of a session of "
-    "several calls); H4's placements run that preset and batch with Zipf ids and a cache, and print their own.",
+    "several calls), each machine's newest code with its warm-up repeats out: the one rule of every GPU table, the "
+    "README's scored predictions too (`gpu_loop.rate`); H4's placements run that preset and batch with Zipf ids and "
+    "a cache, and print their own.",
 ]
 
 
@@ -196,30 +202,26 @@ def tally(out: Path) -> str:
 
 
 def gpu_plainly(evidence: Evidence) -> list[str]:
-    """Per GPU machine: which loop its records measured, the targets against each loop's records, and which
-    embedding kernels ran."""
+    """Per GPU machine: its records counted (`gpu_loop.census`, as notebooks 03-05 count them), the old loop's step,
+    the targets against each loop's records, and which embedding kernels ran."""
     lines = []
     for host in evidence.machines():
         gpu = reading.of(evidence, host).gpu
         if gpu.empty:
             continue
         ok = gpu[gpu[col.ERROR].isna()] if col.ERROR in gpu else gpu
-        old, ok_old = old_loop(gpu), old_loop(ok)
+        ok_old = old_loop(ok)
         old_ok, captured = ok[ok_old], ok[~ok_old]
-        where = f"On {machine_words(host)}"
-        if old.any():
-            step = (old_ok[col.BATCH_SIZE] / old_ok[col.SAMPLES_PER_S]).median() * 1000 if not old_ok.empty else nan
+        lines.append(f"On {gpu_loop.census_said(gpu_loop.census(gpu), machine_words(host))}")
+        if not old_ok.empty:
+            step = (old_ok[col.BATCH_SIZE] / old_ok[col.SAMPLES_PER_S]).median() * 1000
             lines.append(
-                f"{where}, {old.sum()} of {len(gpu)} GPU records measured the old GPU loop, which launched each "
-                f"kernel from Python: a median of {step:.1f} ms per step, bound by kernel launches."
-                + ("" if (~old).any() else " Not one of its records measured the captured loop.")
+                f"The old GPU loop launched each kernel from Python: a median of {step:.1f} ms per step, bound by "
+                "kernel launches."
             )
             lines += [f"- {line}" for line in target_lines(old_ok)]
-        if (~old).any():
-            lines.append(
-                f"{where}, {(~old).sum()} of {len(gpu)} GPU records measured the captured loop (the whole step as "
-                f"one CUDA graph). {kernels_ran(captured)}"
-            )
+        if not captured.empty:
+            lines += [kernels_ran(captured).strip()] if kernels_ran(captured) else []
             lines += [f"- {line}" for line in target_lines(captured)]
     return lines or ["No GPU records yet."]
 
@@ -234,7 +236,7 @@ def target_lines(records: pd.DataFrame) -> list[str]:
             lines.append(f"{t.preset} at batch {t.batch:,}: target {t.least:,.0f} samples/s, not measured")
             continue
         for device, on in gpu_targets.devices(at):  # each GPU against its own device's target
-            got = gpu_targets.rate(on)
+            got = gpu_loop.rate(on)
             word = gpu_targets.judged(t, device, got)
             word = f"missed by {gpu_targets.least_on(t, device) / got:.1f}x" if word == "missed" else word
             over = "1 repeat" if len(on) == 1 else f"median of {len(on)} repeats"
@@ -316,6 +318,8 @@ def page(out: Path, profile: str = "quick", link: str = "../results/notebooks/")
         "",
         "## Measured, not judged",
         "",
+        *cache_wins_back(evidence),
+        "",
         *measured_not_judged(out),
         "",
         *s1_steps(out, profile),
@@ -352,6 +356,62 @@ def measured_not_judged(out: Path) -> list[str]:
     return lines
 
 
+def cache_wins_back(evidence: Evidence) -> list[str]:
+    """H4's recovery on each GPU host with placements while no rule has judged it (the verdict lacks runs): the share
+    of what host memory loses that the cache wins back, its verdict's own numbers (`Judgement.numbers`), beside
+    how each placement ran (captured as one graph or eager, which kernels) and which GPU loop. Said on
+    docs/results.md and in notebook 05 (`cache_finding`) alike; a lending that judges it moves it to the ledger."""
+    h4 = reading.verdicts_of(evidence).get("H4", {})
+    current, old = [], []
+    for host in gpu_hosts(evidence):
+        verdict, placed = h4.get(host), reading.of(evidence, host).gpu_placements
+        if verdict is None or verdict.status in DECIDED or "recovery" not in verdict.numbers or placed.empty:
+            continue
+        r, loop = verdict.numbers["recovery"], "the old GPU loop" if old_loop(placed).any() else "the current GPU loop"
+        commits = ", ".join(sorted({str(c)[:7] for c in placed[col.GIT_COMMIT].dropna()})) or "unrecorded"
+        why = f"a verdict word needs {count(MIN_RUNS, 'run')}, this is {count(r.runs, 'run')}"
+        said = (
+            f"- H4 on {machine_words(host)} (commit {commits}), {loop}: the cache wins back {amount(r)} of what host "
+            f"memory loses ((cached - host) / (1 - host), per repeat), against the {H4_RECOVERY:.0%} that 'most' "
+            f"needs; host over hbm {amount(verdict.numbers['host'])}. How it ran: {how_placed(placed)}. Measured, "
+            f"not judged: {why if r.runs < MIN_RUNS else verdict.status}."
+        )
+        (old if old_loop(placed).any() else current).append(said)
+    if not current and not old:
+        return []
+    head = (
+        "H4's recovery, on each GPU host whose placements no rule has judged yet: what the cache of hot rows wins "
+        "back of host memory's loss. The placements of one host did not run alike, so each number is read beside "
+        "how its placements ran."
+    )
+    return [head, "", *current, *old]
+
+
+def how_placed(placed: pd.DataFrame) -> str:
+    """How a host's placements ran: each placement's capture (one CUDA graph, eager, or the old loop's launches
+    from Python) and the embedding kernels they ran (`kernels_ran`)."""
+    gpu = placed[placed[col.LOOP] == "gpu"] if col.LOOP in placed else placed
+    capture = gpu[col.CAPTURE].fillna("").astype(str) if col.CAPTURE in gpu else pd.Series("", gpu.index)
+    words = {
+        "graph": "captured as one CUDA graph",
+        "eager": "eager (not capturable as one graph)",
+        "": "each kernel launched from Python (the old loop)",
+    }
+    by = capture.groupby(gpu[col.VARIANT].astype(str)).agg(lambda c: "/".join(sorted(set(c))))
+    ways: dict[str, list[str]] = {}
+    for variant, how in by.items():
+        ways.setdefault(words.get(how, how), []).append(variant_words(variant))
+    said = "; ".join(f"{', '.join(v)}: {how}" for how, v in ways.items())
+    kernels = kernels_ran(gpu).replace("Their embedding kernels", "embedding kernels").strip()
+    return f"{said}; {kernels.rstrip('.')}" if kernels else said
+
+
+def cache_finding(out: Path, profile: str) -> str:
+    """`cache_wins_back` of a results folder (notebook 05's cell), or why there is none."""
+    lines = cache_wins_back(reading.evidence(out, profile))
+    return "\n".join(lines) if lines else "No GPU host's placements await a verdict: the ledger gives H4's words."
+
+
 def s1_steps(out: Path, profile: str) -> list[str]:
     """S1's decomposition on every machine that measured the 2020 step, as notebook 02 and the gallery print it
     (`gallery.figure_findings`: one function, one number): no rule reads it on 2 cores (S1 is of a 28-core
@@ -364,7 +424,8 @@ def s1_steps(out: Path, profile: str) -> list[str]:
              "reads these 1- and 2-thread factors.", ""]  # fmt: skip
     for machine in sorted(machines[col.MACHINE].unique()):
         said = gallery.figure_findings("02_s1_decomposition", out, profile, machine)
-        commits = ", ".join(sorted({str(c)[:7] for c in machines[machines[col.MACHINE] == machine][col.GIT_COMMIT]}))
+        drawn = gallery.s1_records(out, profile, machine)  # the records the findings read, so their commits
+        commits = ", ".join(sorted({str(c)[:7] for c in drawn.get(col.GIT_COMMIT, pd.Series(dtype=str)).dropna()}))
         lines += [f"- {machine_words(machine)} (commit {commits}): {line}" for line in said if "2020 step" in line]
     return lines
 

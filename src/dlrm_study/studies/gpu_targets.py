@@ -10,6 +10,7 @@ import json
 
 import pandas as pd
 
+from dlrm_study.analysis import gpu_loop
 from dlrm_study.perfmodel.gpu import DEVICES, device_of
 from dlrm_study.plans.gpu_targets import SET_FOR, STUDIES, TARGETS, VARIANT, Plan, Target, point_of
 from dlrm_study.records import columns as col
@@ -143,8 +144,9 @@ def measured(frame: pd.DataFrame, target: Target, dry_run: bool = False) -> pd.D
 
 
 def rate(ok: pd.DataFrame) -> float:
-    """A target's samples/s: the median over its measured repeats (`measured`, without error records)."""
-    return float(ok[col.SAMPLES_PER_S].median())
+    """A target's samples/s: the median over its measured repeats (`measured`, without error records), by the one
+    rule of the GPU tables (`gpu_loop.rate`)."""
+    return gpu_loop.rate(ok)
 
 
 def batches(frame: pd.DataFrame) -> pd.Series:
