@@ -352,7 +352,7 @@ M = [
     ),
     (
         C + "s2.py",
-        "sides = {p: side(r, S2_SHARE) for p, r in shares.items()}",
+        "sides = {p: side(r, S2_SHARE) for p, r in held.items()}",
         "sides = {p: side(r, S2_SHARE) for p, r in strict.items()}",
         MUTANTS,
         "95_percent_interval",

@@ -18,7 +18,7 @@ from dlrm_study.analysis.evidence import Evidence, gpu_hosts
 from dlrm_study.analysis.gpu_loop import old_loop
 from dlrm_study.analysis.judgement import Status
 from dlrm_study.analysis.wording import amount, count, variant_words
-from dlrm_study.claims import designs
+from dlrm_study.claims import designs, h4
 from dlrm_study.claims.h4 import H4_RECOVERY
 from dlrm_study.claims.registry import BY_ID, papers
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
@@ -361,10 +361,10 @@ def cache_wins_back(evidence: Evidence) -> list[str]:
     of what host memory loses that the cache wins back, its verdict's own numbers (`Judgement.numbers`), beside
     how each placement ran (captured as one graph or eager, which kernels) and which GPU loop. Said on
     docs/results.md and in notebook 05 (`cache_finding`) alike; a lending that judges it moves it to the ledger."""
-    h4 = reading.verdicts_of(evidence).get("H4", {})
+    placements = reading.verdicts_of(evidence).get(h4.ID, {})
     current, old = [], []
     for host in gpu_hosts(evidence):
-        verdict, placed = h4.get(host), reading.of(evidence, host).gpu_placements
+        verdict, placed = placements.get(host), reading.of(evidence, host).gpu_placements
         if verdict is None or verdict.status in DECIDED or "recovery" not in verdict.numbers or placed.empty:
             continue
         r, loop = verdict.numbers["recovery"], "the old GPU loop" if old_loop(placed).any() else "the current GPU loop"
