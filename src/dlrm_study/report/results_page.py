@@ -18,7 +18,7 @@ from dlrm_study.analysis.evidence import Evidence, gpu_hosts
 from dlrm_study.analysis.gpu_loop import old_loop
 from dlrm_study.analysis.judgement import Status
 from dlrm_study.analysis.wording import amount, count, variant_words
-from dlrm_study.claims import designs, h4
+from dlrm_study.claims import designs, h4, s3
 from dlrm_study.claims.h4 import H4_RECOVERY
 from dlrm_study.claims.registry import BY_ID, papers
 from dlrm_study.measure.gpu import KERNEL_FALLBACK
@@ -470,9 +470,21 @@ def first_screen(out: Path, profile: str = "quick") -> str:
     evidence = reading.evidence(out, profile)
     found = judged(evidence)
     lines = [paper_paragraph(p, claims, found) for p, claims in papers().items()] if found else ["No records yet."]
+    lines += [kept] if (kept := control_line(evidence)) else []
     lines += [took] if (took := run_times.times_line(out.parent, expected_runs())) else []
     return "\n".join([FIRST_BEGIN, *[f"{line}  " for line in lines],
                       f"The whole page: [docs/results.md]({PAGE}).", FIRST_END])  # fmt: skip
+
+
+def control_line(evidence: Evidence) -> str:
+    """Where S3's accuracy half was judged and its control kept the accuracy too, what that leaves untested: the
+    machines' verdicts carry the note (`s3.CONTROL_KEPT`); "" where none does."""
+    verdicts = reading.verdicts_of(evidence).get(s3.ID, {})
+    kept = [m for m, v in verdicts.items() if s3.CONTROL_KEPT in v.notes]
+    if not kept:
+        return ""
+    return (f"**{s3.ID}'s accuracy half is untested here:** {s3.CONTROL_KEPT} (on {count(len(kept), 'machine')}); "
+            "a setting where plain bf16 loses accuracy and Split-SGD does not has not been found yet.")  # fmt: skip
 
 
 def expected_runs() -> dict[str, float]:

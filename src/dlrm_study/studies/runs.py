@@ -157,8 +157,7 @@ def measure(
             continue
         row = guard.record(out, machine_key(), invocation, study.name, slot, pid, before, guard.condition(False))
         contended += bool(row["contended"])
-        caught = f"; load guard: contended ({row['contended']}), its records counted, not judged" * bool(
-            row["contended"])  # fmt: skip
+        caught = f"; load guard: contended ({row['contended']})" if row["contended"] else ""
         print(f"{head}: {said}{caught} ({took})", flush=True)
         if look and study.sequential and slot in profiles.LOOKS and slot < study.runs(profile):
             done_here, words = look(out, profile, machine_key())
