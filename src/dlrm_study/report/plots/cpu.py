@@ -18,7 +18,6 @@ from dlrm_study.records import columns as col
 from dlrm_study.report.plots.common import (
     PREDICTED,
     add_caption,
-    caption,
     clip_axis,
     drawn_band,
     error_bars,
@@ -236,10 +235,9 @@ def decomposition(
     fig.subplots_adjust(bottom=0.25)  # the wrapped step names stay above the caption
     old = records[records[col.VARIANT] == "reference-2020"]  # the 2020 stack's own provenance
     today = records[records[col.VARIANT] != "reference-2020"]
-    add_caption(fig, today if not today.empty else records)
-    if not today.empty and not old.empty:
-        first = old.iloc[0]
-        below = -0.06 - 0.045 * (caption(today).count("\n") + 1)  # under the caption's lines
-        fig.text(0.0, below, f"2020 step: torch {first['torch_version']}, Python {first['python_version']}",
-                 fontsize=8, ha="left", va="top")  # fmt: skip
+    # the 2020 stack's provenance is one more clause of the one wrapped caption (a second text under it, placed by
+    # counting the caption's lines, landed on the caption's last line once the caption wrapped)
+    first = old.iloc[0] if not old.empty and not today.empty else None
+    stack = f"2020 step: torch {first['torch_version']}, Python {first['python_version']}" if first is not None else ""
+    add_caption(fig, today if not today.empty else records, extra=stack)
     return fig
