@@ -51,3 +51,14 @@ def test_the_census_counts_each_machine_s_records_as_they_ran() -> None:
     page = "\n".join(gpu_loop.census_said(c, m) for c, m in ((new, NEW), (old, OLD)))
     counted = {s.label[-1]: s.value for s in quantities.gpu_record_counts(page, "page")}
     assert counted == {"GPU records, every machine's": "8", "GPU records of the old GPU loop, every machine's": "2"}
+
+
+def test_a_title_says_whether_all_or_some_gpu_records_are_the_old_loops() -> None:
+    from dlrm_study.analysis import gpu_loop
+
+    old = pd.DataFrame({"loop": ["gpu", "gpu"], "capture": [None, None]})
+    mixed = pd.DataFrame({"loop": ["gpu", "gpu", "reference"], "capture": [None, "graph", None]})
+    new = pd.DataFrame({"loop": ["gpu"], "capture": ["eager"]})
+    assert gpu_loop.label(old) == f" ({gpu_loop.OLD_LOOP})"
+    assert gpu_loop.label(mixed) == f" ({gpu_loop.MIXED})"
+    assert gpu_loop.label(new) == ""

@@ -32,9 +32,17 @@ def old_loop(records: pd.DataFrame) -> pd.Series:
     return on_gpu & ~captured
 
 
+MIXED = "some records the old GPU loop's (dispatch-bound, before CUDA graphs), the others the captured loop's"
+
+
 def label(records: pd.DataFrame) -> str:
-    """` (the old GPU loop: ...)` where any of the records is the old loop's, else ``."""
-    return f" ({OLD_LOOP})" if old_loop(records).any() else ""
+    """` (the old GPU loop: ...)` where every GPU record is the old loop's, ` (some records the old GPU loop's ...)`
+    where only some are, else ``."""
+    old = old_loop(records)
+    if not old.any():
+        return ""
+    on_gpu = records[col.LOOP].astype(str) == Loop.GPU.value
+    return f" ({OLD_LOOP})" if old[on_gpu].all() else f" ({MIXED})"
 
 
 def repeats(frame: pd.DataFrame) -> pd.DataFrame:

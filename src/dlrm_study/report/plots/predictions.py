@@ -5,7 +5,7 @@ import pandas as pd
 import seaborn as sns
 
 from dlrm_study.records import columns as col
-from dlrm_study.report.plots.common import PREDICTED, add_caption, caption_y, log_ticks, repeats, wrapped
+from dlrm_study.report.plots.common import add_caption, caption_y, log_ticks, repeats, wrapped
 
 
 def predictions(scored: pd.DataFrame, title: str, records: pd.DataFrame | None = None) -> plt.Figure:
@@ -25,7 +25,7 @@ def predictions(scored: pd.DataFrame, title: str, records: pd.DataFrame | None =
     repeats(ax, x, measured, done["flagged_only"], "black")
     ax.axhline(1.0, color="gray", linewidth=0.6)
     for claim in claims:
-        ax.plot([], [], color=palette[claim], linewidth=4, alpha=0.35, label=f"{claim}: {PREDICTED}")
+        ax.plot([], [], color=palette[claim], linewidth=4, alpha=0.35, label=f"{claim}: predicted range (model)")
     ax.scatter([], [], s=9, color="black", label="measured (hollow: flagged repeats only)")
     # A group per claim and quantity, each labelled and set apart: a claim predicts several quantities, and an
     # unlabelled run of narrow bars inside a claim's group reads as a group of its own.
@@ -43,7 +43,7 @@ def predictions(scored: pd.DataFrame, title: str, records: pd.DataFrame | None =
     log_ticks(ax.yaxis, pd.concat([low, high, measured]))
     ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     first = done.iloc[0]
-    said = (f"bars: the predicted ranges, 1 their middle; predicted for {first['predicted_for']} at commit "
+    said = (f"bars: the predicted ranges (1 is each range's middle); predicted for {first['predicted_for']} at commit "
             f"{str(first[col.GIT_COMMIT])[:7]}; measured on that GPU (results/gpu_sweeps.csv)")  # fmt: skip
     if records is not None and not records.empty:
         add_caption(fig, records, extra=said)
