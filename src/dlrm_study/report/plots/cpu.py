@@ -103,6 +103,9 @@ def bar_style(color, hollow: bool) -> dict:
     return {"facecolor": "none", "edgecolor": color, "hatch": "//"} if hollow else {"color": color}
 
 
+BAR_COLORS = "green: faster (the interval above 1x), grey: no clear effect (across 1x), red: slower (below 1x)"
+
+
 def ablation(
     steps: pd.DataFrame, title: str, records: pd.DataFrame, claim: tuple[str, float, str] | None = None
 ) -> plt.Figure:
@@ -131,7 +134,7 @@ def ablation(
     gain_ax.set_yticks(y, steps["label"])
     gain_ax.invert_yaxis()
     fig.suptitle(title)
-    add_caption(fig, records)
+    add_caption(fig, records, extra=BAR_COLORS)
     return fig
 
 
