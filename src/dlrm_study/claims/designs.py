@@ -29,6 +29,7 @@ from dlrm_study.analysis.power import (
 from dlrm_study.analysis.power import measure as measure_with
 from dlrm_study.claims import registry, s2, s3
 from dlrm_study.plans.profiles import LOOKS
+from dlrm_study.records import columns as col
 
 SEQUENTIAL = (s2.ID, s3.ID)  # the claims judged at the looks (`claims.looks`)
 # The classes whose runs of today's loops give the expected runs (a machine, and the codes its S2 and S3 read).
@@ -127,7 +128,7 @@ def class_runs(n_sims: int = N_SIMS, seed: int = SEED) -> pd.DataFrame:
             truths = tuple(f.center for f in found)
             said = schedule(designs, truths, tuple(f.between_sd for f in found), tuple(f.within_sd for f in found),
                             n_sims, seed)  # fmt: skip
-            rows.append({"class": name, "machine": machine, "claim": claim, "truths": truths, **said._asdict()})
+            rows.append({"class": name, col.MACHINE: machine, "claim": claim, "truths": truths, **said._asdict()})
     return pd.DataFrame(rows)
 
 

@@ -15,6 +15,7 @@ from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.claims import s2, s3
 from dlrm_study.claims.claim import Claim
 from dlrm_study.plans.profiles import LOOKS
+from dlrm_study.records import columns as col
 
 # What the claim runs decide, per claim: S2 whole, S3's speed half.
 BY_RUNS: tuple[Claim, ...] = (s2.CLAIM, dataclasses.replace(s3.CLAIM, rule=s3.speed_only))
@@ -41,7 +42,7 @@ def expected(machine: str) -> str:
     from dlrm_study.claims.designs import class_runs  # simulated on use: a second or two
 
     found = class_runs()
-    mine = found[found["machine"] == machine]
+    mine = found[found[col.MACHINE] == machine]
     if mine.empty:
         return (f"claim runs: a class with no committed runs of today's loops, so up to {LOOKS[-1]}, judged after "
                 f"{', '.join(map(str, LOOKS))}")  # fmt: skip

@@ -491,7 +491,7 @@ def expected_runs() -> dict[str, float]:
     """Per judged class's machine, the claim runs the looks are expected to take there: the later of its sequential
     claims' mean stops (`claims.designs.class_runs`), since the runs stop when both have their words."""
     found = designs.class_runs()
-    return {str(m): float(rows["runs"].max()) for m, rows in found.groupby("machine")} if len(found) else {}
+    return {str(m): float(rows["runs"].max()) for m, rows in found.groupby(col.MACHINE)} if len(found) else {}
 
 
 def write(repo: Path, profile: str = "quick") -> list[Path]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dlrm_study.records import columns as col
 from dlrm_study.records import store
 
 OTHERS_MAX = 0.10  # of the CPUs' time, used by other processes while the run measured
@@ -105,7 +106,7 @@ def quiet_time(out: Path, machine: str, now: float) -> float:
     if not path.exists():
         return now
     rows = store.load(path)
-    mine = rows[rows["machine"] == machine] if "machine" in rows else rows.iloc[0:0]
+    mine = rows[rows[col.MACHINE] == machine] if col.MACHINE in rows else rows.iloc[0:0]
     known = pd.concat([mine["probe_before_s"], mine["probe_after_s"]]).astype(float) if len(mine) else pd.Series()
     return float(min([now, *known.dropna()]))
 
@@ -117,12 +118,12 @@ def record(out: Path, machine: str, invocation: str, study: str, slot: int, pid:
     slower = max(before.probe_s, after.probe_s)
     quiet = quiet_time(out, machine, min(before.probe_s, after.probe_s))
     row = {
-        "machine": machine,
-        "invocation": invocation,
-        "study": study,
-        "run_slot": slot,
-        "process_id": pid,
-        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        col.MACHINE: machine,
+        col.INVOCATION: invocation,
+        col.STUDY: study,
+        col.RUN_SLOT: slot,
+        col.PROCESS_ID: pid,
+        col.TIMESTAMP: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "wall_s": round(after.wall - before.wall, 1),
         "others_share": round(others, 4),
         "steal_share": round(steal, 4),
