@@ -393,6 +393,28 @@ M = [
         "tests/test_power.py",
         "rules_own_intervals",
     ),
+    # S3's accuracy half shown able to fail (issue 69): its control must fail at small steps, whose gate is its own.
+    (
+        C + "s3.py",
+        "    if accuracy.control_status == FAILS:\n        return Status.REPRODUCED\n",
+        "    return Status.REPRODUCED\n",
+        "tests/test_accuracy.py",
+        "control",
+    ),
+    (
+        A + "convergence.py",
+        "learned[p] >= LEARNED[regime_of(p)]",
+        "learned[p] >= LEARNED_SHARE",
+        "tests/test_accuracy.py",
+        "small_step_regime_learns",
+    ),
+    (
+        A + "convergence.py",
+        "control = [g for g in plain if regime_of(g.preset) == REGIMES[1]]",
+        "control = plain",
+        "tests/test_accuracy.py",
+        "control",
+    ),
 ]
 RULES_ID = "--rules-id" in sys.argv
 only = [a for a in sys.argv[1:] if a != "--rules-id"]

@@ -10,7 +10,7 @@ from dlrm_study.config.variants import ACCURACY_PRECISIONS, OPTIMIZED_BF16, OPTI
 from dlrm_study.data import SyntheticData
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import context
-from dlrm_study.plans.convergence import ACCURACY_IDS, accuracy_configs
+from dlrm_study.plans.convergence import ACCURACY_IDS, SMALL_STEPS, accuracy_configs
 from dlrm_study.plans.profiles import ACCURACY_SEEDS
 from dlrm_study.records import store
 from dlrm_study.records.machine import machine_key
@@ -21,11 +21,15 @@ from dlrm_study.train.run import precision_label
 
 def test_the_timed_presets_train_from_the_same_seeds_in_three_precisions():
     configs = accuracy_configs("quick")
-    assert {cfg.name for _, _, cfg in configs} == {"dlrm-benchmark", "mlperf-scaled"}  # S3's timed presets
+    small = {"dlrm-benchmark-small-steps", "mlperf-scaled-small-steps"}
+    assert {cfg.name for _, _, cfg in configs} == {"dlrm-benchmark", "mlperf-scaled", *small}  # S3's timed presets
     assert {v for v, _, _ in configs} == set(ACCURACY_PRECISIONS)
-    assert len(configs) == 2 * 3 * 6  # presets x precisions x ACCURACY_SEEDS["quick"], from the seeds' spread
+    assert len(configs) == 2 * 2 * 3 * 6  # regimes x presets x precisions x ACCURACY_SEEDS["quick"]
     for preset in ("dlrm-benchmark", "mlperf-scaled"):
-        timed, shapes = config.load(preset), [cfg for _, _, cfg in configs if cfg.name == preset]
+        rates = {cfg.name: cfg.train.learning_rate for _, _, cfg in configs if cfg.name.startswith(preset)}
+        assert rates[preset] == pytest.approx(SMALL_STEPS * rates[f"{preset}-small-steps"])  # one knob apart
+        timed = config.load(preset)
+        shapes = [cfg for _, _, cfg in configs if cfg.name.startswith(preset)]
         for cfg in shapes:  # the reduction keeps each table's dim and pooling, and labels come from the teacher
             assert cfg.model.embedding_dim == timed.model.embedding_dim
             assert cfg.data.lookups_per_table == timed.data.lookups_per_table
@@ -141,6 +145,46 @@ def test_accuracy_holds_only_where_it_holds_on_every_preset():
     assert acc.s3_accuracy(pd.concat([holds, spans]), "a").status == acc.UNDECIDED
 
 
+def with_control(plain_small: float, fp32: float = 0.80, attainable: float = 0.826) -> pd.DataFrame:
+    """A preset in both regimes, Split-SGD equal to fp32 in each; plain bf16 equal at the benchmark's rate and at
+    `plain_small` of fp32's learned gain at small steps."""
+    small = evaluated("p-small-steps", fp32, [fp32] * 3, attainable)
+    plain = small["variant"] == PLAIN_BF16
+    small.loc[plain, "eval_auc"] = 0.5 + plain_small * (fp32 - 0.5)
+    benchmark = evaluated("p", fp32, [fp32] * 3, attainable)
+    return pd.concat([benchmark.assign(eval_auc=benchmark["eval_auc"].where(benchmark["variant"] != PLAIN_BF16, fp32)),
+                      small])  # fmt: skip
+
+
+def test_the_control_is_judged_at_small_steps_and_must_fail_there():
+    """The accuracy half is shown able to fail only where plain bf16 SGD fails the rule at small steps: a control
+    that keeps fp32's gain there (or was not trained there) leaves it untested, whatever it did at the benchmark's
+    own rate (where SGD's noise dithers the rounding away)."""
+    from dlrm_study.analysis.judgement import Status
+    from dlrm_study.claims.s3 import CONTROL_KEPT, CONTROL_UNMEASURED, accuracy_half, control_notes
+
+    failing = acc.s3_accuracy(with_control(0.90), "a")
+    assert (failing.status, failing.plain_status, failing.control_status) == (acc.HOLDS, acc.FAILS, acc.FAILS)
+    assert accuracy_half(failing, fails=False) == Status.REPRODUCED and control_notes(failing) == ()
+    kept = acc.s3_accuracy(with_control(1.0), "a")
+    assert (kept.status, kept.control_status) == (acc.HOLDS, acc.HOLDS)
+    assert accuracy_half(kept, fails=False) == Status.INCONCLUSIVE and control_notes(kept) == (CONTROL_KEPT,)
+    benchmark_only = with_control(0.90)
+    unmeasured = acc.s3_accuracy(benchmark_only[benchmark_only["config_name"] == "p"], "a")
+    assert (unmeasured.status, unmeasured.control_status) == (acc.HOLDS, acc.NO_RECORDS)
+    assert accuracy_half(unmeasured, fails=False) == Status.TOO_FEW
+    assert control_notes(unmeasured) == (CONTROL_UNMEASURED,)
+
+
+def test_the_small_step_regime_learns_by_its_own_share():
+    """At small steps fp32 learns less in the same steps: the gate reads SMALL_LEARNED_SHARE there, LEARNED_SHARE at
+    the benchmark's rate; 80% of the attainable gain passes the one and not the other."""
+    assert acc.SMALL_LEARNED_SHARE < 0.8 < acc.LEARNED_SHARE
+    small = evaluated("p-small-steps", 0.80, [0.80] * 3, 0.875)  # 80% of the attainable gain
+    assert acc.s3_accuracy(small, "a").status == acc.HOLDS
+    assert acc.s3_accuracy(small.assign(config_name="p"), "a").status == acc.NOT_LEARNED
+
+
 # A small version of the benchmark: tiny's tables (Zipf ids, the teacher DLRM's hot ranks), batches of 64 and a
 # learning rate small enough that many updates fall below half a bf16 weight's spacing (|w| * 2^-9).
 SMALL = ["data.teacher=dlrm", "train.batch_size=64", "train.steps=200", "train.learning_rate=0.05"]
@@ -169,7 +213,7 @@ def test_the_accuracy_study_records_three_precisions_and_resumes(tmp_path):
     run_accuracy("smoke", tmp_path)
     frame = acc.accuracy_records("smoke", tmp_path)
     evals = frame[frame["kind"] == "eval"]
-    assert len(evals) == 3 * ACCURACY_SEEDS["smoke"] and evals["eval_auc"].between(0, 1).all()
+    assert len(evals) == 2 * 3 * ACCURACY_SEEDS["smoke"] and evals["eval_auc"].between(0, 1).all()  # two regimes
     assert evals["eval_attainable_auc"].between(0.5, 1).all()  # the teacher's own AUC, recorded
     assert set(frame[frame["variant"] == PLAIN_BF16]["precision_label"].str.contains("plain SGD")) == {True}
     assert not frame[frame["kind"] == "auc"].empty  # held-out AUC curves, every window
@@ -238,7 +282,7 @@ def test_the_quick_accuracy_study_trains_bf16_only_where_it_is_native(tmp_path, 
     assert study.run_accuracy("smoke", tmp_path) is True and variants() == set(ACCURACY_PRECISIONS)
     monkeypatch.setattr(study, "native_bf16", lambda: True)
     assert study.run_accuracy("quick", tmp_path) is True and variants() == set(ACCURACY_PRECISIONS)
-    assert len(accuracy_configs("quick", (OPTIMIZED_FP32,))) == 12  # 2 presets x 6 seeds
+    assert len(accuracy_configs("quick", (OPTIMIZED_FP32,))) == 24  # 2 regimes x 2 presets x 6 seeds
     with pytest.raises(UsageError, match="accuracy variants"):
         study.run_accuracy("quick", tmp_path, variants=("fp64",))
 

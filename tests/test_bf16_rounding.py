@@ -75,14 +75,14 @@ def test_noise_as_wide_as_half_a_spacing_dithers_the_rounding_so_movement_is_kep
 def test_the_study_records_each_window_and_group_and_resumes(tmp_path):
     br.run_rounding("smoke", tmp_path)
     frame = rounding_records("smoke", tmp_path)
-    assert set(frame[br.GROUP]) == set(br.GROUPS) and len(frame) == 2 * 2  # smoke: 20 steps, windows of 10
+    assert set(frame[br.GROUP]) == set(br.GROUPS) and len(frame) == 2 * 2 * 2  # regimes; 20 steps, windows of 10
     assert frame[br.ROUNDED_AWAY].between(0, 1).all() and (frame[br.MOVED] > 0).all()
     assert frame[br.MOVEMENT_KEPT].between(-0.5, 1.5).all()  # a projection: about 1 kept, 0 frozen
     before = len(store.load(tmp_path / br.RECORDS))
     br.run_rounding("smoke", tmp_path)  # resumed: already recorded at this code
     assert len(store.load(tmp_path / br.RECORDS)) == before
     table = rounding_table(frame)
-    assert list(table.index) == [("tiny", "embeddings"), ("tiny", "mlp")]
+    assert list(table.index) == [(p, g) for p in ("tiny", "tiny-small-steps") for g in ("embeddings", "mlp")]
     assert rounding_words(table)[0].startswith("tiny: at step 20, plain bf16 would round away")
     assert "its weights keep at least" in rounding_words(table)[0]
     assert rounding_words(table.assign(**{"movement kept, least": float("nan")}))[0].endswith("updates")  # old
@@ -93,7 +93,9 @@ def test_nothing_measured_reads_as_not_measured(tmp_path):
     assert rounding_words(pd.DataFrame())[0].startswith("not measured")
 
 
-def test_the_control_that_holds_says_the_benchmark_cannot_tell_the_two_apart():
-    assert "cannot tell Split-SGD" in control_words(AccuracyJudgement(UNDECIDED, HOLDS))
-    assert "tells Split-SGD from plain bf16" in control_words(AccuracyJudgement(HOLDS, FAILS))
+def test_the_control_at_small_steps_says_whether_the_benchmark_tells_the_two_apart():
+    assert "cannot tell Split-SGD" in control_words(AccuracyJudgement(UNDECIDED, HOLDS, HOLDS))
+    failed = control_words(AccuracyJudgement(HOLDS, FAILS, FAILS))
+    assert "tells Split-SGD from plain bf16" in failed and "own learning rate" not in failed
+    assert "own learning rate plain bf16 SGD kept" in control_words(AccuracyJudgement(HOLDS, HOLDS, FAILS))
     assert "nothing yet" in control_words(AccuracyJudgement(UNDECIDED, UNDECIDED))

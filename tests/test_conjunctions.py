@@ -152,16 +152,33 @@ def test_h4_host_cost_needs_host_wholly_below_1() -> None:
 
 
 def test_s3_says_where_its_benchmark_cannot_tell_split_sgd_from_plain_bf16():
-    """A note of the verdict where the control kept the gain too, and the ledger's class row prints it beside the
-    machine's word (a cell has no room for it); none where the control failed."""
+    """A note of the verdict where the control did not fail at small steps, and the ledger's class row prints it
+    beside the machine's word (a cell has no room for it); none where the control failed."""
     from dlrm_study.analysis.convergence import FAILS, HOLDS, AccuracyJudgement
     from dlrm_study.claims.s3 import CONTROL_KEPT, control_notes
     from dlrm_study.report.ledger import class_rows
 
-    assert control_notes(AccuracyJudgement(status=HOLDS, plain_status=HOLDS)) == (CONTROL_KEPT,)
+    assert control_notes(AccuracyJudgement(status=HOLDS, plain_status=HOLDS, control_status=HOLDS)) == (CONTROL_KEPT,)
     assert "does not tell Split-SGD" in CONTROL_KEPT
-    assert control_notes(AccuracyJudgement(status=HOLDS, plain_status=FAILS)) == ()
+    assert control_notes(AccuracyJudgement(status=HOLDS, plain_status=FAILS, control_status=FAILS)) == ()
     host = "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
-    kept = Judgement(Status.REPRODUCED, "speed and accuracy", notes=(CONTROL_KEPT,))
+    kept = Judgement(Status.INCONCLUSIVE, "speed and accuracy", notes=(CONTROL_KEPT,))
     row = [line for line in class_rows("S3", {host: kept}, [host], {}) if line.startswith("- ")]
-    assert row == [f"- S3 on native bf16 without AMX: **reproduced** (`{host}` reproduced ({CONTROL_KEPT}))"]
+    assert row == [f"- S3 on native bf16 without AMX: **inconclusive** (`{host}` inconclusive ({CONTROL_KEPT}))"]
+
+
+def test_s3_a_control_that_kept_the_gain_at_small_steps_leaves_s3_inconclusive() -> None:
+    """Split-SGD keeps fp32's gain in both regimes and the speed half reaches: reproduced only where the control
+    fails at small steps; kept there, the accuracy half is untested (inconclusive); not trained there, too few."""
+    from tests.test_verdicts import aucs as both_regimes
+
+    def with_control(share: float, regimes: tuple[str, ...] = ("", "-small-steps")) -> Status:
+        accuracy = both_regimes(XEON, SAME, regimes)
+        plain = accuracy["variant"] == "optimized-bf16-plain-sgd"
+        accuracy.loc[plain, "eval_auc"] = 0.5 + 0.3 * share
+        parts = {"cpu_loops": pd.DataFrame(speed(XEON, FAST)), "accuracy": accuracy}
+        return s3_claim.s3(evidence(**parts).of(XEON), XEON, Lens()).status
+
+    assert with_control(0.9) == R
+    assert with_control(1.0) == INC
+    assert with_control(0.9, ("",)) == FEW

@@ -203,7 +203,17 @@ def s3_at(machine: str, bf16: list[float], accuracy: pd.DataFrame, presets=("dlr
 
 
 def accuracy(fp32: float, bf16: list[float], attainable: float, preset: str = "dlrm-benchmark") -> pd.DataFrame:
-    return evaluated(preset, fp32, bf16, attainable).assign(machine=XEON)
+    """One preset's evaluations in both regimes (the benchmark's rate, small steps), plain bf16 failing in each."""
+    regimes = [evaluated(f"{preset}{regime}", fp32, bf16, attainable) for regime in ("", "-small-steps")]
+    return pd.concat(regimes, ignore_index=True).assign(machine=XEON)
+
+
+def control_kept(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with plain bf16 SGD at fp32's AUC at small steps: a control that did not fail."""
+    small = records["config_name"].str.endswith("-small-steps") & (records["variant"] == "optimized-bf16-plain-sgd")
+    fp32 = records[records["variant"] == "optimized-fp32"].set_index(["config_name", "train.seed"])["eval_auc"]
+    kept = records[small].apply(lambda r: fp32[(r["config_name"], r["train.seed"])], axis=1)
+    return records.assign(eval_auc=records["eval_auc"].where(~small, kept))
 
 
 def s3() -> dict[str, Scenario]:
@@ -245,6 +255,10 @@ def s3() -> dict[str, Scenario]:
                                                                                         "mlperf-scaled")])),
         "s3 one preset holds, one spans": s3_at(XEON, reach, pd.concat([holds, spans])),
         "s3 another machine's accuracy": s3_at(XEON, reach, aucs(ZEN4, SAME)),
+        "s3 control kept at small steps": s3_at(XEON, reach, control_kept(aucs(XEON, SAME))),
+        "s3 control not trained at small steps": s3_at(XEON, reach, aucs(XEON, SAME, ("",))),
+        "s3 learned 80% at small steps": s3_at(XEON, reach, pd.concat(
+            [holds[holds["config_name"] == "dlrm-benchmark"], accuracy(0.80, [0.80] * 3, 0.875).iloc[9:]])),
         "s3 three runs": of(ratios(1.9, 1.8, n=3), SAME),
         "s3 no records": ("S3", XEON, evidence()),
         **s3_records(),

@@ -92,16 +92,17 @@ def rounding_words(table: pd.DataFrame) -> list[str]:
 
 
 def control_words(judgement: AccuracyJudgement) -> str:
-    """What the control's outcome means for Split-SGD's (docs/claims.md): only a benchmark on which plain bf16 SGD
-    fails the rule can tell Split-SGD from it."""
-    if judgement.plain_status == FAILS:
-        return "The control failed the rule, as it should: this benchmark tells Split-SGD from plain bf16."
-    if judgement.plain_status == HOLDS:
-        return (
-            "The control did not fail: plain bf16 SGD kept fp32's gain too, so this benchmark cannot tell Split-SGD "
-            "from plain bf16, and what it says of Split-SGD shows no more than what rounding costs here (the table "
-            "above says how much of each update plain bf16 rounds away, and how much of fp32's movement it keeps "
-            "all the same: where SGD's noise scatters a weight's updates over more than a bf16 spacing, rounding "
-            "to nearest drops some and keeps others whole, and on average loses no movement)."
-        )
-    return f"The control is {judgement.plain_status}: nothing yet on whether this benchmark tells the two apart."
+    """What the control's outcome at small steps means for Split-SGD's (docs/claims.md): only a benchmark on which
+    plain bf16 SGD fails the rule can tell Split-SGD from it."""
+    kept = "plain bf16 SGD kept fp32's gain" if judgement.plain_status == HOLDS else ""
+    at_rate = (f" At the benchmark's own learning rate {kept} (where SGD's noise scatters a weight's updates over "
+               "more than a bf16 spacing, rounding to nearest drops some and keeps others whole, and on average "
+               "loses no movement).") if kept else ""  # fmt: skip
+    if judgement.control_status == FAILS:
+        return ("The control failed the rule at small steps, as it should: this benchmark tells Split-SGD from plain "
+                f"bf16.{at_rate}")  # fmt: skip
+    if judgement.control_status == HOLDS:
+        return ("The control did not fail: plain bf16 SGD kept fp32's gain at small steps too, so this benchmark "
+                f"cannot tell Split-SGD from plain bf16.{at_rate}")  # fmt: skip
+    status = judgement.control_status
+    return f"The control at small steps: {status}; nothing yet on whether this benchmark tells the two apart.{at_rate}"

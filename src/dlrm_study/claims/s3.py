@@ -29,6 +29,7 @@ from dlrm_study.analysis.sequential import look_confidence
 from dlrm_study.claims.claim import SC20, Claim
 from dlrm_study.claims.rule import OTHER_PRESETS, Lens, counted, gate, most_threads, ratio_text, short_of
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
+from dlrm_study.plans.convergence import REGIMES, regime_of
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
 from dlrm_study.rules import literal
@@ -39,20 +40,29 @@ S3_PRESETS = tuple(literal(ID, "presets"))
 REACHED, EXCEEDED = literal(ID, "reached"), literal(ID, "exceeded")  # the word's direction (`direction`)
 
 
-# Said with the verdict, and under the ledger, where the control kept the gain too: the benchmark cannot tell the two
-# apart, so the accuracy half says nothing of Split-SGD against plain bf16 (docs/claims.md, S3's rule).
-CONTROL_KEPT = "plain bf16 SGD, the control, kept fp32's accuracy too: this benchmark does not tell Split-SGD from it"
+# Said with the verdict, and under the ledger, where Split-SGD kept fp32's accuracy but the control did not fail: the
+# benchmark has not shown it can tell the two apart, so the accuracy half is untested (docs/claims.md, S3's rule).
+CONTROL_KEPT = "plain bf16 SGD, the control, did not fail at small steps: the benchmark does not tell Split-SGD from it"
+CONTROL_UNMEASURED = "plain bf16 SGD, the control, not yet trained at small steps: the accuracy half is untested"
 
 
 def control_notes(accuracy: AccuracyJudgement) -> tuple[str, ...]:
-    """The verdict's note on its control: CONTROL_KEPT where plain bf16 SGD kept the gain too, else none."""
-    return (CONTROL_KEPT,) if accuracy.plain_status == HOLDS else ()
+    """The verdict's note on its control where Split-SGD held and the control did not fail, else none."""
+    if accuracy.status != HOLDS or accuracy.control_status == FAILS:
+        return ()
+    return (CONTROL_UNMEASURED,) if accuracy.control_status in (NO_RECORDS, TOO_FEW_SEEDS) else (CONTROL_KEPT,)
 
 
 def accuracy_said(accuracy: AccuracyJudgement) -> str:
-    """S3's accuracy half in a clause: its status and each preset's Split-SGD gain with its interval and seeds."""
-    gains = ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in accuracy.split)
-    return f"{accuracy.status}" + (f", {gains}" if gains else "")
+    """S3's accuracy half in a clause: its status, each preset's Split-SGD gain with its interval and seeds, and the
+    control's at small steps."""
+
+    def gains(found: list) -> str:
+        return ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in found)
+
+    said = f"{accuracy.status}" + (f", {gains(accuracy.split)}" if accuracy.split else "")
+    control = [g for g in accuracy.plain if regime_of(g.preset) == REGIMES[1]]
+    return said + (f"; the control, plain bf16 SGD, {accuracy.control_status}: {gains(control)}" if control else "")
 
 
 def s3_records(evidence: Evidence) -> pd.DataFrame:
@@ -92,11 +102,17 @@ def speed_half(speed: dict[str, stats.Ratio], lens: Lens, reach: float) -> Statu
 
 def accuracy_half(accuracy: AccuracyJudgement, fails: bool) -> Status:
     """S3's accuracy half: `fails` (read at 1 - 0.05/2, one side of the "or") refutes it; `HOLDS` (at 95%)
-    reproduces it; too few seeds, or none, is too few; undecided or a benchmark that did not learn, inconclusive."""
+    reproduces it where the control fails at small steps (the benchmark shown able to fail), and is inconclusive
+    where the control did not fail; too few seeds, or none (the control's too), is too few; undecided or a
+    benchmark that did not learn, inconclusive."""
     if fails:
         return Status.NOT_REPRODUCED
     lacking = {TOO_FEW_SEEDS: Status.TOO_FEW, NO_RECORDS: Status.TOO_FEW}
-    return Status.REPRODUCED if accuracy.status == HOLDS else lacking.get(accuracy.status, Status.INCONCLUSIVE)
+    if accuracy.status != HOLDS:
+        return lacking.get(accuracy.status, Status.INCONCLUSIVE)
+    if accuracy.control_status == FAILS:
+        return Status.REPRODUCED
+    return lacking.get(accuracy.control_status, Status.INCONCLUSIVE)
 
 
 def s3(evidence: Evidence, machine: str, lens: Lens) -> Judgement:
@@ -192,7 +208,7 @@ def s3_said(halves: tuple[Status, Status], status: Status, judged: dict, measure
     if status in LACKING and speed in LACKING:
         said += gate({name: r for name, r in measured.items() if name not in judged})
     if status in LACKING and accuracy in LACKING:
-        said += f": accuracy needs {MIN_SEEDS} seeds per preset"
+        said += f": accuracy needs {MIN_SEEDS} seeds per preset and regime, its control failing at small steps"
     return said
 
 

@@ -3,7 +3,7 @@ fields and the steps over which it keeps plain bf16's movement (`studies.bf16_ro
 
 from dlrm_study.config import Config
 from dlrm_study.config.variants import OPTIMIZED_FP32
-from dlrm_study.plans.convergence import ACCURACY_PRESETS, accuracy_config
+from dlrm_study.plans.convergence import ACCURACY_PRESETS, REGIMES, accuracy_config
 
 RECORDS = "bf16_rounding.csv"
 GROUP, MOVED, ROUNDED_AWAY, MEDIAN_OVER_HALF = "group", "moved", "rounded_away", "median_update_over_half_spacing"
@@ -20,6 +20,7 @@ def study(profile: str) -> str:
 
 
 def fp32_configs(profile: str, seed: int = 0) -> list[Config]:
-    """The fp32 run the probe trains for each accuracy preset (smoke: the first preset's reduction, of tiny)."""
+    """The fp32 run the probe trains for each accuracy preset in each regime (smoke: the first preset's reduction,
+    of tiny)."""
     presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
-    return [accuracy_config(profile, preset, OPTIMIZED_FP32, seed) for preset in presets]
+    return [accuracy_config(profile, preset, OPTIMIZED_FP32, seed, r) for r in REGIMES for preset in presets]

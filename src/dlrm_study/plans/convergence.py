@@ -6,6 +6,7 @@ S3's accuracy benchmark (a reduction of each preset S3 times, in each precision,
 from dlrm_study import config
 from dlrm_study.config.variants import ACCURACY_PRECISIONS, REGISTRY
 from dlrm_study.plans.profiles import ACCURACY_SEEDS, ACCURACY_STEPS, CONVERGENCE_STEPS
+from dlrm_study.rules import literal
 
 
 def convergence_config(profile: str) -> list[str]:
@@ -50,6 +51,21 @@ ACCURACY_TOP_MLP = "256-256-1"
 ACCURACY_LR = {"dlrm-benchmark": 0.3, "mlperf-scaled": 1.0, "tiny": 0.3}
 
 
+# Each preset is also trained in a small-step regime: its learning rate divided by SMALL_STEPS (rules.toml), the same
+# steps and seeds. A bf16 weight keeps 8 significant bits, so an update below half its spacing (about 2^-9 of the
+# weight) rounds away under plain bf16 SGD; at the benchmark's own rate most embedding updates are several spacings
+# and SGD's noise dithers the rest, so plain bf16 keeps fp32's accuracy there and cannot fail the rule. At small
+# steps the updates fall near or below half a spacing: where plain bf16 should lose and Split-SGD should not.
+SMALL_STEPS = literal("S3_accuracy", "small_steps")
+SMALL = "-small-steps"  # the regime's config names: `mlperf-scaled-small-steps`
+REGIMES = ("benchmark", "small-steps")
+
+
+def regime_of(name: str) -> str:
+    """The regime a config of the accuracy study trained in, from its name."""
+    return REGIMES[1] if name.endswith(SMALL) else REGIMES[0]
+
+
 def accuracy_reduction(preset: str) -> list[str]:
     """Overrides that make a timed preset S3's accuracy benchmark: teacher-labelled Zipf data at its table shapes,
     rows capped (ACCURACY_IDS), ACCURACY_DENSE dense features, a narrower MLP (the bottom ends in the embedding
@@ -70,10 +86,14 @@ def accuracy_reduction(preset: str) -> list[str]:
     ]
 
 
-def accuracy_config(profile: str, preset: str, variant: str, seed: int) -> config.Config:
-    """A timed preset's accuracy benchmark (`accuracy_reduction`) in one precision, ACCURACY_STEPS from `seed`."""
+def accuracy_config(profile: str, preset: str, variant: str, seed: int, regime: str = REGIMES[0]) -> config.Config:
+    """A timed preset's accuracy benchmark (`accuracy_reduction`) in one precision, ACCURACY_STEPS from `seed`; in the
+    small-step regime at its learning rate over SMALL_STEPS, named `<preset>-small-steps`."""
     base = "tiny" if profile == "smoke" else preset
     shape = ["data.teacher=dlrm", "train.batch_size=32"] if profile == "smoke" else accuracy_reduction(preset)
+    if regime == REGIMES[1]:
+        rate = config.load(base, shape).train.learning_rate / SMALL_STEPS
+        shape = [*shape, f"train.learning_rate={rate:g}", f"name={base}{SMALL}"]
     steps = [f"train.steps={ACCURACY_STEPS[profile]}", f"train.seed={seed}"]
     return config.load(base, [*shape, *REGISTRY[variant], *steps])
 
@@ -82,7 +102,8 @@ def accuracy_configs(
     profile: str, variants: tuple[str, ...] = ACCURACY_PRECISIONS
 ) -> list[tuple[str, int, config.Config]]:
     """(variant, seed, config) of S3's accuracy study: each timed preset in fp32, bf16 Split-SGD and plain bf16 SGD,
-    from every seed."""
+    from every seed, in each regime (the benchmark's own learning rate first)."""
     presets = ACCURACY_PRESETS[:1] if profile == "smoke" else ACCURACY_PRESETS
     seeds = range(ACCURACY_SEEDS[profile])
-    return [(v, s, accuracy_config(profile, p, v, s)) for p in presets for s in seeds for v in variants]
+    return [(v, s, accuracy_config(profile, p, v, s, r)) for r in REGIMES for p in presets for s in seeds
+            for v in variants]  # fmt: skip
