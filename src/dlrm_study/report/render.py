@@ -30,7 +30,7 @@ from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
-from dlrm_study.report import gate, ledger, manifest, results_page, run_times
+from dlrm_study.report import gate, ledger, manifest, protocol, results_page, run_times
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies import runs
 
@@ -157,6 +157,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
     print(f"docs/reproduce.md: run times {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     changed = gate.write(repo)
     print(f"docs/reproduce.md: verdict gate {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
+    for path in protocol.write(repo):
+        print(f"{path}: the flags' paragraph rewritten from the code's limits", file=sys.stderr)
     print(f"wrote {manifest.write(results, commit)}", file=sys.stderr)
 
 
