@@ -105,6 +105,20 @@ def test_a_sensitivity_point_is_the_centre_of_all_its_repeats_flagged_or_not():
     assert list(line.get_xdata()) == [4.0, 16.0] and line.get_ydata()[1] == pytest.approx((80 * 90 * 85) ** (1 / 3))
 
 
+def test_a_point_of_two_runs_is_drawn_without_its_interval_and_said_so():
+    """Over two run means an interval has one degree of freedom (t = 12.7): its bar would span the axis and say
+    nothing (issue 69: 04_gpu_knobs' bars from 20k to 2M samples/s). Two runs: a square, no bar; three: a bar."""
+    base = timings({"a": 3})
+    base = base[base["variant"] == "reference"].assign(x=4.0, repeat=0)
+    two = base.iloc[:2].assign(run_id=["r1", "r2"], samples_per_s=[100.0, 300.0])
+    fig = plots.sensitivity(two, "t")
+    assert not common.has_error_bars(fig) and "squares: " + common.TWO_RUN_MARK in caption_of(fig)
+    assert "error bars" not in caption_of(fig)
+    three = base.assign(run_id=["r1", "r2", "r3"], samples_per_s=[100.0, 300.0, 200.0])
+    fig = plots.sensitivity(three, "t")
+    assert common.has_error_bars(fig) and "squares" not in caption_of(fig)
+
+
 def test_the_caption_says_what_the_repeat_dots_are_and_that_hollow_ones_are_flagged():
     fig, ax = common.plt.subplots()
     common.repeats(ax, [1, 2], [3.0, 4.0], [False, False], "black")

@@ -109,15 +109,16 @@ def summarize(
     records: pd.DataFrame, by: Sequence[str], value: str = col.SAMPLES_PER_S, share: bool = False
 ) -> pd.DataFrame:
     """Per group of `by`: `n` (repeats or pairs), `center`, `low`, `high` and `half_width` (relative, +-), with
-    runs as clusters (`over_runs`). `share`: parts of a whole, on the logit scale."""
+    runs as clusters (`over_runs`), and `runs`, the runs the interval is over (1: over its repeats).
+    `share`: parts of a whole, on the logit scale."""
     rows = []
     for group, frame in records.groupby(list(by), sort=True, dropna=False):
         r = over_runs(frame, value, share=share)
         row = dict(zip(by, group, strict=True))
-        row.update(n=int(frame[value].notna().sum()), center=r.center, low=r.low, high=r.high)
+        row.update(n=int(frame[value].notna().sum()), center=r.center, low=r.low, high=r.high, runs=r.runs)
         row["half_width"] = stats.half_width(r.center, r.low, r.high)
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*by, *stats.SUMMARY])
+    return pd.DataFrame(rows, columns=[*by, *stats.SUMMARY, "runs"])
 
 
 def paired_ratio(

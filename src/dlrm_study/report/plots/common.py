@@ -3,8 +3,10 @@
 Measured points are medians of repeats with their 95% intervals as error bars, speedups
 paired ratios within repeats (`analysis.stats`); each repeat is drawn as a small dot beside
 them, hollow where its record is flagged. A point of one repeat has no interval: it is drawn
-without error bar and marked with a diamond. The caption is written from what was drawn: it
-speaks of intervals only where error bars are.
+without error bar and marked with a diamond. A point of two runs has an interval over two run means,
+on one degree of freedom (its t quantile is 12.7): a bar that spans the axis and says nothing, so it is
+drawn without one and marked with a square. The caption is written from what was drawn: it speaks of
+intervals only where error bars are.
 """
 
 import math
@@ -84,12 +86,15 @@ def wrapped(text: str, inches: float, fontsize: float) -> str:
 
 
 def drawn_notes(fig: plt.Figure) -> str:
-    """What the figure's marks mean, from the marks actually drawn: error bars, one-repeat diamonds."""
+    """What the figure's marks mean, from the marks actually drawn: error bars, one-repeat diamonds, two-run
+    squares."""
     notes = []
     if has_error_bars(fig):
         notes.append("error bars: 95% intervals")
     if any(ONE_REPEAT in ax.get_legend_handles_labels()[1] for ax in fig.axes):
         notes.append(f"diamonds: {ONE_REPEAT}")
+    if any(TWO_RUN_MARK in ax.get_legend_handles_labels()[1] for ax in fig.axes):
+        notes.append(f"squares: {TWO_RUN_MARK}")
     dots = {c.get_gid() for ax in fig.axes for c in ax.collections if len(c.get_offsets())}
     if dots & {REPEAT_DOTS, FLAGGED_DOTS}:
         notes.append("small dots: single repeats" + (" (hollow: flagged)" if FLAGGED_DOTS in dots else ""))
@@ -149,22 +154,35 @@ REPEAT_DOTS, FLAGGED_DOTS = "repeat", "repeat-flagged"  # the gids of `repeats`'
 def error_bars(summary: pd.DataFrame) -> list[list[float]]:
     """Matplotlib's yerr from a `stats.summarize` table: distances below and above the center.
 
-    NaN where a point has no interval (one repeat): matplotlib draws no bar and no cap there."""
-    low = (summary["center"] - summary["low"]).clip(lower=0)
-    high = (summary["high"] - summary["center"]).clip(lower=0)
+    NaN where a point has no interval (one repeat) or one over TWO_RUNS run means (`two_runs`): matplotlib draws no
+    bar and no cap there."""
+    low = (summary["center"] - summary["low"]).clip(lower=0).mask(two_runs(summary))
+    high = (summary["high"] - summary["center"]).clip(lower=0).mask(two_runs(summary))
     return [list(low), list(high)]
 
 
+TWO_RUNS = 2  # run means an interval on one degree of freedom rests on: not drawn
+TWO_RUN_MARK = "two runs, interval not drawn (one degree of freedom)"
+
+
+def two_runs(summary: pd.DataFrame) -> pd.Series:
+    """Which points' intervals are over TWO_RUNS run means (a table without `runs`: none)."""
+    runs = summary["runs"] if "runs" in summary else pd.Series(0, index=summary.index)
+    return (runs == TWO_RUNS) & summary["low"].notna()
+
+
 def mark_single(ax: plt.Axes, x, summary: pd.DataFrame, color="black", horizontal: bool = False) -> None:
-    """A hollow diamond on each point that rests on one repeat (a center without an interval)."""
+    """A hollow diamond on each point that rests on one repeat (a center without an interval), a hollow square on
+    each whose interval is over two run means (drawn without it, `error_bars`)."""
     alone = (summary["center"].notna() & summary["low"].isna()).to_numpy()
-    if not alone.any():
-        return
-    xs, ys = np.asarray(list(x), dtype=float)[alone], summary["center"].to_numpy(dtype=float)[alone]
-    if horizontal:
-        xs, ys = ys, xs
-    label = None if ONE_REPEAT in ax.get_legend_handles_labels()[1] else ONE_REPEAT
-    ax.scatter(xs, ys, marker="D", s=30, facecolors="white", edgecolors=color, zorder=4, label=label)
+    for which, marker, said in ((alone, "D", ONE_REPEAT), (two_runs(summary).to_numpy(), "s", TWO_RUN_MARK)):
+        if not which.any():
+            continue
+        xs, ys = np.asarray(list(x), dtype=float)[which], summary["center"].to_numpy(dtype=float)[which]
+        if horizontal:
+            xs, ys = ys, xs
+        label = None if said in ax.get_legend_handles_labels()[1] else said
+        ax.scatter(xs, ys, marker=marker, s=30, facecolors="white", edgecolors=color, zorder=4, label=label)
 
 
 def clip_axis(ax: plt.Axes, centers: pd.Series, highs: pd.Series, floor: float = 0.0) -> None:
