@@ -6,11 +6,12 @@ import pytest
 
 from dlrm_study import config
 from dlrm_study.analysis import convergence as acc
+from dlrm_study.analysis.readers import LEFT_OUT
 from dlrm_study.config.variants import ACCURACY_PRECISIONS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REGISTRY
 from dlrm_study.data import SyntheticData
 from dlrm_study.errors import UsageError
 from dlrm_study.measure import context
-from dlrm_study.plans.convergence import ACCURACY_IDS, SMALL_STEPS, accuracy_configs
+from dlrm_study.plans.convergence import ACCURACY_IDS, RECORDS, SMALL_LENGTH, SMALL_STEPS, accuracy_configs
 from dlrm_study.plans.profiles import ACCURACY_SEEDS
 from dlrm_study.records import store
 from dlrm_study.records.machine import machine_key
@@ -27,7 +28,9 @@ def test_the_timed_presets_train_from_the_same_seeds_in_three_precisions():
     assert len(configs) == 2 * 2 * 3 * 6  # regimes x presets x precisions x ACCURACY_SEEDS["quick"]
     for preset in ("dlrm-benchmark", "mlperf-scaled"):
         rates = {cfg.name: cfg.train.learning_rate for _, _, cfg in configs if cfg.name.startswith(preset)}
-        assert rates[preset] == pytest.approx(SMALL_STEPS * rates[f"{preset}-small-steps"])  # one knob apart
+        assert rates[preset] == pytest.approx(SMALL_STEPS * rates[f"{preset}-small-steps"])  # smaller steps ...
+        lengths = {cfg.name: cfg.train.steps for _, _, cfg in configs if cfg.name.startswith(preset)}
+        assert lengths[f"{preset}-small-steps"] == SMALL_LENGTH * lengths[preset]  # ... for longer
         timed = config.load(preset)
         shapes = [cfg for _, _, cfg in configs if cfg.name.startswith(preset)]
         for cfg in shapes:  # the reduction keeps each table's dim and pooling, and labels come from the teacher
@@ -220,6 +223,13 @@ def test_the_accuracy_study_records_three_precisions_and_resumes(tmp_path):
     before = context.current().measured
     run_accuracy("smoke", tmp_path)  # resumed: every config already recorded
     assert context.current().measured == before
+    # a run of an earlier design (the same points, trained to other steps) is left out and counted, not pooled
+    stored = store.load(tmp_path / RECORDS)
+    earlier = stored.assign(run_id="earlier", **{"train.steps": stored["train.steps"] // 2})
+    store.append_many(tmp_path / RECORDS, earlier.to_dict("records"))
+    again = acc.accuracy_records("smoke", tmp_path)
+    assert len(again) == len(frame) and not (again["run_id"] == "earlier").any()
+    assert sum(n for (_, why), n in again.attrs[LEFT_OUT].items() if why == acc.EARLIER_DESIGN) == len(earlier)
 
 
 def test_a_timed_accuracy_near_chance_is_called_weak_evidence():

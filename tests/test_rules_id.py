@@ -90,6 +90,7 @@ def said() -> list[str]:
         f"**Same accuracy** when every preset's interval lies at or above {gain}",
         f"below {auc:.2f} or below {share:.0%} of the attainable gain",
         f"that rate divided by {literal('S3_accuracy', 'small_steps')}",
+        f"for {['', 'once', 'twice'][literal('S3_accuracy', 'small_steps_length')]} the steps",
         f"below {literal('S3_accuracy', 'small_learned_share'):.0%} of the attainable gain)",
     ]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import current, stats
-from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled
+from dlrm_study.analysis.readers import NoRecords, check_cells, config_key, labelled, leave_out
 from dlrm_study.config.variants import CPU_LOOPS, OPTIMIZED_BF16, OPTIMIZED_FP32, PLAIN_BF16, REFERENCE
 from dlrm_study.plans.convergence import RECORDS, REGIMES, accuracy_configs, regime_of, variant_config
 from dlrm_study.plans.profiles import CONVERGENCE_SEEDS
@@ -41,10 +41,19 @@ def accuracy_records(profile: str, out: Path, machine: str | None = "this") -> p
     path = out / RECORDS
     if not path.exists():
         raise NoRecords(f"no records yet: {path} does not exist (run with measure=True)")
-    labels = {(config_key(cfg), v): f"{cfg.name} seed {s}" for v, s, cfg in accuracy_configs(profile)}
+    configs = accuracy_configs(profile)
+    labels = {(config_key(cfg), v): f"{cfg.name} seed {s}" for v, s, cfg in configs}
     study = f"accuracy-{profile}"  # its records of an earlier config are counted as no longer measured
     frame = select(labelled(own_study(store.load(path), study), labels, [study]), machine)
+    # A point's key leaves out its steps: a run trained to other steps than today's design is an earlier design
+    if not frame.empty and "train.steps" in frame:
+        steps = {f"{cfg.name} seed {s}": cfg.train.steps for _, s, cfg in configs}
+        trained = pd.to_numeric(frame["train.steps"], errors="coerce")
+        frame = leave_out(frame, trained == frame[col.POINT].map(steps), EARLIER_DESIGN)
     return check_cells(frame, (col.MACHINE, col.RUN_ID, col.POINT, col.VARIANT, col.KIND, col.STEP))
+
+
+EARLIER_DESIGN = "trained to other steps than today's design (an earlier design of the accuracy benchmark)"
 
 
 SEED = (col.MACHINE, col.RUN_ID, "train.seed")  # a seed's loops, trained in one run on one machine
