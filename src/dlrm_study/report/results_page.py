@@ -487,7 +487,7 @@ def control_line(evidence: Evidence) -> str:
             lines.append(f"{note} (on {count(len(machines), 'machine')})")
     if not lines:
         return ""
-    return f"**{s3.ID}'s accuracy half is untested there:** " + "; ".join(lines) + "."
+    return f"**{s3.ID}'s accuracy half:** " + "; ".join(lines) + "."
 
 
 def expected_runs() -> dict[str, float]:
