@@ -75,7 +75,8 @@ def test_noise_as_wide_as_half_a_spacing_dithers_the_rounding_so_movement_is_kep
 def test_the_study_records_each_window_and_group_and_resumes(tmp_path):
     br.run_rounding("smoke", tmp_path)
     frame = rounding_records("smoke", tmp_path)
-    assert set(frame[br.GROUP]) == set(br.GROUPS) and len(frame) == 2 * 2 * 2  # regimes; 20 steps, windows of 10
+    # two groups, a record per window of 10 steps: 20 steps, and 40 at small steps
+    assert set(frame[br.GROUP]) == set(br.GROUPS) and len(frame) == 2 * (2 + 4)
     assert frame[br.ROUNDED_AWAY].between(0, 1).all() and (frame[br.MOVED] > 0).all()
     assert frame[br.MOVEMENT_KEPT].between(-0.5, 1.5).all()  # a projection: about 1 kept, 0 frozen
     before = len(store.load(tmp_path / br.RECORDS))
@@ -84,6 +85,8 @@ def test_the_study_records_each_window_and_group_and_resumes(tmp_path):
     table = rounding_table(frame)
     assert list(table.index) == [(p, g) for p in ("tiny", "tiny-small-steps") for g in ("embeddings", "mlp")]
     assert rounding_words(table)[0].startswith("tiny: at step 20, plain bf16 would round away")
+    assert rounding_words(table)[1].startswith("tiny-small-steps: at step 40,")  # its own last step: twice as long
+    assert not any("nan" in line for line in rounding_words(table))
     assert "its weights keep at least" in rounding_words(table)[0]
     assert rounding_words(table.assign(**{"movement kept, least": float("nan")}))[0].endswith("updates")  # old
 

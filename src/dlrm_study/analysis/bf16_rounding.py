@@ -56,8 +56,10 @@ def rounding_table(frame: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "preset": preset,
             "weights": group,
-            f"lost at step {int(first[col.STEP])}": first[ROUNDED_AWAY],
-            f"lost at step {int(last[col.STEP])}": last[ROUNDED_AWAY],
+            "first step": int(first[col.STEP]),
+            "lost, first": first[ROUNDED_AWAY],
+            "last step": int(last[col.STEP]),  # each preset's own: the regimes train for different steps
+            "lost, last": last[ROUNDED_AWAY],
             "lost, mean over windows": part[ROUNDED_AWAY].astype(float).mean(),
             "median update / half spacing, last": last[MEDIAN_OVER_HALF],
             "movement kept, least": kept_column(part).min(),
@@ -76,13 +78,12 @@ def rounding_words(table: pd.DataFrame) -> list[str]:
     the least share of fp32's movement its weights keep in any window."""
     if table.empty:
         return ["not measured on this machine (`-p measure True` measures it: one fp32 run per preset)"]
-    last = [c for c in table.columns if c.startswith("lost at step")][-1]
     lines = []
     for preset, part in table.groupby(level="preset", sort=True):
         shares = " and ".join(
-            f"{part.loc[(preset, g), last]:.1%} of the {WORDS.get(g, g)} updates" for _, g in part.index
+            f"{part.loc[(preset, g), 'lost, last']:.1%} of the {WORDS.get(g, g)} updates" for _, g in part.index
         )
-        line = f"{preset}: {last[len('lost ') :]}, plain bf16 would round away {shares}"
+        line = f"{preset}: at step {int(part['last step'].max())}, plain bf16 would round away {shares}"
         kept = part["movement kept, least"]
         if kept.notna().all():
             moved = " and ".join(f"{share:.1%} of the {WORDS.get(g, g)}" for (_, g), share in kept.items())
