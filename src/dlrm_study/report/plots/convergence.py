@@ -70,21 +70,23 @@ def accuracy(frame: pd.DataFrame, judgement: AccuracyJudgement, title: str | Non
     precisions drawn unless one is given."""
     presets = sorted(set(frame[col.CONFIG_NAME].astype(str)))
     gains = bool(judgement.split or judgement.plain)
-    panels = 2 * len(presets) + gains
-    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.8), squeeze=False)
+    # a row per preset (each regime its own), the gains beside them all: one row of eight panels was unreadable
+    fig = plt.figure(figsize=(4.0 * (2 + gains), 2.8 * len(presets) + 0.8))
+    grid = fig.add_gridspec(len(presets), 2 + gains)
     colors = dict(zip(ACCURACY_PRECISIONS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for i, preset in enumerate(presets):
         mine = frame[frame[col.CONFIG_NAME].astype(str) == preset]
-        for kind, value, ax in (("loss", col.LOSS, axes[0][2 * i]), ("auc", col.EVAL_AUC, axes[0][2 * i + 1])):
+        loss_ax, auc_ax = fig.add_subplot(grid[i, 0]), fig.add_subplot(grid[i, 1])
+        for kind, value, ax in (("loss", col.LOSS, loss_ax), ("auc", col.EVAL_AUC, auc_ax)):
             curves(ax, mine[mine[col.KIND] == kind], value, colors)
             ax.set_title(f"{preset}: {'training loss' if kind == 'loss' else 'held-out AUC'}", fontsize=10)
             ax.set_xlabel("training step")
         if ATTAINABLE in mine and mine[ATTAINABLE].notna().any():
-            axes[0][2 * i + 1].axhline(mine[ATTAINABLE].mean(), color="black", linestyle="--", linewidth=0.8,
-                                       label="attainable (the teacher's AUC)")  # fmt: skip
-        axes[0][2 * i + 1].legend(frameon=False, fontsize=7)
+            auc_ax.axhline(mine[ATTAINABLE].mean(), color="black", linestyle="--", linewidth=0.8,
+                           label="attainable (the teacher's AUC)")  # fmt: skip
+        auc_ax.legend(frameon=False, fontsize=7)
     if gains:
-        gains_panel(axes[0][-1], judgement, colors)
+        gains_panel(fig.add_subplot(grid[:, 2]), judgement, colors)
     fig.suptitle(title or accuracy_title(frame))
     fig.tight_layout()
     add_caption(fig, frame[frame[col.KIND] == "eval"], "seed")
