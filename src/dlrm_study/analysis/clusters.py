@@ -109,16 +109,20 @@ def summarize(
     records: pd.DataFrame, by: Sequence[str], value: str = col.SAMPLES_PER_S, share: bool = False
 ) -> pd.DataFrame:
     """Per group of `by`: `n` (repeats or pairs), `center`, `low`, `high` and `half_width` (relative, +-), with
-    runs as clusters (`over_runs`), and `runs`, the runs the interval is over (1: over its repeats).
+    runs as clusters (`over_runs`), `runs`, the runs the interval is over (1: over its repeats), and `studies`, whether
+    those "runs" are records from before run ids, one per study (`stats.LEGACY`): studies pooled, not runs.
     `share`: parts of a whole, on the logit scale."""
     rows = []
     for group, frame in records.groupby(list(by), sort=True, dropna=False):
         r = over_runs(frame, value, share=share)
         row = dict(zip(by, group, strict=True))
-        row.update(n=int(frame[value].notna().sum()), center=r.center, low=r.low, high=r.high, runs=r.runs)
+        ids = frame[col.RUN_ID].astype(str) if col.RUN_ID in frame else pd.Series(dtype=str)
+        studies = r.runs > 1 and len(ids) > 0 and not any(stats.interleaved(i) for i in ids)
+        row.update(n=int(frame[value].notna().sum()), center=r.center, low=r.low, high=r.high, runs=r.runs,
+                   studies=studies)  # fmt: skip
         row["half_width"] = stats.half_width(r.center, r.low, r.high)
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*by, *stats.SUMMARY, "runs"])
+    return pd.DataFrame(rows, columns=[*by, *stats.SUMMARY, "runs", "studies"])
 
 
 def paired_ratio(

@@ -5,8 +5,9 @@ paired ratios within repeats (`analysis.stats`); each repeat is drawn as a small
 them, hollow where its record is flagged. A point of one repeat has no interval: it is drawn
 without error bar and marked with a diamond. A point of two runs has an interval over two run means,
 on one degree of freedom (its t quantile is 12.7): a bar that spans the axis and says nothing, so it is
-drawn without one and marked with a square. The caption is written from what was drawn: it speaks of
-intervals only where error bars are.
+drawn without one and marked with a square; so is a point whose "runs" are the studies of records from before
+run ids (one pseudo-run per study: an interval over studies, not runs). The caption is written from what was
+drawn: it speaks of intervals only where error bars are.
 """
 
 import math
@@ -162,13 +163,15 @@ def error_bars(summary: pd.DataFrame) -> list[list[float]]:
 
 
 TWO_RUNS = 2  # run means an interval on one degree of freedom rests on: not drawn
-TWO_RUN_MARK = "two runs, interval not drawn (one degree of freedom)"
+TWO_RUN_MARK = "interval not drawn (over two runs, one degree of freedom, or over studies before run ids)"
 
 
 def two_runs(summary: pd.DataFrame) -> pd.Series:
-    """Which points' intervals are over TWO_RUNS run means (a table without `runs`: none)."""
+    """Which points' intervals are over TWO_RUNS run means, or over studies pooled as runs (a table without `runs`:
+    none)."""
     runs = summary["runs"] if "runs" in summary else pd.Series(0, index=summary.index)
-    return (runs == TWO_RUNS) & summary["low"].notna()
+    studies = summary["studies"].fillna(False).astype(bool) if "studies" in summary else False
+    return ((runs == TWO_RUNS) | studies) & summary["low"].notna()
 
 
 def mark_single(ax: plt.Axes, x, summary: pd.DataFrame, color="black", horizontal: bool = False) -> None:
