@@ -117,6 +117,8 @@ def test_a_point_of_two_runs_is_drawn_without_its_interval_and_said_so():
     three = base.assign(run_id=["r1", "r2", "r3"], samples_per_s=[100.0, 300.0, 200.0])
     fig = plots.sensitivity(three, "t")
     assert common.has_error_bars(fig) and "squares" not in caption_of(fig)
+    one_run = base.iloc[:2].assign(run_id="r1", repeat=[0, 1], samples_per_s=[100.0, 300.0])  # two repeats
+    assert not common.has_error_bars(plots.sensitivity(one_run, "t"))
     studies = three.assign(run_id=["legacy-a-1", "legacy-a-2", "legacy-a-3"])  # before run ids: one per study
     fig = plots.sensitivity(studies, "t")
     assert not common.has_error_bars(fig) and "squares: " + common.TWO_RUN_MARK in caption_of(fig)

@@ -3,9 +3,9 @@
 Measured points are medians of repeats with their 95% intervals as error bars, speedups
 paired ratios within repeats (`analysis.stats`); each repeat is drawn as a small dot beside
 them, hollow where its record is flagged. A point of one repeat has no interval: it is drawn
-without error bar and marked with a diamond. A point of two runs has an interval over two run means,
-on one degree of freedom (its t quantile is 12.7): a bar that spans the axis and says nothing, so it is
-drawn without one and marked with a square; so is a point whose "runs" are the studies of records from before
+without error bar and marked with a diamond. A point of two runs (or of one run of two repeats) has an
+interval on one degree of freedom (its t quantile is 12.7): a bar that spans the axis and says nothing, so it
+is drawn without one and marked with a square; so is a point whose "runs" are the studies of records from before
 run ids (one pseudo-run per study: an interval over studies, not runs). The caption is written from what was
 drawn: it speaks of intervals only where error bars are.
 """
@@ -155,23 +155,25 @@ REPEAT_DOTS, FLAGGED_DOTS = "repeat", "repeat-flagged"  # the gids of `repeats`'
 def error_bars(summary: pd.DataFrame) -> list[list[float]]:
     """Matplotlib's yerr from a `stats.summarize` table: distances below and above the center.
 
-    NaN where a point has no interval (one repeat) or one over TWO_RUNS run means (`two_runs`): matplotlib draws no
+    NaN where a point has no interval (one repeat) or one on one degree of freedom (`two_runs`): matplotlib draws no
     bar and no cap there."""
     low = (summary["center"] - summary["low"]).clip(lower=0).mask(two_runs(summary))
     high = (summary["high"] - summary["center"]).clip(lower=0).mask(two_runs(summary))
     return [list(low), list(high)]
 
 
-TWO_RUNS = 2  # run means an interval on one degree of freedom rests on: not drawn
-TWO_RUN_MARK = "interval not drawn (over two runs, one degree of freedom, or over studies before run ids)"
+TWO = 2  # run means (or one run's repeats) an interval on one degree of freedom rests on: not drawn
+TWO_RUN_MARK = "interval not drawn (one degree of freedom: two runs, or one run of two repeats; or studies pooled)"
 
 
 def two_runs(summary: pd.DataFrame) -> pd.Series:
-    """Which points' intervals are over TWO_RUNS run means, or over studies pooled as runs (a table without `runs`:
-    none)."""
+    """Which points' intervals rest on one degree of freedom (TWO run means, or one run's TWO repeats), or on
+    studies pooled as runs (a table without `runs`: none)."""
     runs = summary["runs"] if "runs" in summary else pd.Series(0, index=summary.index)
     studies = summary["studies"].fillna(False).astype(bool) if "studies" in summary else False
-    return ((runs == TWO_RUNS) | studies) & summary["low"].notna()
+    repeats = summary["n"] if "n" in summary else pd.Series(0, index=summary.index)
+    one_df = (runs == TWO) | ((runs == 1) & (repeats == TWO))
+    return (one_df | studies) & summary["low"].notna()
 
 
 def mark_single(ax: plt.Axes, x, summary: pd.DataFrame, color="black", horizontal: bool = False) -> None:
