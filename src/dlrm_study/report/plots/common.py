@@ -163,7 +163,7 @@ def error_bars(summary: pd.DataFrame) -> list[list[float]]:
 
 
 TWO = 2  # run means (or one run's repeats) an interval on one degree of freedom rests on: not drawn
-TWO_RUN_MARK = "interval not drawn (one degree of freedom: two runs, or one run of two repeats; or studies pooled)"
+TWO_RUN_MARK = "no interval drawn: 1 degree of freedom (2 runs or 2 repeats) or studies pooled"
 
 
 def two_runs(summary: pd.DataFrame) -> pd.Series:

@@ -151,7 +151,7 @@ def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | Non
         mine = frame[frame[col.VARIANT] == variant]
         summary = clusters.summarize(mine, ["x"])
         ax.errorbar(summary["x"], summary["center"], yerr=error_bars(summary), marker="o", capsize=3, color=color,
-                    label="measured: geometric mean, 95% interval")  # fmt: skip
+                    label="measured: geometric mean (bars: the caption says)")  # fmt: skip
         mark_single(ax, summary["x"], summary, color)
         repeats(ax, mine["x"], mine[col.SAMPLES_PER_S], mine["doubtful"], color)
         ax.set(xscale="log", yscale="log", xlabel=frame["knob"].iloc[0])
@@ -163,7 +163,10 @@ def placement_sweep(records: pd.DataFrame, title: str, bands: pd.DataFrame | Non
     spans = [frame[col.SAMPLES_PER_S]] + ([] if bands is None or bands.empty else [bands["low"], bands["high"]])
     log_ticks(axes[0][0].yaxis, pd.concat(spans, ignore_index=True))
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, frameon=False, fontsize=8, loc="lower center", ncol=2, bbox_to_anchor=(0.5, 0.98))
+    # one row: a second row of entries ran into the title
+    fig.legend(
+        handles, names, frameon=False, fontsize=8, loc="lower center", ncol=len(names), bbox_to_anchor=(0.5, 0.98)
+    )
     title = wrapped(title, fig.get_figwidth(), 12)
     fig.suptitle(title, y=1.1 + 0.07 * title.count("\n"))
     add_caption(fig, records, extra=points_by_commit(frame))
