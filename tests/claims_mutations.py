@@ -410,8 +410,8 @@ M = [
     ),
     (
         A + "convergence.py",
-        "control = [g for g in plain if regime_of(g.preset) == REGIMES[1]]",
-        "control = plain",
+        "return [g for g in gains if regime_of(g.preset) == REGIMES[1]]",
+        "return gains",
         "tests/test_accuracy.py",
         "control",
     ),

@@ -17,6 +17,7 @@ from dlrm_study.analysis.convergence import (
     MIN_SEEDS,
     NO_RECORDS,
     AccuracyJudgement,
+    at_small_steps,
     s3_accuracy,
 )
 from dlrm_study.analysis.convergence import TOO_FEW as TOO_FEW_SEEDS
@@ -29,7 +30,6 @@ from dlrm_study.analysis.sequential import look_confidence
 from dlrm_study.claims.claim import SC20, Claim
 from dlrm_study.claims.rule import OTHER_PRESETS, Lens, counted, gate, most_threads, ratio_text, short_of
 from dlrm_study.config.variants import OPTIMIZED_BF16, OPTIMIZED_FP32
-from dlrm_study.plans.convergence import REGIMES, regime_of
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
 from dlrm_study.rules import literal
@@ -61,7 +61,7 @@ def accuracy_said(accuracy: AccuracyJudgement) -> str:
         return ", ".join(f"{g.preset} {g.ratio:.1%} [{g.low:.1%}, {g.high:.1%}] ({g.seeds} seeds)" for g in found)
 
     said = f"{accuracy.status}" + (f", {gains(accuracy.split)}" if accuracy.split else "")
-    control = [g for g in accuracy.plain if regime_of(g.preset) == REGIMES[1]]
+    control = at_small_steps(accuracy.plain)
     return said + (f"; the control, plain bf16 SGD, {accuracy.control_status}: {gains(control)}" if control else "")
 
 

@@ -483,8 +483,8 @@ def control_line(evidence: Evidence) -> str:
     verdicts = reading.verdicts_of(evidence).get(s3.ID, {})
     # a reproduced S3 had its accuracy half reproduced, which needs the control to fail at small steps
     tested = [m for m, v in verdicts.items() if v.status == Status.REPRODUCED]
-    lines = [f"tested, plain bf16 SGD (the control) failing at small steps (on {count(len(tested), 'machine')})"]
-    lines = lines if tested else []
+    said = f"tested, plain bf16 SGD (the control) failing at small steps (on {count(len(tested), 'machine')})"
+    lines = [said] if tested else []
     for note in (s3.CONTROL_KEPT, s3.CONTROL_UNMEASURED):
         machines = [m for m, v in verdicts.items() if note in v.notes]
         if machines:

@@ -87,8 +87,8 @@ def wrapped(text: str, inches: float, fontsize: float) -> str:
 
 
 def drawn_notes(fig: plt.Figure) -> str:
-    """What the figure's marks mean, from the marks actually drawn: error bars, one-repeat diamonds, two-run
-    squares."""
+    """What the figure's marks mean, from the marks actually drawn: error bars, one-repeat diamonds, squares where
+    no interval is drawn."""
     notes = []
     if has_error_bars(fig):
         notes.append("error bars: 95% intervals")
@@ -155,10 +155,11 @@ REPEAT_DOTS, FLAGGED_DOTS = "repeat", "repeat-flagged"  # the gids of `repeats`'
 def error_bars(summary: pd.DataFrame) -> list[list[float]]:
     """Matplotlib's yerr from a `stats.summarize` table: distances below and above the center.
 
-    NaN where a point has no interval (one repeat) or one on one degree of freedom (`two_runs`): matplotlib draws no
-    bar and no cap there."""
-    low = (summary["center"] - summary["low"]).clip(lower=0).mask(two_runs(summary))
-    high = (summary["high"] - summary["center"]).clip(lower=0).mask(two_runs(summary))
+    NaN where a point has no interval (one repeat) or one not drawn (`no_interval_drawn`): matplotlib draws no bar
+    and no cap there."""
+    undrawn = no_interval_drawn(summary)
+    low = (summary["center"] - summary["low"]).clip(lower=0).mask(undrawn)
+    high = (summary["high"] - summary["center"]).clip(lower=0).mask(undrawn)
     return [list(low), list(high)]
 
 
@@ -166,7 +167,7 @@ TWO = 2  # run means (or one run's repeats) an interval on one degree of freedom
 TWO_RUN_MARK = "no interval drawn: 1 degree of freedom (2 runs or 2 repeats) or studies pooled"
 
 
-def two_runs(summary: pd.DataFrame) -> pd.Series:
+def no_interval_drawn(summary: pd.DataFrame) -> pd.Series:
     """Which points' intervals rest on one degree of freedom (TWO run means, or one run's TWO repeats), or on
     studies pooled as runs (a table without `runs`: none)."""
     runs = summary["runs"] if "runs" in summary else pd.Series(0, index=summary.index)
@@ -178,9 +179,9 @@ def two_runs(summary: pd.DataFrame) -> pd.Series:
 
 def mark_single(ax: plt.Axes, x, summary: pd.DataFrame, color="black", horizontal: bool = False) -> None:
     """A hollow diamond on each point that rests on one repeat (a center without an interval), a hollow square on
-    each whose interval is over two run means (drawn without it, `error_bars`)."""
+    each whose interval is not drawn (`no_interval_drawn`)."""
     alone = (summary["center"].notna() & summary["low"].isna()).to_numpy()
-    for which, marker, said in ((alone, "D", ONE_REPEAT), (two_runs(summary).to_numpy(), "s", TWO_RUN_MARK)):
+    for which, marker, said in ((alone, "D", ONE_REPEAT), (no_interval_drawn(summary).to_numpy(), "s", TWO_RUN_MARK)):
         if not which.any():
             continue
         xs, ys = np.asarray(list(x), dtype=float)[which], summary["center"].to_numpy(dtype=float)[which]
