@@ -41,7 +41,7 @@ def test_no_committed_record_beats_its_physical_bound(name: str) -> None:
 def test_no_roofline_bound_the_tables_read_is_beaten() -> None:
     """The roofline tables read each machine and config's newest code, invocation and limits
     (`operators.judged`): no record they read beats its roofline. A record that did beat its own (a loaded probe's
-    limits, measured again since) says so, is never read against it, and is of no record of today's protocol."""
+    limits, measured again since) says so, is never read against it, and is not of today's protocol."""
     bench = measured("bench.csv")
     read = operators.judged(bench).dropna(subset=[col.ROOFLINE_MS])
     assert len(read) > 0, "no record of bench.csv is read against a roofline: nothing checked"
