@@ -7,7 +7,7 @@ import pandas as pd
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement, Status
 from dlrm_study.records import provenance
-from dlrm_study.report import ledger
+from dlrm_study.report import ledger, verdicts
 
 MACHINE = "amd-epyc-f25m17s1/avx512f+avx512_bf16/2cpu"
 
@@ -25,7 +25,7 @@ def test_a_column_of_earlier_code_says_so_and_no_verdict_word():
     old = loops("0123456789ab", "abcdef0123456789")
     assert ledger.earlier_commits(old, MACHINE) == "commit abcdef0"  # the commits, said once (-dirty dropped)
     assert ledger.earlier_code(old, MACHINE) == "earlier code (commit abcdef0)"
-    assert ledger.earlier_said("") == "earlier code"  # no commit recorded
+    assert verdicts.earlier_said("") == "earlier code"  # no commit recorded
     machine_fact = Judgement(Status.NOT_MEASURABLE, "no GPU")
     assert "not measurable here" in ledger.short_cell("H1", machine_fact, earlier="earlier code (commit abcdef0)")
 
@@ -39,16 +39,16 @@ def test_a_cell_of_earlier_code_shows_its_word_and_numbers_at_that_code_and_date
     word = Judgement(Status.REPRODUCED, "bf16 over fp32", numbers=numbers)
     frame = loops("9e2daaf70920", "abcdef0123456789").cpu_loops.assign(**{"train.loop": "optimized"})
     frame["timestamp"] = ["2026-12-05T00:00:00+00:00", "2026-12-06T09:00:00+00:00"]
-    earlier = ledger.earlier_at(Evidence(cpu_loops=frame), MACHINE, "S3", word)
+    earlier = verdicts.earlier_at(Evidence(cpu_loops=frame).of(MACHINE), MACHINE, "S3", word)
     assert earlier == "earlier code (optimized 9e2daaf, 2026-12-06)"
     cell = ledger.short_cell("S3", word, earlier=earlier)
     assert cell.startswith("**reproduced** at earlier code (optimized 9e2daaf, 2026-12-06): bf16 over fp32, ")
     assert "2.34x [2.31, 2.37]" in cell and len(cell.replace("**", "")) <= ledger.MAX_CELL
     unknown = frame.assign(code_fingerprint="")  # measured before fingerprints: its commits
-    assert ledger.earlier_at(Evidence(cpu_loops=unknown), MACHINE, "S3", word) == (
+    assert verdicts.earlier_at(Evidence(cpu_loops=unknown).of(MACHINE), MACHINE, "S3", word) == (
         "earlier code (optimized commit abcdef0, 2026-12-06)"
     )
-    assert ledger.earlier_at(Evidence(cpu_loops=frame), MACHINE, "S3", Judgement(Status.NOT_YET)) == ""
+    assert verdicts.earlier_at(Evidence(cpu_loops=frame).of(MACHINE), MACHINE, "S3", Judgement(Status.NOT_YET)) == ""
     assert ledger.said_word(word, earlier) == "reproduced at earlier code (optimized 9e2daaf, 2026-12-06)"
     assert ledger.said_word(word, "") == "reproduced"
 
@@ -67,8 +67,8 @@ def test_only_the_records_a_verdict_read_name_its_code():
     evidence = Evidence(cpu_loops=frame)
     read = leave_out(frame, frame["variant"] == "reference", "of other loops")
     word = counted(Judgement(Status.TOO_FEW, "45%"), read)
-    assert ledger.earlier_at(evidence, MACHINE, "S2", word) == ""
-    assert ledger.earlier_at(evidence, MACHINE, "S2", Judgement(Status.TOO_FEW, "45%")).startswith(
+    assert verdicts.earlier_at(evidence.of(MACHINE), MACHINE, "S2", word) == ""
+    assert verdicts.earlier_at(evidence.of(MACHINE), MACHINE, "S2", Judgement(Status.TOO_FEW, "45%")).startswith(
         "earlier code (optimized 0123456, "
     )
 

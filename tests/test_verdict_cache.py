@@ -29,7 +29,7 @@ def records(tmp_path, monkeypatch):
 def judged_elsewhere(out, monkeypatch):
     """What another process would get: nothing in memory, and judging refused (so only the file can answer)."""
     monkeypatch.setattr(reading, "_kept", {})
-    monkeypatch.setattr(reading, "verdicts", lambda evidence: pytest.fail("judged again"))
+    monkeypatch.setattr(reading.verdicts, "judge", lambda evidence: pytest.fail("judged again"))
     return reading.judged(out, "quick")
 
 
@@ -46,8 +46,8 @@ def test_new_records_are_judged_anew(records, monkeypatch):
     (records / "sweeps.csv").write_text((records / "sweeps.csv").read_text() + "\n")  # another digest
     monkeypatch.setattr(reading, "_kept", {})
     called = []
-    judge = reading.verdicts
-    monkeypatch.setattr(reading, "verdicts", lambda evidence: called.append(1) or judge(evidence))
+    judge = reading.verdicts.judge
+    monkeypatch.setattr(reading.verdicts, "judge", lambda evidence: called.append(1) or judge(evidence))
     reading.judged(records, "quick")
     assert called == [1] and len(list(verdict_cache.folder().glob("*.pickle"))) == 2
 

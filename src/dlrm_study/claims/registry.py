@@ -32,9 +32,11 @@ def judge(claim_id: str, evidence: Evidence, machine: str) -> Judgement:
     return claim(claim_id).judge(evidence, machine)
 
 
-def verdicts(evidence: Evidence) -> dict[str, dict[str, Judgement]]:
-    """claim id -> machine -> judgement, for every machine with records."""
-    return {c.id: {m: c.judge(evidence.of(m), m) for m in evidence.machines()} for c in CLAIMS}
+def verdicts(evidence: Evidence, views: dict[str, Evidence] | None = None) -> dict[str, dict[str, Judgement]]:
+    """claim id -> machine -> judgement, for every machine with records; `views`: each machine's `evidence.of`,
+    where the caller has them already."""
+    views = views if views is not None else {m: evidence.of(m) for m in evidence.machines()}
+    return {c.id: {m: c.judge(view, m) for m, view in views.items()} for c in CLAIMS}
 
 
 def papers() -> dict[str, tuple[str, ...]]:

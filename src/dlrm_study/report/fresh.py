@@ -2,8 +2,8 @@
 
 A reviewer on a class already measured gets nothing new from `make reproduce` (it measures only what this code has
 no record of). This measures the points S2's and S3's rules read (`runs.CLAIM_STUDIES`) into a folder of its own,
-whatever is committed, with the sequential design's looks; judges that folder alone; and prints its words and numbers
-beside the committed ones of the same machine class.
+whatever is committed, with the sequential design's looks; judges that folder alone (into its own verdicts.json); and
+prints its words and numbers beside the committed ones of the same machine class.
 
 Agreement is judged by a prediction interval for the fresh mean, not by the committed confidence interval (which
 says where the committed mean lies, not where a new measurement of the same code will): per comparison, the committed
@@ -26,12 +26,13 @@ import pandas as pd
 from dlrm_study.analysis import clusters, stats
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.evidence import Evidence
-from dlrm_study.claims import looks, registry, s2, s3
+from dlrm_study.claims import looks, s2, s3
 from dlrm_study.errors import UsageError
 from dlrm_study.plans import profiles
 from dlrm_study.records import Machine
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
+from dlrm_study.report import reading, verdicts
 from dlrm_study.studies import runs
 
 CLAIMS = (s2.ID, s3.ID)
@@ -127,16 +128,18 @@ def same_class(evidence: Evidence, machine: str) -> str | None:
 
 
 def compare(fresh_out: Path, results: Path, profile: str, machine: str) -> list[str]:
-    """The fresh folder's words and numbers beside the committed ones of this machine's class."""
-    fresh, published = Evidence.load(fresh_out, profile), Evidence.load(results, profile)
+    """The fresh folder's words and numbers beside the committed ones of this machine's class: the fresh folder
+    judged into its own verdicts.json, the committed words read from results/verdicts.json (`report.reading`)."""
+    fresh = Evidence.load(fresh_out, profile)
+    mine_all, _ = verdicts.tables(verdicts.load(verdicts.write(fresh_out, profile, fresh).parent))
+    published, theirs_all = reading.judged(results, profile)
     lines = [f"fresh measurement of {machine} ({fresh_out}) beside the committed records ({results}):"]
     theirs = same_class(published, machine)
     for claim_id in CLAIMS:
-        claim = registry.claim(claim_id)
-        mine = claim.judge(fresh.of(machine), machine)
+        mine = mine_all[claim_id][machine]
         lines.append(f"{claim_id} fresh: {mine.status}: {mine.detail}")
         if theirs:
-            committed = claim.judge(published.of(theirs), theirs)
+            committed = theirs_all[claim_id][theirs]
             lines.append(f"{claim_id} committed: {committed.status}: {committed.detail}")
     if not theirs:
         lines.append(f"no committed records of {machine}: nothing to compare with (a new class)")

@@ -90,9 +90,13 @@ def problems(results: Path, repo: Path | None = None) -> list[str]:
     return found + [f"{name}: published but not rendered (no code writes it)" for name in stale]
 
 
+VERDICTS = "verdicts.json"  # the render's one judgement (`report.verdicts`), which every page reads
+
+
 def published(results: Path) -> list[str]:
-    """The published artifacts of a results folder: rendered notebooks and figures (not a machine's own folder)."""
-    return [
+    """The published artifacts of a results folder: its verdicts, rendered notebooks and figures (not a machine's
+    own folder)."""
+    return [VERDICTS] * (results / VERDICTS).is_file() + [
         str(path.relative_to(results))
         for folder in ("notebooks", "figures")
         for path in sorted((results / folder).glob("*"))

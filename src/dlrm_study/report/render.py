@@ -2,18 +2,20 @@
 
 `publish` is `make render` (records reused, nothing measured) and `make reproduce` (a short training
 run, then every run of every study measured in a process of its own, `studies.runs`, then the render from
-the records): every notebook executed into results/notebooks/,
-the summary last, its scaffolding hidden; every figure under results/figures/ written anew (old ones
-removed first, so a figure no code writes any more is gone); the README's generated section; the
-manifest. Measuring, only what this machine has no record of at this code (its loop's fingerprint, `records.
-code_identity`) is measured, and one line says how many records that added (or that none were needed).
+the records): every claim judged once into results/verdicts.json (`report.verdicts`, what every page
+reads), then every notebook executed into results/notebooks/, the summary last, its scaffolding hidden;
+every figure under results/figures/ written anew (old ones removed first, so a figure no code writes any
+more is gone); the README's generated section; the manifest. Measuring, only what this machine has no
+record of at this code (its loop's fingerprint, `records.code_identity`) is measured, and one line says
+how many records that added (or that none were needed).
 
-`check` is tests/test_render.py's and `make check-render`'s: each notebook executed again with the
-records reused into a scratch folder, then compared with the committed copy cell by cell (by cell
-id): each Markdown cell's text, each code cell's code and what it printed (text and Markdown), every
-number and verdict word, but not pixels, stderr, nor the output of cells tagged `provenance` (commit,
-time and the renderer's machine differ by design). Every notebook of notebooks/ and every one under
-results/notebooks/ must be rendered now and compared: a notebook the render skipped is a difference.
+`check` is tests/test_render.py's and `make check-render`'s: the committed verdicts.json judged again
+from the records (`verdicts.problems`); each notebook executed again with the records reused into a
+scratch folder, then compared with the committed copy cell by cell (by cell id): each Markdown cell's
+text, each code cell's code and what it printed (text and Markdown), every number and verdict word, but
+not pixels, stderr, nor the output of cells tagged `provenance` (commit, time and the renderer's machine
+differ by design). Every notebook of notebooks/ and every one under results/notebooks/ must be rendered
+now and compared: a notebook the render skipped is a difference.
 """
 
 import argparse
@@ -30,7 +32,7 @@ from dlrm_study.plans.profiles import REPO
 from dlrm_study.records import code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.records.machine import machine_key
-from dlrm_study.report import gate, ledger, manifest, protocol, results_page, run_times
+from dlrm_study.report import gate, ledger, manifest, protocol, results_page, run_times, verdicts
 from dlrm_study.report.scaffolding import hide
 from dlrm_study.studies import runs
 
@@ -146,6 +148,8 @@ def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
         runs.measure(profile, results, look=looks.look)
     for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
         old.unlink()
+    print(f"judging every claim on every machine once: {verdicts.FILE}", file=sys.stderr, flush=True)
+    print(f"wrote {verdicts.write(results, profile).relative_to(repo)}", file=sys.stderr)  # what every page reads
     execute(results / "notebooks", profile, publish=True, repo=repo)
     if measure:
         print(measured_line(before, records_of_this_code(results)), file=sys.stderr)
@@ -285,6 +289,7 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
     found = [f"results/manifest.json: {p}" for p in manifest.problems(repo / "results", repo)]
     found += readme_problems((repo / "README.md").read_text(), repo / "results", profile)
     found += results_page.problems(repo, profile)
+    found += [f"results/{p}" for p in verdicts.problems(repo / "results", profile)]
     found += [f"broken output: {where}" for where in broken_outputs(repo)]
     with tempfile.TemporaryDirectory() as scratch:
         fresh = execute(folder or Path(scratch), profile, publish=False, repo=repo)

@@ -25,7 +25,7 @@ from dlrm_study.measure.gpu import KERNEL_FALLBACK
 from dlrm_study.plans.gpu_targets import TARGETS
 from dlrm_study.records import Machine, code_identity, provenance, store
 from dlrm_study.records import columns as col
-from dlrm_study.report import gallery, ledger, manifest, reading, run_times
+from dlrm_study.report import gallery, ledger, manifest, reading, run_times, verdicts
 from dlrm_study.report.readable import machine_words
 from dlrm_study.studies import gpu_targets
 
@@ -91,8 +91,8 @@ def judged(evidence: Evidence) -> dict[str, dict[str, Judged]]:
             earlier = code[claim][host]
             cell = ledger.short_cell(claim, v, old, earlier)
             if ledger.said_word(v, earlier) != str(v.status):  # a word of earlier code decides no row of today's
-                reason = earlier.removeprefix(ledger.EARLIER).strip(" ()")  # the reason: its code and date
-                found[claim][host] = Judged(ledger.EARLIER, [], reason, old, cell)
+                reason = earlier.removeprefix(verdicts.EARLIER).strip(" ()")  # the reason: its code and date
+                found[claim][host] = Judged(verdicts.EARLIER, [], reason, old, cell)
                 continue
             found[claim][host] = Judged(v.status, figures, reason, old, cell, v.qualifier)
     return found
@@ -480,13 +480,13 @@ def control_line(evidence: Evidence) -> str:
     """S3's accuracy half: on how many machines it was tested (a reproduced S3), and where it held but its control
     did not fail at small steps (or was not trained there), what that leaves untested: the machines' verdicts carry
     the note (`s3.control_notes`); "" where neither is."""
-    verdicts = reading.verdicts_of(evidence).get(s3.ID, {})
+    of_s3 = reading.verdicts_of(evidence).get(s3.ID, {})
     # a reproduced S3 had its accuracy half reproduced, which needs the control to fail at small steps
-    tested = [m for m, v in verdicts.items() if v.status == Status.REPRODUCED]
+    tested = [m for m, v in of_s3.items() if v.status == Status.REPRODUCED]
     said = f"tested, plain bf16 SGD (the control) failing at small steps (on {count(len(tested), 'machine')})"
     lines = [said] if tested else []
     for note in (s3.CONTROL_KEPT, s3.CONTROL_UNMEASURED):
-        machines = [m for m, v in verdicts.items() if note in v.notes]
+        machines = [m for m, v in of_s3.items() if note in v.notes]
         if machines:
             lines.append(f"{note} (on {count(len(machines), 'machine')})")
     if not lines:

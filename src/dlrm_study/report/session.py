@@ -116,7 +116,7 @@ def verdict_lines(out: Path, profile: str) -> str:
 
 
 def earlier_codes(evidence: Evidence, table: dict[str, dict[str, Judgement]]) -> dict[str, dict[str, str]]:
-    """claim -> machine -> `ledger.earlier_at` of its verdict, as the ledger reads it (`ledger.earlier_table`;
+    """claim -> machine -> `verdicts.earlier_at` of its verdict, as the ledger reads it (`ledger.earlier_table`;
     "" for a machine that never said its ISA, which the ledger lists apart)."""
     hosts = sorted({host for by_host in table.values() for host in by_host})
     found = ledger.earlier_table(evidence, table, [h for h in hosts if Machine.parse(h).recorded])
