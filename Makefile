@@ -55,15 +55,12 @@ lab: env
 # PROFILE=quick (default; docs/reproduce.md gives its measured run times) or full.
 # `make reproduce FRESH=1`: measure the points S2's and S3's rules read afresh into results/fresh/DATE-MACHINE/
 # (whatever is committed), judge that folder alone, and print its words beside the committed ones
-# (`dlrm_study.report.fresh`); the published records and render are left as they are.
+# (`dlrm_study.report.fresh`); the published records and render are left as they are. Measuring is the lab's and
+# judging the court's: `dlrm_study.cli.reproduce` measures, then calls the render.
 PROFILE ?= quick
 FRESH ?=
 reproduce: env data/criteo_sample.tsv
-ifeq ($(FRESH),)
-	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE) --measure
-else
-	$(BIN)/python -m dlrm_study.report.fresh --profile $(PROFILE)
-endif
+	$(BIN)/python -m dlrm_study.cli.reproduce --profile $(PROFILE) $(if $(FRESH),--fresh)
 
 render: env
 	$(BIN)/python -m dlrm_study.report.render --profile $(PROFILE)

@@ -17,4 +17,4 @@ cd "$(dirname "$0")/.."
 source scripts/gpu_env.sh
 # 340 s: the grid stops starting points at --budget-s (290 s by default); this ends a point that overruns.
 # GPU_CHECK_TIMEOUT_S changes it (the CPU dry run's test lifts both: a busy machine is no overrun).
-exec timeout "${GPU_CHECK_TIMEOUT_S:-340}" "$PYTHON" -m dlrm_study.cli.gpu_session "$@"
+exec timeout "${GPU_CHECK_TIMEOUT_S:-340}" "$PYTHON" -m dlrm_study.lending.gpu_session "$@"

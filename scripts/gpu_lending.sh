@@ -3,7 +3,7 @@
 #
 #   bash scripts/gpu_lending.sh OUT_DIR [--budget-s 540] [--part A|B] [--resume-from DIR]... [--dry-run]
 #
-# Two lendings judge H1-H4 between them, each claim in 3 runs, each run a process (src/dlrm_study/studies/gpu_lending.py):
+# Two lendings judge H1-H4 between them, each claim in 3 runs, each run a process (src/dlrm_study/lending/gpu_lending.py):
 # A: the targets, then H1 and H4; B: H2 and H3. --part A|B names one; without it the first whose claims have no
 # verdict at today's code in results/ runs. Then, as far as --budget-s goes, the optional phases; each phase in its
 # own process under a watchdog.
@@ -27,5 +27,5 @@ source scripts/gpu_env.sh
 # The session starts no phase past --budget-s (540 s by default) and a phase no point within 20 s of its
 # watchdog; this ends it past that, by a margin, inside the device tool's 600 s with the wheels installed
 # (GPU_LENDING_TIMEOUT_S changes it: the CPU dry run's test lifts it, a busy machine is no overrun).
-exec timeout "${GPU_LENDING_TIMEOUT_S:-560}" "$PYTHON" -m dlrm_study.cli.gpu_session --lending --out "$out" \
+exec timeout "${GPU_LENDING_TIMEOUT_S:-560}" "$PYTHON" -m dlrm_study.lending.gpu_session --lending --out "$out" \
   --budget-s 540 "$@"

@@ -316,7 +316,7 @@ M = [
     ),
     # A GPU target called met at 0.9 of its least.
     (
-        "src/dlrm_study/studies/gpu_targets.py",
+        "src/dlrm_study/analysis/gpu_targets.py",
         '"met" if got >= least',
         '"met" if got >= 0.9 * least',
         "tests/test_gpu_check.py",

@@ -19,7 +19,7 @@ CLAIM_MODULE = re.compile(r"[hs]\d+")  # claims/h1.py .. claims/s4.py: a claim's
 # module -> the claim-id literals it holds (2026-12-06), never to grow; why each is still there:
 DEBT = {
     # which GPU lending judges which claims, and the runs of each lending that feed them: plans below the claims
-    "studies/gpu_lending.py": 8,
+    "lending/gpu_lending.py": 8,
     "plans/gpu.py": 4,
     # the `claim` column of results/gpu_predictions.csv: a label the records carry
     "analysis/predictions.py": 3,

@@ -13,11 +13,12 @@ import pytest
 import torch
 from tests.conftest import ROOT
 
-from dlrm_study.analysis import predictions, stats
+from dlrm_study.analysis import gpu_targets, predictions, stats
 from dlrm_study.analysis import sensitivity as knobs
 from dlrm_study.analysis.evidence import H1_KNOBS
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.config.variants import GPU_CACHED, GPU_HBM, GPU_HOST, GPU_UVM
+from dlrm_study.lending import gpu_budget
 from dlrm_study.measure import gpu as gpu_measure
 from dlrm_study.measure import sweep
 from dlrm_study.plans import gpu as gpu_grid
@@ -27,7 +28,6 @@ from dlrm_study.plans.gpu import sweeps
 from dlrm_study.plans.gpu_targets import TARGETS
 from dlrm_study.records import store
 from dlrm_study.report import plots
-from dlrm_study.studies import gpu_budget, gpu_targets
 
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 
@@ -132,8 +132,7 @@ def test_dry_run_writes_every_record(tmp_path):
 
 def test_the_session_runs_the_gpu_tests_from_the_repository(monkeypatch):
     """The session's first step finds the tests beside the package (src/dlrm_study/cli/ is three folders down)."""
-    from dlrm_study.cli import gpu_session
-    from dlrm_study.studies import gpu_phases
+    from dlrm_study.lending import gpu_phases, gpu_session
 
     seen = {}
 
@@ -172,14 +171,14 @@ def test_the_plan_measures_every_target_first_and_lists_them(tmp_path):
 
 def test_the_targets_run_fits_the_first_calls_budget():
     """plans.gpu's docstring: the targets' run, three repeats, ends inside gpu_check's 290 s budget, after the
-    tests, the profiler's probes and the embedding benchmark, by the plan's own estimate (studies.gpu_budget)."""
+    tests, the profiler's probes and the embedding benchmark, by the plan's own estimate (lending.gpu_budget)."""
     assert gpu_budget.targets_end_s() < gpu_budget.BUDGET_S
     assert "The targets' run ends inside the first call's budget" in " ".join(gpu_grid.__doc__.split())
 
 
 def test_the_docstring_says_the_calls_the_estimate_gives(tmp_path, monkeypatch):
     """plans.gpu's docstring: the calls of 290 s (the tests in each) that H4's and H1-H3's runs end in, and
-    the whole plan's, are the estimate's (studies.gpu_budget); and each call begins with its fixed costs.
+    the whole plan's, are the estimate's (lending.gpu_budget); and each call begins with its fixed costs.
     Planned as on the GPU machine, whose AMX host measures the CPU loops' bf16 variants (a CPU without native
     bf16 skips them, and its plan is shorter)."""
     from dlrm_study import platform
@@ -237,7 +236,7 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path, 
     """gpu_session.whole: from the H200 estimate of each repeat, all of them, one, or none (left whole for a
     later call); the runner's deadline never has to cut a repeat the estimate let start. The session's clock
     stands still here (a loaded machine's pause between two lines is no part of the estimate)."""
-    from dlrm_study.cli import gpu_session
+    from dlrm_study.lending import gpu_session
 
     now = 1000.0
     monkeypatch.setattr(gpu_session, "time", SimpleNamespace(monotonic=lambda: now))
@@ -256,7 +255,7 @@ def test_a_verdict_run_starts_only_the_whole_repeats_the_budget_holds(tmp_path, 
 
 
 def test_a_claim_line_says_its_runs_against_the_three_a_verdict_needs(tmp_path, monkeypatch):
-    from dlrm_study.studies import gpu_lending, gpu_pairs
+    from dlrm_study.lending import gpu_lending, gpu_pairs
 
     runs = gpu_grid.runs(tmp_path, dry_run=False)  # the grid's: one run of each
     lines = gpu_pairs.claim_lines(tmp_path, runs)  # nothing measured yet
@@ -358,7 +357,7 @@ def test_a_kernel_that_fails_in_a_dry_run_leaves_its_error_record_and_the_sessio
     records, the other preset's are measured, the summary says the missing targets and why, and main returns 0."""
     from triton.runtime.errors import OutOfResources
 
-    from dlrm_study.cli import gpu_session
+    from dlrm_study.lending import gpu_session
     from dlrm_study.model.kernels import torch_ops, triton_ops
 
     rows = 3 + 1000 + 500  # the mlperf-scaled stand-in's stacked rows

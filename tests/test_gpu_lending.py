@@ -10,12 +10,12 @@ from tests.conftest import ROOT
 
 from dlrm_study import config, platform
 from dlrm_study.analysis.clusters import MIN_RUNS
+from dlrm_study.lending import gpu_lending
 from dlrm_study.measure import context, graph_profiler, isolated
 from dlrm_study.measure import gpu as gpu_measure
 from dlrm_study.measure.prepared import prepare
 from dlrm_study.model.kernels import torch_ops
 from dlrm_study.records import store
-from dlrm_study.studies import gpu_lending
 
 SCRIPT = ROOT / "scripts" / "gpu_lending.sh"
 HANG_GUARD_S = 3600  # the dry run's limits, lifted: a busy machine is slow, not hung
@@ -33,7 +33,7 @@ def test_a_phase_that_raises_hangs_or_loses_its_context_leaves_the_others_whole(
     lost = (  # a measuring phase whose CUDA context dies mid-run (runner.DeviceLost, simulated)
         "import sys, pathlib\n"
         "from dlrm_study.measure import runner, sweep\n"
-        "from dlrm_study.studies import gpu_phases, gpu_lending\n"
+        "from dlrm_study.lending import gpu_phases, gpu_lending\n"
         "from dlrm_study.plans.gpu import GpuRun\n"
         "def dead(*args, **kwargs): raise runner.DeviceLost('simulated')\n"
         "sweep.run_together = dead\n"
@@ -78,7 +78,7 @@ def test_each_lending_judges_its_claims_in_three_runs_each_a_process_within_its_
     """By the H200 estimate from a cold start (the host's bf16 CPU loop measured, as on the GPU machine's AMX host):
     every claim of the lending in MIN_RUNS runs, each run slot a phase of its own (a process), the verdict phases
     ending, with a phase's stop margin, inside the lending's limit."""
-    from dlrm_study.cli.gpu_session import STOP_MARGIN_S
+    from dlrm_study.lending.gpu_session import STOP_MARGIN_S
 
     monkeypatch.setattr(platform, "native_bf16", lambda: True)
     assert gpu_lending.VERDICT_RUNS == MIN_RUNS
@@ -140,8 +140,8 @@ def test_a_lending_measures_only_the_points_its_rules_read(tmp_path):
 
 def test_a_verdict_run_of_several_runs_starts_only_the_whole_runs_that_fit(tmp_path):
     """Never a run cut short: resumed, its repeats would be a run of their own without a warm-up."""
+    from dlrm_study.lending import gpu_phases
     from dlrm_study.measure import runner, sweep
-    from dlrm_study.studies import gpu_phases
 
     run = {p.name: p for p in gpu_lending.phases(tmp_path, dry_run=False)}["verdict-run-1"].runs[1]
     spec = run.specs[0]
@@ -159,7 +159,7 @@ def test_the_lending_to_run_is_the_first_whose_claims_have_no_verdict_at_todays_
     from types import SimpleNamespace
 
     from dlrm_study.analysis.judgement import Status
-    from dlrm_study.cli import gpu_session
+    from dlrm_study.lending import gpu_session
 
     gpu = "intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/16cpu/nvidia-h200"
     statuses = {"H1": Status.REPRODUCED, "H4": Status.INCONCLUSIVE, "H2": Status.ONE_RUN, "H3": Status.NOT_YET}
@@ -259,14 +259,22 @@ def test_dry_run_of_the_lending_writes_every_phase_and_the_summary(tmp_path):
 def test_lending_b_alone_gives_h2_and_h3_their_runs(tmp_path):
     """Lending B's verdict phases, each a process as the lending starts them (dry, on the CPU): the grid's records
     they write give H2 and H3, counted as their rule pairs them, the runs a verdict needs, with no record of A."""
-    from dlrm_study.studies import gpu_pairs
+    from dlrm_study.lending import gpu_pairs
 
     work = tmp_path / "w"
     work.mkdir()
     env = {**os.environ, "DLRM_STUDY_KERNELS": "torch"}
     env.pop("TRITON_INTERPRET", None)
     for slot in range(1, MIN_RUNS + 1):
-        command = [sys.executable, "-m", "dlrm_study.cli.gpu_session", "--phase", f"verdict-run-{slot}", "--part", "B"]
+        command = [
+            sys.executable,
+            "-m",
+            "dlrm_study.lending.gpu_session",
+            "--phase",
+            f"verdict-run-{slot}",
+            "--part",
+            "B",
+        ]
         command += ["--work", str(work), "--dry-run", "--deadline-s", str(HANG_GUARD_S)]
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
         assert done.returncode == 0, done.stderr[-2000:]

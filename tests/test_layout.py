@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dlrm_study"
 # The order data flows in (README's Layout): config -> batches -> model -> training -> records -> ... -> figures.
 PIPELINE = (
     "errors", "settings", "rules", "config", "platform", "data", "model", "train", "distributed", "records", "plans",
-    "perfmodel", "measure", "analysis", "claims", "studies", "report", "cli", "__main__",
+    "perfmodel", "measure", "studies", "analysis", "claims", "report", "lending", "cli", "__main__",
 )  # fmt: skip
 
 
@@ -149,3 +149,64 @@ def test_no_module_imports_one_that_imports_it_back() -> None:
 
 def test_a_circle_is_seen() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
+# The lab measures and writes records; the court reads records and writes verdicts (issue 71). Below both: errors,
+# settings, and `rules` (rules.toml: the rules and the designs that feed them, written before the records, which the
+# lab reads for its run counts and stamps on every record, and the court judges by). Above both: what runs them in
+# turn (`lending`: a GPU lending's logistics; `cli`: the command line and `make reproduce`).
+LAB = ("config", "platform", "data", "model", "train", "distributed", "records", "plans", "perfmodel", "measure",
+       "studies")  # fmt: skip
+COURT = ("analysis", "claims", "report")
+# What the court reads of the lab: the config, the records' schemas, the plans (what was measured, to find its
+# records) and the performance models (the bounds a measurement is read against). Nothing that measures.
+COURT_READS = {"config", "platform", "records", "plans", "perfmodel"}
+# Where the court still reaches into the lab, each with its reason; a new one fails the test below.
+COURT_EXCEPTIONS = {
+    # the notebooks' numerics check trains three steps of two loops (`fused_matches_reference`)
+    "report/checks.py": {"data", "model", "train"},
+    # a notebook's footer counts what its run measured; a scratch folder's holder is a live process
+    "report/session.py": {"measure", "train"},
+    # the GPU records' kernel-path fallback's name (a record's value, spelt where it is written)
+    "report/results_page.py": {"measure"},
+}
+
+
+def lab_or_court_imports(side: tuple[str, ...], paths: list[Path] = MODULES) -> dict[str, set[str]]:
+    """Per module of one side, the rooms it imports (`file -> {room}`)."""
+    found: dict[str, set[str]] = {}
+    for path in paths:
+        if room(module_of(path)) in side:
+            found[str(path.relative_to(SRC))] = {room(target) for _, target in imports(path)}
+    return found
+
+
+def court_reached(paths: list[Path] = MODULES) -> dict[str, set[str]]:
+    """The lab's modules that import the court or what runs it, with the rooms they reach."""
+    found = {f: rooms & {*COURT, "lending", "cli"} for f, rooms in lab_or_court_imports(LAB, paths).items()}
+    return {f: rooms for f, rooms in found.items() if rooms}
+
+
+def test_the_lab_never_imports_the_court() -> None:
+    assert court_reached() == {}
+
+
+def test_a_lab_module_reaching_the_court_is_seen() -> None:
+    fake = SRC / "records" / "_probe_for_test.py"
+    try:
+        fake.write_text("def f():\n    from dlrm_study.report import reading\n")
+        assert court_reached([fake]) == {"records/_probe_for_test.py": {"report"}}
+    finally:
+        fake.unlink(missing_ok=True)
+
+
+def test_the_court_reads_of_the_lab_only_its_records_and_plans() -> None:
+    lab = set(LAB) - COURT_READS
+    wrong = {f: (rooms & lab) - COURT_EXCEPTIONS.get(f, set()) for f, rooms in lab_or_court_imports(COURT).items()}
+    assert not {f: r for f, r in wrong.items() if r}, wrong
+    stale = {f: r for f, r in COURT_EXCEPTIONS.items() if not r <= lab_or_court_imports(COURT).get(f, set())}
+    assert not stale, f"exceptions no longer needed (remove them): {stale}"
+
+
+def test_every_room_is_on_one_side_or_runs_both() -> None:
+    assert set(PIPELINE) == {*LAB, *COURT, "errors", "settings", "rules", "lending", "cli", "__main__"}

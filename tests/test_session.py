@@ -84,7 +84,7 @@ def test_the_manifest_names_the_commit_the_render_found_before_writing_its_page(
     monkeypatch.setattr(render, "execute", lambda *args, **kwargs: None)
     monkeypatch.setattr(render.ledger, "write_readme", lambda *args: False)
     monkeypatch.setattr(render.results_page, "write", lambda repo, profile: written.append(True) or [])
-    render.publish("smoke", measure=False, repo=tmp_path)
+    render.publish("smoke", repo=tmp_path)
     assert written
     assert json.loads((tmp_path / "results" / manifest.MANIFEST).read_text())["commit"] == "abc1234"
 

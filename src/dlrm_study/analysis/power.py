@@ -43,7 +43,7 @@ MAX_RUNS = 60  # `runs_needed` looks no further
 RESULTS = REPO / "results"
 XEON_AMX = "intel-xeon-f6m207s2/avx512f+avx512_bf16+amx_bf16/2cpu"  # the first runs measured as processes
 GPU_SPREAD = "assumed (no runs of these points yet)"
-# A GPU claim's design is one lending's (`studies.gpu_lending`: 3 runs, each a process; 3 repeats a run for H1 and
+# A GPU claim's design is one lending's (`lending.gpu_lending`: 3 runs, each a process; 3 repeats a run for H1 and
 # H4, 1 for H2 and H3): tests/test_gpu_lending.py holds these literals to the plan.
 LENDING_RUNS = 3
 

@@ -53,7 +53,7 @@ class Claim:
     per_class: bool = False  # judged per machine, and read per bf16 class (the ledger's class rows)
     quantity: str = ""  # what its number measures, where a page names it only by the claim's id
     gpu_points: str = ""  # a GPU claim: what its rule pairs, and over what the fewest are counted
-    # a GPU claim: (pairs, runs) its rule counts in a GPU session's records (`studies.gpu_pairs`)
+    # a GPU claim: (pairs, runs) its rule counts in a GPU session's records (`lending.gpu_pairs`)
     session_counts: Callable[[Path, GpuRun], tuple[int, int]] | None = None
     designs: tuple[Design, ...] = ()  # the design of runs that feeds its rule, per comparison (`claims.designs`)
     reader: Reader | None = None  # how its design reads its variances from committed records (None: assumed)

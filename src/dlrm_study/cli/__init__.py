@@ -1,1 +1,1 @@
-"""The command line: `dlrm-study` (`main`: parsing only) and the GPU session (`gpu_session`)."""
+"""The command line: `dlrm-study` (`main`: parsing only); a GPU lending's session is `lending.gpu_session`."""

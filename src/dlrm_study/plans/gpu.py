@@ -27,10 +27,10 @@ read (items 2 and 3) are measured in `VERDICT_REPEATS` (a test holds it to MIN_P
 come before analysis, so it is not imported); the points no rule reads keep `REPEATS` (3). A
 session on the same machine and versions resumes by repeat (`records.store.resume_key`): it
 measures only the repeats the records lack, and a verdict run is measured in whole repeats, one
-call's budget at a time (`studies.gpu_budget.whole_repeats`), since a repeat split between two
+call's budget at a time (`lending.gpu_budget.whole_repeats`), since a repeat split between two
 calls is measured in two runs, whose halves never pair, and no later call measures it again.
 
-Budget: computed from the plan by `studies.gpu_budget.estimate` (the last H200 session's measured
+Budget: computed from the plan by `lending.gpu_budget.estimate` (the last H200 session's measured
 costs, the GPU model's step times) and printed by gpu_check before it measures, call by call. The
 targets' run ends inside the first call's budget (gpu_check's 290 s, after the tests, the profiler's
 probes and the embedding benchmark; a test checks it); the runs past the budget resume in later

@@ -1,5 +1,5 @@
 """The GPU session's throughput targets as data: which points they are, their least samples/s as set, and a dry
-run's stand-ins for them (`studies.gpu_targets` judges the records against them, device by device).
+run's stand-ins for them (`analysis.gpu_targets` judges the records against them, device by device).
 
 A target is a preset at a batch, bf16 on tables in HBM with the step captured (`gpu-hbm`), and the
 samples/s it should reach on an H200 (this study's targets for the GPU loop). Its fp32 twin (`gpu-hbm-fp32`) runs

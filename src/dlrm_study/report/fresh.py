@@ -10,15 +10,12 @@ says where the committed mean lies, not where a new measurement of the same code
 run means' spread within their invocations (s) and between invocations beyond it (s_inv, where two or more
 invocations let it be estimated), so a fresh invocation of n runs varies by s_inv^2 + s^2 / n around the truth.
 
-    python -m dlrm_study.report.fresh [--profile quick] [--out FOLDER]
+    python -m dlrm_study.cli.reproduce --fresh [--profile quick] [--out FOLDER] [--compare-only]
 """
 
-import argparse
 import datetime
 import math
 import statistics
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -26,14 +23,9 @@ import pandas as pd
 from dlrm_study.analysis import clusters, stats
 from dlrm_study.analysis.cpu import embedding_share_rows
 from dlrm_study.analysis.evidence import Evidence
-from dlrm_study.claims import looks, s2, s3
-from dlrm_study.errors import UsageError
-from dlrm_study.plans import profiles
-from dlrm_study.records import Machine
+from dlrm_study.claims import s2, s3
 from dlrm_study.records import columns as col
-from dlrm_study.records.machine import machine_key
 from dlrm_study.report import reading, verdicts
-from dlrm_study.studies import runs
 
 CLAIMS = (s2.ID, s3.ID)
 
@@ -154,29 +146,3 @@ def compare(fresh_out: Path, results: Path, profile: str, machine: str) -> list[
 def default_folder(results: Path, machine: str) -> Path:
     slug = machine.replace("/", "_")
     return results / "fresh" / f"{datetime.date.today()}-{slug}"
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m dlrm_study.report.fresh", description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", default=None, help="smoke | quick | full (default: $DLRM_STUDY_PROFILE, quick)")
-    parser.add_argument("--out", default=None, help="the fresh folder (default: results/fresh/DATE-MACHINE)")
-    parser.add_argument("--compare-only", action="store_true", help="measure nothing; compare the folder as it is")
-    args = parser.parse_args(argv)
-    try:
-        profile = profiles.profile(args.profile)
-        results = profiles.results_dir(profile, None)
-        machine = machine_key()
-        if Machine.parse(machine).has_gpu:
-            raise UsageError("a fresh measurement judges the CPU claims S2 and S3: run it on a CPU machine")
-        out = Path(args.out) if args.out else default_folder(results, machine)
-        if not args.compare_only:
-            print(looks.expected(machine), file=sys.stderr)
-            runs.measure(profile, out, runs.CLAIM_STUDIES, look=looks.look)
-        print("\n".join(compare(out, results, profile, machine)))
-    except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()

@@ -26,15 +26,10 @@ from pathlib import Path
 
 import nbformat
 
-from dlrm_study import config
-from dlrm_study.claims import looks
 from dlrm_study.plans.profiles import REPO
-from dlrm_study.records import code_identity, provenance, store
-from dlrm_study.records import columns as col
-from dlrm_study.records.machine import machine_key
+from dlrm_study.records import provenance
 from dlrm_study.report import gate, ledger, manifest, protocol, results_page, run_times, verdicts
 from dlrm_study.report.scaffolding import hide
-from dlrm_study.studies import runs
 
 PROVENANCE = "provenance"  # a cell that says where and when it ran
 TEXT = ("text/plain", "text/markdown")  # of a displayed value, the richer one is compared
@@ -90,69 +85,15 @@ def steady(book: nbformat.NotebookNode, repo: Path = REPO) -> nbformat.NotebookN
     return book
 
 
-# `make reproduce`'s first step: a short training run (its record in results/train.csv), once per code and machine.
-TRAIN = ("tiny", ["train.steps=300"])
-
-
-def train_once(results: Path) -> bool:
-    """The short training run, unless train.csv holds one of this config, machine and code; whether it ran."""
-    from dlrm_study.measure.training import train_and_record
-    from dlrm_study.train import build
-
-    cfg, path = config.load(*TRAIN), results / "train.csv"
-    if store.key_here(cfg, "", repeat="") in store.stored_keys(path):  # a train record has no variant nor repeat
-        return False
-    train_and_record(build(cfg), path, progress=False)
-    return True
-
-
-def records_of_this_code(results: Path) -> int:
-    """The records under `results` measured on this machine by this code (`provenance.today_code`)."""
-    here = machine_key()
-    return sum(
-        row.get(col.MACHINE) == here
-        and code_identity.code_of_record(row.get(col.TRAIN_LOOP), row.get(col.CODE_FINGERPRINT))
-        == provenance.today_code(row.get(col.TRAIN_LOOP))
-        for path in sorted(results.glob("*.csv"))
-        for row in store.read_rows(path)[1]
-    )
-
-
-def fingerprint_line() -> str:
-    """Today's code, per loop (`records.code_identity`), in a few words: its fingerprint, and the one it is
-    declared to run its step as (LOOP_LOCK) where that is another."""
-    said = []
-    for loop, fp in code_identity.loop_fingerprints().items():
-        code = code_identity.today(loop)
-        said.append(f"{loop} {fp}" + (f" (as {code})" if code != fp else ""))
-    return ", ".join(said)
-
-
-def measured_line(before: int, after: int) -> str:
-    """What a measuring render measured, in one line."""
-    code, here = fingerprint_line(), machine_key()
-    if after == before:
-        return f"measured nothing: {here} holds every record of this code ({code}, {after} records); rendered from them"
-    return f"measured {after - before} new records of this code ({code}) on {here}; {after} in all"
-
-
-def publish(profile: str, measure: bool, repo: Path = REPO) -> None:
-    """The published study rendered anew from the records in results/ (measuring first if asked)."""
+def publish(profile: str, repo: Path = REPO) -> None:
+    """The published study rendered anew from the records in results/ (`cli.reproduce` measures first)."""
     results = repo / "results"
     commit = provenance.git_commit()  # before the render writes docs/results.md, which git counts as a change
-    before = records_of_this_code(results) if measure else 0
-    if measure:
-        train_once(results)
-        print(looks.expected(machine_key()), file=sys.stderr)
-        # every run of every study, a process each, the claim runs to the look where their claims have their words
-        runs.measure(profile, results, look=looks.look)
     for old in [*results.glob("figures/*.png"), *results.glob("figures/*.svg")]:
         old.unlink()
     print(f"judging every claim on every machine once: {verdicts.FILE}", file=sys.stderr, flush=True)
     print(f"wrote {verdicts.write(results, profile).relative_to(repo)}", file=sys.stderr)  # what every page reads
     execute(results / "notebooks", profile, publish=True, repo=repo)
-    if measure:
-        print(measured_line(before, records_of_this_code(results)), file=sys.stderr)
     changed = ledger.write_readme(repo / "README.md", results, profile)
     print(f"README.md: generated section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     for path in results_page.write(repo, profile):
@@ -300,11 +241,10 @@ def check(profile: str = "quick", repo: Path = REPO, folder: Path | None = None)
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m dlrm_study.report.render", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", help="smoke | quick | full (default quick)")
-    parser.add_argument("--measure", action="store_true", help="measure this machine first (make reproduce)")
     parser.add_argument("--check", action="store_true", help="compare a fresh render with the committed one")
     args = parser.parse_args()
     if not args.check:
-        publish(args.profile, args.measure)
+        publish(args.profile)
         return
     problems = check(args.profile)
     print("\n".join(problems) or "the committed render is what the code renders from these records")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrm_study.analysis import baseline as old_stack
-from dlrm_study.analysis import gpu_loop, predictions, same_host
+from dlrm_study.analysis import gpu_loop, gpu_targets, predictions, same_host
 from dlrm_study.analysis.clusters import MIN_RUNS
 from dlrm_study.analysis.evidence import Evidence, gpu_hosts
 from dlrm_study.analysis.gpu_loop import old_loop
@@ -27,7 +27,6 @@ from dlrm_study.records import Machine, code_identity, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.report import gallery, ledger, manifest, reading, run_times, verdicts
 from dlrm_study.report.readable import machine_words
-from dlrm_study.studies import gpu_targets
 
 PAGE = "docs/results.md"
 CLAIMS_DOC = Path(__file__).resolve().parents[3] / "docs" / "claims.md"  # its table: each claim's words and source

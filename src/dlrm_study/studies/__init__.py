@@ -2,6 +2,5 @@
 
 `runs` (every run a process: `make reproduce`), `compare` (notebooks 01, 02), `baseline` (02's 2020 step),
 `sensitivity` (03, 04 and their GPU mirrors), `placement` (05), `scaling` (06), `convergence` and
-`bf16_rounding` (07), and the GPU session's budget, lending, phases and targets. Reading what they recorded
-is `analysis`'s.
+`bf16_rounding` (07). A GPU lending's logistics are `lending`'s; reading what they recorded is `analysis`'s.
 """

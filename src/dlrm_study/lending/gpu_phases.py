@@ -1,4 +1,4 @@
-"""One phase of a GPU lending, in this process (`studies.gpu_lending` plans them; `measure.isolated` runs
+"""One phase of a GPU lending, in this process (`lending.gpu_lending` plans them; `measure.isolated` runs
 each in a process of its own): its runs, the GPU tests, the profiled windows, or the embedding benchmark.
 
 A measuring phase profiles nothing (`graph_profiler.NOT_PROFILED`): its records are written before anything
@@ -18,12 +18,12 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.config import Placement
+from dlrm_study.lending import gpu_budget, gpu_lending
+from dlrm_study.lending.gpu_lending import GPU_TESTS_TIMEOUT_S, Phase
 from dlrm_study.measure import context, gpu, graph_profiler, isolated, runner, sweep
 from dlrm_study.plans import sweep as sweep_plan
 from dlrm_study.plans.gpu import REPEATS, GpuRun
 from dlrm_study.records import columns as col
-from dlrm_study.studies import gpu_budget, gpu_lending
-from dlrm_study.studies.gpu_lending import GPU_TESTS_TIMEOUT_S, Phase
 
 TEST_FILES = ["tests/test_gpu_step.py", "tests/test_placements.py"]  # the files holding the tests marked gpu
 

@@ -17,9 +17,9 @@ from its own records only:
 After the verdict phases, as far as the budget goes (optional, no rule reads them): the targets' repeats, a
 smoke of the GPU tests, the profiled windows of the targets, the embedding benchmark, the same-host pair, and
 the rest. The lending to run is the first whose claims have no verdict at today's GPU code
-(`cli.gpu_session.choose_lending`); `--part A|B` names one.
+(`lending.gpu_session.choose_lending`); `--part A|B` names one.
 
-Each phase is one process (`measure.isolated`); its estimate is its measurements' cost by `studies.gpu_budget`
+Each phase is one process (`measure.isolated`); its estimate is its measurements' cost by `lending.gpu_budget`
 (one run slot a verdict phase) plus a process's start (`PHASE_START_S`) and, in the first phase, Triton compiling
 its kernels (`TRITON_COLD_S`). The first lending (2026-12-04, results/gpu-session/lending1-log.txt) ran each of
 its headline phases within 6% of its estimate; PHASE_START_S, TRITON_COLD_S and the host CPU loops' cost
@@ -34,10 +34,10 @@ from pathlib import Path
 from dlrm_study.config import Config
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_HBM, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
+from dlrm_study.lending import gpu_budget
 from dlrm_study.plans import gpu as gpu_grid
 from dlrm_study.plans import gpu_targets, sweep
 from dlrm_study.plans.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN, GpuRun
-from dlrm_study.studies import gpu_budget
 
 # Leads (not measured on the H200 yet): a phase process's start (Python, torch, the CUDA context: importing
 # the phase's modules took about 3 s on a 2-core development machine), and the first phase's Triton

@@ -1,10 +1,10 @@
 """One GPU session, prepared: the GPU tests, then the benchmark grid, records under --out.
 
-    python -m dlrm_study.cli.gpu_session --out DIR [--budget-s 290] [--dry-run]
-    python -m dlrm_study.cli.gpu_session --lending --out DIR [--budget-s 540] [--resume-from DIR] [--dry-run]
+    python -m dlrm_study.lending.gpu_session --out DIR [--budget-s 290] [--dry-run]
+    python -m dlrm_study.lending.gpu_session --lending --out DIR [--budget-s 540] [--resume-from DIR] [--dry-run]
 
-`--lending` (`scripts/gpu_lending.sh`): one lending's plan instead (`studies.gpu_lending`): the headline
-first, each phase in a process of its own under a watchdog (`measure.isolated`, `studies.gpu_phases`), the
+`--lending` (`scripts/gpu_lending.sh`): one lending's plan instead (`lending.gpu_lending`): the headline
+first, each phase in a process of its own under a watchdog (`measure.isolated`, `lending.gpu_phases`), the
 records made in a work folder and mirrored whole into DIR, DIR/summary.txt rewritten after every phase.
 The rest of this docstring is the older session's, in calls of 290 s:
 
@@ -40,10 +40,13 @@ from pathlib import Path
 import torch
 
 from dlrm_study import settings
-from dlrm_study.analysis import clusters, findings, predictions, wording
+from dlrm_study.analysis import clusters, findings, gpu_targets, predictions, wording
 from dlrm_study.analysis.judgement import Status
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_EAGER, GPU_HBM, GPU_HBM_FP32, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
+from dlrm_study.lending import gpu_budget, gpu_lending, gpu_phases
+from dlrm_study.lending.gpu_pairs import claim_lines, pending
+from dlrm_study.lending.gpu_phases import choose_profiler, embedding_records, first_line, run_tests
 from dlrm_study.measure import gpu, isolated, runner, sweep
 from dlrm_study.plans import gpu as gpu_grid
 from dlrm_study.plans import sweep as sweep_plan
@@ -53,9 +56,6 @@ from dlrm_study.plans.sensitivity import GPU_RECORDS
 from dlrm_study.records import Machine, provenance, store
 from dlrm_study.records import columns as col
 from dlrm_study.report import ledger, reading
-from dlrm_study.studies import gpu_budget, gpu_lending, gpu_phases, gpu_targets
-from dlrm_study.studies.gpu_pairs import claim_lines, pending
-from dlrm_study.studies.gpu_phases import choose_profiler, embedding_records, first_line, run_tests
 
 # The throughput targets are plans.gpu_targets.TARGETS (an H200; judged on the median of all repeats).
 PRESET_STUDIES = [TARGETS_RUN, "gpu-presets", "gpu-presets-large"]
@@ -224,7 +224,9 @@ def embedding_lines(emb, dry_run: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dlrm_study.cli.gpu_session", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dlrm_study.lending.gpu_session", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, default=Path("results/gpu-run"), help="folder for the records")
     # 290 s: with start-up and the tests, one device call stays under 6 minutes (the script's timeout is 340 s).
     parser.add_argument("--budget-s", type=float, default=290.0, help="stop starting new points after this")
@@ -356,7 +358,17 @@ STOP_MARGIN_S = 20.0  # a phase starts no point this close to its watchdog: a me
 
 def phase_argv(name: str, work: Path, dry_run: bool, part: str, limit_s: float) -> list[str]:
     deadline = limit_s if dry_run else max(1.0, limit_s - STOP_MARGIN_S)
-    argv = [sys.executable, "-m", "dlrm_study.cli.gpu_session", "--phase", name, "--work", str(work), "--part", part]
+    argv = [
+        sys.executable,
+        "-m",
+        "dlrm_study.lending.gpu_session",
+        "--phase",
+        name,
+        "--work",
+        str(work),
+        "--part",
+        part,
+    ]
     return [*argv, "--deadline-s", f"{deadline:.0f}", *(["--dry-run"] if dry_run else [])]
 
 
