@@ -56,3 +56,22 @@ def test_h4_refutation_is_an_or_read_at_97_5_percent() -> None:
     v = verdict("H4", GPU, gpu_placements=placements(host, cached_for(host, 0.39, jitter=0.1)))
     assert 0.48 < v.numbers["recovery"].high < H4_RECOVERY
     assert v.status == "inconclusive", v.evidence
+
+
+def test_a_repeat_that_mixed_triton_and_its_stand_ins_is_refused() -> None:
+    """Planted: in one run, hbm ran Triton and cached the PyTorch stand-ins (a fallback at some shapes only). Its
+    repeats pair no placement: they are left out whole and counted under their reason, so cached over hbm never
+    compares one code with another. The host placement's own path (the fused CPU kernels) mixes nothing."""
+    from dlrm_study.analysis.readers import MIXED_KERNELS
+
+    host = ratios(0.5, 0.3)
+    frame = placements(host, cached_for(host, 0.8)).assign(kernel_path="triton")
+    frame.loc[frame["variant"] == "gpu-host", "kernel_path"] = "cpp"
+    clean = verdict("H4", GPU, gpu_placements=frame)
+    mixed = frame["run_id"].eq("r1-0") & frame["variant"].eq("gpu-cached")
+    planted = frame.assign(kernel_path=frame["kernel_path"].mask(mixed, "torch"))
+    refused = verdict("H4", GPU, gpu_placements=planted)
+    left = refused.left_out.get(MIXED_KERNELS, 0)
+    timed = frame["run_id"].eq("r1-0") & frame["repeat"].ne(0)  # its repeat 0 is a warm-up, counted as one
+    assert left == int(timed.sum()) == 3 and MIXED_KERNELS not in clean.left_out
+    assert refused.numbers["recovery"].n == clean.numbers["recovery"].n - 1  # one repeat fewer, the rest as before

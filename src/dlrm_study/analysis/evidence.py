@@ -16,7 +16,7 @@ from dlrm_study.analysis.convergence import accuracy_records, convergence_record
 from dlrm_study.analysis.current import at_head, current, fingerprints, newest
 from dlrm_study.analysis.current import loops as current_loops
 from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
-from dlrm_study.analysis.readers import NoRecords, point_records, sweep_records
+from dlrm_study.analysis.readers import NoRecords, one_kernel_path, point_records, sweep_records
 from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.plans import cpu
@@ -25,6 +25,7 @@ from dlrm_study.records import Machine, code_identity, store
 from dlrm_study.records import columns as col
 from dlrm_study.rules import literal
 
+GPU_FRAMES = ("gpu", "gpu_grid", "gpu_placements")  # the GPU's records (the knob sweeps besides: `gpu_knobs`)
 UNTIMED = ("convergence", "accuracy", "cache")  # frames of trained seeds or hit rates: no warm-up to drop
 COMPARE_RECORDS, COMPARE_STUDIES = "bench.csv", ("cpu-compare",)  # `dlrm-study compare`: the CPU loops' points
 H1_KNOBS = tuple(literal("H1", "knobs"))  # not batch size (declared: src/dlrm_study/rules/rules.toml)
@@ -108,7 +109,10 @@ class Evidence:
         # Trained seeds, not timed repeats: their `repeat` is the seed, and no first-use cost is in an AUC.
         own |= {name: at_head(of(getattr(self, name), machine), code) for name in UNTIMED}
         own["accuracy"] = at_head(same_class(self.accuracy, machine), code)
-        return dataclasses.replace(self, **own, gpu_knobs={k: mine(v) for k, v in self.gpu_knobs.items()})
+        # A GPU comparison pairs records of one kernel path: a repeat that mixed Triton and its stand-ins, out.
+        own |= {name: one_kernel_path(own[name]) for name in GPU_FRAMES}
+        knobs = {k: one_kernel_path(mine(v)) for k, v in self.gpu_knobs.items()}
+        return dataclasses.replace(self, **own, gpu_knobs=knobs)
 
     def without_run(self, run: str) -> "Evidence":
         """This evidence less one run's records (a leave-one-out check)."""

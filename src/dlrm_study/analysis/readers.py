@@ -180,3 +180,22 @@ def sweep_records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
     frame = labelled(frame, labels, [sweep.name])
     frame[col.GRID] = frame[col.POINT]
     return check_cells(select(frame, machine))
+
+
+GPU_KERNELS = ("triton", "torch")  # a GPU step's kernels (`kernel_path`): Triton's, or their PyTorch stand-ins
+MIXED_KERNELS = "of a repeat whose GPU points ran different kernels (Triton and its PyTorch stand-ins): not paired"
+
+
+def one_kernel_path(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records of every repeat (machine, run, repeat) whose GPU points ran one kernel path; a repeat that ran
+    Triton at some points and the PyTorch stand-ins at others is left out whole, counted (`MIXED_KERNELS`): a pair
+    across the two would put one code at one end of a comparison and another at the other. The host's own paths
+    (the fused CPU kernels of the host placement, ATen of the host loops) are another device's step, not a
+    stand-in, and do not count."""
+    if frame.empty or col.KERNEL_PATH not in frame:
+        return frame
+    cell = [k for k in (col.MACHINE, col.RUN_ID, col.REPEAT) if k in frame]
+    keys = frame[cell].astype(str).agg("\0".join, axis=1)
+    gpu = frame[col.KERNEL_PATH].isin(GPU_KERNELS)
+    paths = frame[col.KERNEL_PATH][gpu].groupby(keys[gpu]).nunique()
+    return leave_out(frame, ~keys.isin(paths[paths > 1].index), MIXED_KERNELS)
