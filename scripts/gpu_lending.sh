@@ -3,11 +3,12 @@
 #
 #   bash scripts/gpu_lending.sh OUT_DIR [--budget-s 540] [--part A|B] [--resume-from DIR]... [--dry-run]
 #
-# Two lendings judge H1-H4 between them, each claim in 3 runs, each run a process (src/dlrm_study/lending/gpu_lending.py):
-# A: the targets, then H1 and H4; B: H2 and H3. --part A|B names one; without it the first whose claims have no
-# verdict at today's code in results/ runs. Then, as far as --budget-s goes, the optional phases; each phase in its
+# Two lendings judge H1-H4 between them, each claim in 3 runs, each run a process (src/dlrm_study/lending/gpu_lending.py),
+# each first checking its GPU kernels against their stand-ins (src/dlrm_study/lending/numerics.py). A: the targets,
+# then H1 and H4; B: H2 and H3. --part A|B names one; without it the first whose claims have no verdict at today's
+# code in results/ runs. Then, as far as --budget-s goes, the optional phases; each phase in its
 # own process under a watchdog.
-# OUT_DIR gets at most 6 files, rewritten whole as they change (no lock files): the records CSVs, summary.txt
+# OUT_DIR gets at most 7 files, rewritten whole as they change (no lock files): the records CSVs, summary.txt
 # (rewritten after every phase) and lending.log. An earlier call's OUT_DIR, carried in, is resumed from with
 # --resume-from DIR. Afterwards: python scripts/merge_records.py OUT_DIR (docs/reproduce.md).
 # Needs the image's python (torch with CUDA, Triton); what else it lacks comes from wheels/gpu, carried in

@@ -16,7 +16,14 @@ from dlrm_study.analysis.convergence import accuracy_records, convergence_record
 from dlrm_study.analysis.current import at_head, current, fingerprints, newest
 from dlrm_study.analysis.current import loops as current_loops
 from dlrm_study.analysis.placement import cache_hit_rates, placement_records, remote_vs_local
-from dlrm_study.analysis.readers import NoRecords, one_kernel_path, point_records, sweep_records
+from dlrm_study.analysis.readers import (
+    NoRecords,
+    checked_kernels,
+    failed_checks,
+    one_kernel_path,
+    point_records,
+    sweep_records,
+)
 from dlrm_study.analysis.scaling import scaling_records
 from dlrm_study.analysis.sensitivity import sensitivity_records
 from dlrm_study.plans import cpu
@@ -61,6 +68,11 @@ class Evidence:
                 return pd.DataFrame()
 
         caught = contended_runs(out)  # runs the load guard caught: counted, not judged
+        failed = failed_checks(out)  # lendings whose Triton kernels failed their numerics check
+
+        def gpu(frame: pd.DataFrame) -> pd.DataFrame:
+            return checked_kernels(frame, failed)
+
         return cls(
             cpu_loops=without_contended(read(sweep_records, cpu.cpu_loops(profile, out), None), caught),
             cpu_compare=read(point_records, cpu.cpu_loops(profile, out), out / COMPARE_RECORDS, COMPARE_STUDIES, None),
@@ -69,13 +81,13 @@ class Evidence:
             scaling=read(scaling_records, profile, out, None),
             remote=read(remote_vs_local, profile, out, None),
             cache=read(cache_hit_rates, profile, out, None),
-            gpu=read(gpu_records, out),
+            gpu=gpu(read(gpu_records, out)),
             gpu_knobs={
-                knob: read(sensitivity_records, knob, on_gpu(sensitivity(knob, profile, out)), None)
+                knob: gpu(read(sensitivity_records, knob, on_gpu(sensitivity(knob, profile, out)), None))
                 for knob in H1_KNOBS
             },
-            gpu_grid=read(sweep_records, on_gpu(dense_sparse_grid(profile, out), host=True), None),
-            gpu_placements=read(placement_records, out, "gpu-placements"),
+            gpu_grid=gpu(read(sweep_records, on_gpu(dense_sparse_grid(profile, out), host=True), None)),
+            gpu_placements=gpu(read(placement_records, out, "gpu-placements")),
             baseline=read(baseline_records, profile, out),
         )
 

@@ -18,6 +18,7 @@ import pandas as pd
 from dlrm_study.analysis.identity import record_ids
 from dlrm_study.config import LATER_FIELDS, Config
 from dlrm_study.errors import UsageError
+from dlrm_study.plans.sensitivity import NUMERICS_RECORDS
 from dlrm_study.plans.sweep import Sweep, plan
 from dlrm_study.records import columns as col
 from dlrm_study.records import store
@@ -182,7 +183,8 @@ def sweep_records(sweep: Sweep, machine: str | None = "this") -> pd.DataFrame:
     return check_cells(select(frame, machine))
 
 
-GPU_KERNELS = ("triton", "torch")  # a GPU step's kernels (`kernel_path`): Triton's, or their PyTorch stand-ins
+TRITON = "triton"
+GPU_KERNELS = (TRITON, "torch")  # a GPU step's kernels (`kernel_path`): Triton's, or their PyTorch stand-ins
 MIXED_KERNELS = "of a repeat whose GPU points ran different kernels (Triton and its PyTorch stand-ins): not paired"
 
 
@@ -199,3 +201,25 @@ def one_kernel_path(frame: pd.DataFrame) -> pd.DataFrame:
     gpu = frame[col.KERNEL_PATH].isin(GPU_KERNELS)
     paths = frame[col.KERNEL_PATH][gpu].groupby(keys[gpu]).nunique()
     return leave_out(frame, ~keys.isin(paths[paths > 1].index), MIXED_KERNELS)
+
+
+NUMERICS_FAILED = "of a lending whose Triton kernels failed their numerics check (`lending.numerics`)"
+
+
+def failed_checks(out: Path) -> frozenset[tuple[str, str]]:
+    """(machine, invocation) of every lending whose numerics check failed at some shape (`NUMERICS_RECORDS`)."""
+    path = Path(out) / NUMERICS_RECORDS
+    frame = store.load(path) if path.exists() else pd.DataFrame()
+    if frame.empty or col.NUMERICS_PASSED not in frame or col.INVOCATION not in frame:
+        return frozenset()
+    failed = frame[~frame[col.NUMERICS_PASSED].astype(str).str.lower().isin(["true", "1"])]
+    return frozenset((m, i) for m, i in zip(failed[col.MACHINE], failed[col.INVOCATION].fillna(""), strict=True) if i)
+
+
+def checked_kernels(frame: pd.DataFrame, failed: frozenset[tuple[str, str]]) -> pd.DataFrame:
+    """The records less the Triton ones of a lending whose numerics check failed (`failed_checks`), counted."""
+    if frame.empty or not failed or col.KERNEL_PATH not in frame or col.INVOCATION not in frame:
+        return frame
+    lending = list(zip(frame[col.MACHINE], frame[col.INVOCATION].fillna(""), strict=True))
+    wrong = frame[col.KERNEL_PATH].eq(TRITON) & pd.Series([key in failed for key in lending], index=frame.index)
+    return leave_out(frame, ~wrong, NUMERICS_FAILED)

@@ -5,11 +5,15 @@ A lending is one call of at most 10 minutes (`scripts/gpu_lending.sh`, `--budget
 do not fit one call by this estimate (about 920 s), so there are two (`LENDINGS`), each judging its own claims
 from its own records only:
 
-- **A** (H1, H4, and the targets): `targets-bf16` and `targets-fp32` (the three targets, `plans.gpu_targets`,
-  and their fp32 twins, one repeat each); then `verdict-run-1` to `-3`, each one run (a run slot, `measure.context
-  .one_run`) of H1's points (gpu-hbm at each model-shape knob's two ends, not batch size) and H4's (hbm, host and
-  cached on mlperf-scaled, Zipf 1.05, 10% cached) in `REPEATS_OF["A"]` whole repeats; then `uvm` (hbm beside uvm
-  in a run of their own: uvm failed in the first lending, and it decides nothing, so last, apart).
+Both begin with `numerics` (`lending.numerics`): the GPU's embedding kernels against their PyTorch stand-ins at every
+embedding shape the headline measures, recorded, before any timed record (about 15 s).
+
+- **A** (H1, H4, and the targets): `targets-bf16` (the three targets, `plans.gpu_targets`, one repeat each);
+  then `verdict-run-1` to `-3`, each one run (a run slot, `measure.context.one_run`) of H1's points (gpu-hbm at
+  each model-shape knob's two ends, not batch size) and H4's (hbm, host and cached on mlperf-scaled, Zipf 1.05,
+  10% cached) in `REPEATS_OF["A"]` whole repeats; then `targets-fp32` (the targets' fp32 twins, one repeat each:
+  no rule reads them); then `uvm` (hbm beside uvm in a run of their own: uvm failed in the first lending, and it
+  decides nothing, so last, apart).
 - **B** (H2, H3): `verdict-run-1` to `-3`, each one run of the dense x sparse grid's points H2 or H3 reads (a
   dense-features end or a table-count end: 8 of the 9 points) on the GPU and on the host's optimized fp32 and
   bf16 loops, in `REPEATS_OF["B"]` whole repeat (24 measurements; two repeats would leave no room).
@@ -34,7 +38,7 @@ from pathlib import Path
 from dlrm_study.config import Config
 from dlrm_study.config.variants import GPU_CACHED, GPU_CACHED_LFU, GPU_HBM, GPU_HOST, GPU_UVM
 from dlrm_study.errors import UsageError
-from dlrm_study.lending import gpu_budget
+from dlrm_study.lending import gpu_budget, numerics
 from dlrm_study.plans import gpu as gpu_grid
 from dlrm_study.plans import gpu_targets, sweep
 from dlrm_study.plans.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN, GpuRun
@@ -48,6 +52,7 @@ from dlrm_study.plans.gpu import PLACEMENTS_RUN, SENSITIVITY_RUN, TARGETS_RUN, G
 PHASE_START_S = 5.0
 KERNEL_BUILD_S = 60.0  # the C++ kernels' build from t = 0 (25-60 s on 2 cores; a lead on the H200's 16)
 TRITON_COLD_S = 20.0
+NUMERICS_S = 15.0  # the kernels' numerics check at the headline's shapes (`lending.numerics`): a lead
 GPU_TESTS_S = 25.0  # the smoke of the tests marked gpu (`SMOKE_TESTS`): a captured step and the Triton kernels
 GPU_TESTS_TIMEOUT_S = 150.0
 LIMIT_FACTOR = 3.0  # a phase's watchdog: this many times its estimate (at least MIN_LIMIT_S), within the budget
@@ -59,13 +64,14 @@ VERDICT_RUNS = 3  # runs of each claim's points in a lending: `analysis.clusters
 LENDINGS = {"A": ("H1", "H4"), "B": ("H2", "H3")}  # each judged from its own records only (a test holds it)
 REPEATS_OF = {"A": 3, "B": 1}  # whole repeats a verdict run measures (B's grid: 24 measurements a repeat)
 LENDING_LIMIT_S = 540.0  # each lending's estimate from a cold start stays under this (a test holds it)
+VERDICTS_BY_S = 400.0  # each lending's verdict runs end by then, by the estimate, with room for it to be wrong
 SMOKE_TESTS = ["-k", "captured_step or compiled_kernels_match"]  # the GPU tests a lending runs: a smoke (GPU_TESTS_S)
 
 
 @dataclass
 class Phase:
-    """One phase: its kind (`runs`, `tests`, `profiles`, `embedding`), its runs, whether it is headline, and
-    its estimate on an H200 (seconds, from its process's start)."""
+    """One phase: its kind (`numerics`, `runs`, `tests`, `profiles`, `embedding`), its runs, whether it is
+    headline, and its estimate on an H200 (seconds, from its process's start)."""
 
     name: str
     kind: str = "runs"
@@ -74,6 +80,7 @@ class Phase:
     retry: bool = False  # a failed point is measured once more (the targets)
     whole: bool = False  # verdict runs: whole repeats only
     slot: int = 0  # the one run slot this phase measures, in its own process (0: every slot of its runs)
+    shapes: list[numerics.Shape] = field(default_factory=list)  # the numerics check's: the headline's GPU shapes
     estimate_s: float = 0.0
 
     def limit_s(self, left_s: float) -> float:
@@ -167,8 +174,8 @@ def phases(work: Path, dry_run: bool, lending: str = "A") -> list[Phase]:
         fp32 = with_repeats(targets._replace(only=partial(fp32_twin, dry_run=dry_run)), 1)
         head = [
             Phase("targets-bf16", runs=[bf16], headline=True, retry=True),
-            Phase("targets-fp32", runs=[fp32], headline=True, retry=True),
             *verdict_phases([h1, h4]),
+            Phase("targets-fp32", runs=[fp32], headline=True, retry=True),  # no rule reads it: after the verdicts
             Phase("uvm", runs=[uvm], slot=VERDICT_RUNS + 1),  # its own run: hbm beside it, apart from H4's
             Phase("targets-repeats", runs=[targets._replace(only=partial(target_or_twin, dry_run=dry_run))]),
         ]
@@ -176,7 +183,10 @@ def phases(work: Path, dry_run: bool, lending: str = "A") -> list[Phase]:
         h23 = verdict_run(sensitivity._replace(specs=[grid]), dry_run, "B", partial(hashed, grid_read(grid)),
                           ("H2", "H3"))  # fmt: skip
         head = verdict_phases([h23])
+    measured = [cfg for phase in head if phase.headline for run in phase.runs
+                for _, _, cfg in gpu_budget.pending_items(run, set())[0]]  # fmt: skip
     plan = [
+        Phase("numerics", kind="numerics", headline=True, shapes=numerics.shapes(measured)),
         *head,
         Phase("gpu-tests", kind="tests"),
         Phase("profiles", kind="profiles", runs=[profile_run(bf16, work)]),
@@ -215,7 +225,9 @@ def estimate(plan: list[Phase]) -> None:
         seconds = PHASE_START_S + (TRITON_COLD_S if number == 0 else 0.0)
         if any(v.startswith("host-") for run in phase.runs for spec in run.specs for v in spec.variants):
             seconds += max(0.0, KERNEL_BUILD_S - at)  # the host's loops wait for the C++ kernels built from t = 0
-        if phase.kind == "tests":
+        if phase.kind == "numerics":
+            seconds += NUMERICS_S
+        elif phase.kind == "tests":
             seconds += GPU_TESTS_S
         elif phase.kind == "embedding":
             seconds += gpu_budget.EMBEDDING_S
@@ -253,6 +265,12 @@ def headline_s(plan: list[Phase]) -> float:
     return sum(phase.estimate_s for phase in plan if phase.headline)
 
 
+def verdicts_end_s(plan: list[Phase]) -> float:
+    """When the last verdict run should end, from a cold start (`VERDICTS_BY_S` holds it)."""
+    ends = [sum(p.estimate_s for p in plan[: at + 1]) for at, phase in enumerate(plan) if phase.whole]
+    return max(ends, default=0.0)
+
+
 def plan_lines(plan: list[Phase], budget_s: float, lending: str = "A") -> list[str]:
     """The plan before anything runs: the claims it judges, each phase's estimate and when it should end."""
     judged = ", ".join(f"{claim} in runs {', '.join(map(str, slots))}" for claim, slots in claims_of(plan).items())
@@ -266,5 +284,8 @@ def plan_lines(plan: list[Phase], budget_s: float, lending: str = "A") -> list[s
         lines.append(
             f"  {phase.name} ({mark}{phase.kind}): about {phase.estimate_s:.0f} s, finishing near {at:.0f} s{past}"
         )
-    lines.append(f"  the verdict phases end near {headline_s(plan):.0f} s (held under {LENDING_LIMIT_S:.0f} s)")
+    lines.append(
+        f"  the verdict phases end near {verdicts_end_s(plan):.0f} s, the headline's near "
+        f"{headline_s(plan):.0f} s (held under {LENDING_LIMIT_S:.0f} s)"
+    )
     return lines

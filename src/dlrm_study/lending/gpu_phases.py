@@ -18,7 +18,7 @@ import torch
 
 from dlrm_study import config
 from dlrm_study.config import Placement
-from dlrm_study.lending import gpu_budget, gpu_lending
+from dlrm_study.lending import gpu_budget, gpu_lending, numerics
 from dlrm_study.lending.gpu_lending import GPU_TESTS_TIMEOUT_S, Phase
 from dlrm_study.measure import context, gpu, graph_profiler, isolated, runner, sweep
 from dlrm_study.plans import sweep as sweep_plan
@@ -33,7 +33,9 @@ def run_phase(phase: Phase, work: Path, dry_run: bool, deadline: float) -> int:
     if phase.kind != "profiles":  # (the profiles phase sets its way from the probes, `choose_profiler`)
         graph_profiler.use(graph_profiler.NOT_PROFILED)
     try:
-        if phase.kind == "tests":
+        if phase.kind == "numerics":
+            print(numerics.run(work, phase.shapes, torch.device("cpu" if dry_run else "cuda")), flush=True)
+        elif phase.kind == "tests":
             timeout_s = min(GPU_TESTS_TIMEOUT_S, max(1.0, deadline - time.monotonic()))
             print(run_tests(dry_run, timeout_s=timeout_s, select=gpu_lending.SMOKE_TESTS))
         elif phase.kind == "embedding":

@@ -315,6 +315,9 @@ def lending_main(args: argparse.Namespace) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="dlrm-lending-"))
     log = out / LENDING_LOG
     seeded = isolated.seed(work, [*args.resume_from, out])
+    # One invocation: every phase's records name it, so the court can leave out a lending whose kernels failed
+    # their numerics check (`analysis.readers.checked_kernels`) and a verdict can leave out one lending whole.
+    os.environ.setdefault(settings.INVOCATION, f"lending-{provenance.new_run_id()}")
     build = start_kernel_build(work)  # t = 0: only the host's CPU loops need the C++ kernels
     part, why = (args.part, "named by --part") if args.part else choose_lending(args.judged_from)
     plan = gpu_lending.phases(work, args.dry_run, part)

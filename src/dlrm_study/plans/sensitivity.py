@@ -120,6 +120,7 @@ def gpu_mirrors(profile: str, out: Path, device: str = "cuda") -> list[Sweep]:
 # --- the dense x sparse grid, and the same points on a GPU ---------------------------------------
 
 GPU_RECORDS = "gpu_sweeps.csv"
+NUMERICS_RECORDS = "gpu_numerics.csv"  # a lending's check of its GPU kernels (`lending.numerics`)
 DENSE_SPARSE_GRID = {
     "model.dense_features": [16, 512, 1024],
     "model.table_rows": ["2x100000", "8x100000", "32x100000"],

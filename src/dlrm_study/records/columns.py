@@ -34,6 +34,8 @@ LOOP, PRECISION, PRECISION_LABEL, NATIVE_BF16 = "loop", "precision", "precision_
 TOP_KERNELS = "top_kernels"  # a GPU profile's slowest kernels: JSON [name, launches, µs] per step
 TRAIN_LOOP = "train.loop"  # the config's loop: what a record's code fingerprint is of (`records.code_identity`)
 SPARSE_ARCH, PLACEMENT, KERNEL_PATH, CAPTURE = "sparse_arch", "placement", "kernel_path", "capture"
+# A lending's numerics check (`lending.numerics`): per shape and kernel, whether the GPU's kernel matched its stand-in.
+NUMERICS_PASSED = "numerics_passed"
 BATCH_SIZE, STEPS, WARMUP, BUILDS = "batch_size", "steps", "warmup", "builds"
 # Distributed runs: how many ranks, and how the tables' rows reached them.
 WORLD_SIZE, ROUTE = "world_size", "route"

@@ -122,13 +122,13 @@ def entry(claim: str, machine: str, judgement: Judgement, code: str) -> dict:
     """One verdict as the file holds it; its numbers each under (claim, machine, code, name, quantity)."""
     of = BY_ID[claim]
     numbers = [
-        {"claim": claim, "machine": machine, "code": code, "name": name, "quantity": of.quantity or of.names(name),
+        {"claim": claim, col.MACHINE: machine, "code": code, "name": name, "quantity": of.quantity or of.names(name),
          "share": isinstance(ratio, Share), **{field: plain(v) for field, v in ratio._asdict().items()}}
         for name, ratio in judgement.numbers.items()
     ]  # fmt: skip
     return {
         "claim": claim,
-        "machine": machine,
+        col.MACHINE: machine,
         "code": code,
         "status": str(judgement.status),
         "qualifier": judgement.qualifier,
@@ -187,8 +187,8 @@ def tables(found: dict) -> tuple[Table, Codes]:
     table: Table = {}
     codes: Codes = {}
     for e in found["verdicts"]:
-        table.setdefault(e["claim"], {})[e["machine"]] = from_entry(e)
-        codes.setdefault(e["claim"], {})[e["machine"]] = e["code"]
+        table.setdefault(e["claim"], {})[e[col.MACHINE]] = from_entry(e)
+        codes.setdefault(e["claim"], {})[e[col.MACHINE]] = e["code"]
     return table, codes
 
 
@@ -212,7 +212,7 @@ def problems(out: Path, profile: str, evidence: Evidence | None = None) -> list[
     evidence = evidence if evidence is not None else Evidence.load(Path(out), profile)
     fresh = json.loads(json.dumps(document(out, profile, *judge(evidence))["verdicts"]))  # as the file holds it
     kept = found["verdicts"]
-    wrong = [f"{FILE}: {e['claim']} on {e['machine']} reads {e} but the records give {f}"[:400]
+    wrong = [f"{FILE}: {e['claim']} on {e[col.MACHINE]} reads {e} but the records give {f}"[:400]
              for e, f in zip(kept, fresh, strict=False) if e != f]  # fmt: skip
     if len(kept) != len(fresh):
         wrong.append(f"{FILE}: {len(kept)} verdicts, the records give {len(fresh)}")
