@@ -97,3 +97,21 @@ def test_a_fresh_invocation_agrees_within_the_prediction_interval_not_the_confid
     one = fresh.prediction([("a", 0.80 + x) for x in runs], fresh_runs=5)
     assert "not estimable" in one[3] and one[2] - one[1] < high - low
     assert math.isnan(fresh.prediction([("a", 0.8)], 5)[0])
+
+
+def test_the_quiet_time_is_a_low_quantile_not_one_lucky_probe(tmp_path: Path) -> None:
+    """One probe far faster than the rest (a moment the host's other tenants were idle) does not become the bar:
+    from QUIET_FROM probes on, the quiet time is their QUIET_QUANTILE; fewer, the fastest."""
+    few = [0.030, 0.016, 0.027]
+    for i, probe in enumerate(few):
+        guard.record(tmp_path, XEON_AMX, "inv", "cpu-loops", i, i, at(0, 0, 0, 0, probe_s=probe),
+                     at(100, 100, 0, 100, probe_s=probe))  # fmt: skip
+    assert guard.quiet_time(tmp_path, XEON_AMX, 0.026) == 0.016
+    for i in range(8):
+        probe = 0.024 + 0.001 * i
+        guard.record(tmp_path, XEON_AMX, "inv", "cpu-loops", 10 + i, 10 + i, at(0, 0, 0, 0, probe_s=probe),
+                     at(100, 100, 0, 100, probe_s=probe))  # fmt: skip
+    quiet = guard.quiet_time(tmp_path, XEON_AMX, 0.026)
+    assert 0.016 < quiet < 0.025  # the tenth of 23 probes, not the lucky one
+    assert guard.verdict(0.0, 0.0, 0.027, quiet) == ""  # a usual probe is no contention
+    assert "probe ran" in guard.verdict(0.0, 0.0, 1.4 * quiet, quiet)
