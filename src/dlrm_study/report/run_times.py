@@ -61,7 +61,8 @@ def table(header: dict[str, str], runs: list[Run], name: str) -> list[str]:
         other = ", ".join(str(r.seconds) for r in mine if r.kind == "other") or "-"
         lines.append(f"| {study} | {len(timed)} | {spread} | {found} | {other} |")
     total = sum(r.seconds for r in runs)
-    lines += ["", f"All {len(runs)} runs of the log: {total / 60:.0f} minutes."]
+    minutes = round(total / 60)
+    lines += ["", f"All {len(runs)} runs of the log: {minutes} minute{'s' * (minutes != 1)}."]
     return lines
 
 
