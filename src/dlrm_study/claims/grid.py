@@ -2,6 +2,7 @@
 other (docs/claims.md). H2 reads it along dense features, H3 along tables.
 """
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,10 +11,11 @@ import pandas as pd
 from dlrm_study.analysis import stats
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement, Status, decided
+from dlrm_study.analysis.power import Design
 from dlrm_study.analysis.readers import sweep_records
 from dlrm_study.analysis.sensitivity import gpu_over_cpu_pairs
 from dlrm_study.analysis.views import side
-from dlrm_study.claims.claim import Claim
+from dlrm_study.claims.claim import HPCA, Claim, Rule
 from dlrm_study.claims.rule import Lens, counted, gpu_early, ratio_text, too_few
 from dlrm_study.plans.gpu import GpuRun
 from dlrm_study.records import columns as col
@@ -83,3 +85,12 @@ def grid_counts(claim: Claim, out: Path, run: GpuRun) -> tuple[int, int]:
 
 def deciding(along: str) -> Callable[[Evidence], list[pd.DataFrame]]:
     return lambda evidence: [p for _, p in grid_pairs(evidence, along)[0]]
+
+
+def along_the_grid(claim_id: str, text: str, claimed: str, rule: Rule, along: str, names: Callable[[str], str],
+                   gpu_points: str, designs: tuple[Design, ...]) -> Claim:  # fmt: skip
+    """H2 or H3: HPCA's claim read on the grid along `along` by `rule`, in notebook 03, its pairs counted in a GPU
+    session's grid records (`grid_counts`)."""
+    made = Claim(claim_id, text, HPCA, claimed, ("gpu_grid",), rule, "03_dense_sparse_sensitivity", deciding(along),
+                 names=names, figures=("03_gpu_over_cpu",), gpu_points=gpu_points, designs=designs)  # fmt: skip
+    return dataclasses.replace(made, session_counts=lambda out, run: grid_counts(made, out, run))

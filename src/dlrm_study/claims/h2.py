@@ -8,8 +8,7 @@ interval (at 1 - 0.05/m) lies short of it.
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.power import GPU_SPREAD, LENDING_RUNS, Design
-from dlrm_study.claims.claim import HPCA, Claim
-from dlrm_study.claims.grid import DENSE, deciding, grid_claim, grid_counts
+from dlrm_study.claims.grid import DENSE, along_the_grid, grid_claim
 from dlrm_study.claims.rule import Lens
 
 ID = "H2"
@@ -26,12 +25,13 @@ DESIGNS = (  # one lending's runs (`analysis.power`)
 )  # fmt: skip
 
 
-CLAIM = Claim(
-    ID, "the GPU's advantage grows with the dense part", HPCA, "GPU over CPU grows with the dense part",
-    ("gpu_grid",), h2, "03_dense_sparse_sensitivity", deciding(DENSE),
+CLAIM = along_the_grid(
+    ID,
+    "the GPU's advantage grows with the dense part",
+    "GPU over CPU grows with the dense part",
+    h2,
+    DENSE,
     names=lambda tables: f"at {tables} tables",
-    figures=("03_gpu_over_cpu",),
     gpu_points="the grid's dense-features ends (GPU over host CPU; the fewest over the table counts)",
-    session_counts=lambda out, run: grid_counts(CLAIM, out, run),
     designs=DESIGNS,
-)  # fmt: skip
+)

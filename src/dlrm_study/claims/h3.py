@@ -8,8 +8,7 @@ shrinks from the fewest to the most tables by more than GRID_MARGIN; not reprodu
 from dlrm_study.analysis.evidence import Evidence
 from dlrm_study.analysis.judgement import Judgement
 from dlrm_study.analysis.power import GPU_SPREAD, LENDING_RUNS, Design
-from dlrm_study.claims.claim import HPCA, Claim
-from dlrm_study.claims.grid import TABLES, deciding, grid_claim, grid_counts
+from dlrm_study.claims.grid import TABLES, along_the_grid, grid_claim
 from dlrm_study.claims.rule import Lens
 
 ID = "H3"
@@ -26,12 +25,13 @@ DESIGNS = (  # one lending's runs (`analysis.power`)
 )  # fmt: skip
 
 
-CLAIM = Claim(
-    ID, "the GPU's advantage shrinks as the sparse part grows", HPCA, "GPU over CPU shrinks as the sparse part grows",
-    ("gpu_grid",), h3, "03_dense_sparse_sensitivity", deciding(TABLES),
+CLAIM = along_the_grid(
+    ID,
+    "the GPU's advantage shrinks as the sparse part grows",
+    "GPU over CPU shrinks as the sparse part grows",
+    h3,
+    TABLES,
     names=lambda dense: f"at {dense} dense features",
-    figures=("03_gpu_over_cpu",),
     gpu_points="the grid's table-count ends (GPU over host CPU; the fewest over the dense-feature counts)",
-    session_counts=lambda out, run: grid_counts(CLAIM, out, run),
     designs=DESIGNS,
-)  # fmt: skip
+)
