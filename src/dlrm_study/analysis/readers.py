@@ -196,11 +196,10 @@ def one_kernel_path(frame: pd.DataFrame) -> pd.DataFrame:
     stand-in, and do not count."""
     if frame.empty or col.KERNEL_PATH not in frame:
         return frame
-    cell = [k for k in (col.MACHINE, col.RUN_ID, col.REPEAT) if k in frame]
-    keys = frame[cell].astype(str).agg("\0".join, axis=1)
-    gpu = frame[col.KERNEL_PATH].isin(GPU_KERNELS)
-    paths = frame[col.KERNEL_PATH][gpu].groupby(keys[gpu]).nunique()
-    return leave_out(frame, ~keys.isin(paths[paths > 1].index), MIXED_KERNELS)
+    cell = [frame[k].astype(str) for k in (col.MACHINE, col.RUN_ID, col.REPEAT) if k in frame]
+    gpu_paths = frame[col.KERNEL_PATH].where(frame[col.KERNEL_PATH].isin(GPU_KERNELS))  # the host's: NaN, not counted
+    paths = gpu_paths.groupby(cell).transform("nunique")
+    return leave_out(frame, paths <= 1, MIXED_KERNELS)
 
 
 NUMERICS_FAILED = "of a lending whose Triton kernels failed their numerics check (`lending.numerics`)"
